@@ -1,0 +1,75 @@
+// swift-tools-version:6.0
+// Hydra: a worker-pool job scheduler. Layers, lowest first:
+//   CUV, CCurl            C bindings (system libraries + shims for variadic C)
+//   HydraLoop             one libuv loop per thread, inboxes, timers
+//   HydraHTTP             libcurl multi driven by a HydraLoop
+//   HydraCore             job model, workers, dispatcher, graphs, events
+//   HydraREST, HydraLocal managers bound to workers by the dispatcher
+//   Hydra                 the embeddable engine (wires the layers above)
+//   hydra                 the command-line tool
+// Each target imports only targets listed before it.
+import PackageDescription
+
+let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+
+let package = Package(
+    name: "Hydra",
+    products: [
+        .library(name: "Hydra", targets: ["Hydra"]),
+        .executable(name: "hydra", targets: ["hydra"]),
+        .executable(name: "hydra-bench", targets: ["HydraBench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CUV", pkgConfig: "libuv",
+            providers: [.apt(["libuv1-dev"])]),
+        .systemLibrary(
+            name: "CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
+        .target(
+            name: "HydraLoop",
+            dependencies: ["CUV", .product(name: "DequeModule", package: "swift-collections")],
+            swiftSettings: strict),
+        .target(
+            name: "HydraHTTP",
+            dependencies: ["HydraLoop", "CUV", "CCurl"],
+            swiftSettings: strict),
+        .target(
+            name: "HydraCore",
+            dependencies: [
+                "HydraLoop",
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
+            ],
+            swiftSettings: strict),
+        .target(
+            name: "HydraREST",
+            dependencies: ["HydraCore", "HydraHTTP", "HydraLoop"],
+            swiftSettings: strict),
+        .target(
+            name: "HydraLocal",
+            dependencies: ["HydraCore", "HydraLoop"],
+            swiftSettings: strict),
+        .target(
+            name: "Hydra",
+            dependencies: ["HydraCore", "HydraREST", "HydraLocal", "HydraHTTP", "HydraLoop"],
+            swiftSettings: strict),
+        .executableTarget(
+            name: "hydra",
+            dependencies: ["Hydra", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict),
+        .executableTarget(
+            name: "HydraBench",
+            dependencies: ["Hydra"],
+            path: "Benchmarks/HydraBench",
+            swiftSettings: strict),
+        .testTarget(
+            name: "HydraTests",
+            dependencies: ["Hydra"],
+            swiftSettings: strict),
+    ]
+)

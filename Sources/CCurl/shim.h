@@ -1,0 +1,37 @@
+// The libcurl C API as HydraHTTP sees it, plus fixed-signature wrappers for
+// the variadic functions Swift cannot call (one per argument type).
+#ifndef HYDRA_CCURL_SHIM_H
+#define HYDRA_CCURL_SHIM_H
+#include <curl/curl.h>
+#include <sys/types.h>
+
+static inline CURLcode hydra_easy_setopt_long(CURL *h, CURLoption o, long v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode hydra_easy_setopt_off(CURL *h, CURLoption o, curl_off_t v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode hydra_easy_setopt_ptr(CURL *h, CURLoption o, const void *v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode hydra_easy_setopt_str(CURL *h, CURLoption o, const char *v) { return curl_easy_setopt(h, o, v); }
+
+typedef size_t (*hydra_data_cb)(char *ptr, size_t size, size_t nmemb, void *userdata);
+static inline CURLcode hydra_easy_setopt_data_cb(CURL *h, CURLoption o, hydra_data_cb v) { return curl_easy_setopt(h, o, v); }
+
+typedef int (*hydra_xferinfo_cb)(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow);
+static inline CURLcode hydra_easy_setopt_xferinfo_cb(CURL *h, hydra_xferinfo_cb v) { return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, v); }
+
+static inline CURLcode hydra_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode hydra_easy_getinfo_double(CURL *h, CURLINFO i, double *v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode hydra_easy_getinfo_ptr(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode hydra_easy_getinfo_str(CURL *h, CURLINFO i, char **v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode hydra_easy_getinfo_off(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }
+
+static inline CURLMcode hydra_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
+static inline CURLMcode hydra_multi_setopt_ptr(CURLM *m, CURLMoption o, void *v) { return curl_multi_setopt(m, o, v); }
+
+typedef int (*hydra_socket_cb)(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp);
+static inline CURLMcode hydra_multi_setopt_socket_cb(CURLM *m, hydra_socket_cb v) { return curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, v); }
+
+typedef int (*hydra_timer_cb)(CURLM *multi, long timeout_ms, void *userp);
+static inline CURLMcode hydra_multi_setopt_timer_cb(CURLM *m, hydra_timer_cb v) { return curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, v); }
+
+/// The `data.result` of a CURLMsg (a union Swift imports awkwardly).
+static inline CURLcode hydra_msg_result(const CURLMsg *m) { return m->data.result; }
+
+#endif

@@ -1,0 +1,172 @@
+import Foundation
+import HydraCore
+import HydraHTTP
+import HydraLocal
+import HydraREST
+import Synchronization
+
+/// The Hydra engine, embedded: named workers on libuv loops running remote
+/// (libcurl) and local jobs and graphs of them, with events. Create it from a
+/// ``Configuration`` or a file, register local jobs and dogmas, submit specs,
+/// `await` results, stream events. Thread-safe; call ``shutdown()`` when done.
+///
+/// ```swift
+/// let engine = try HydraEngine(configuration: Configuration())
+/// let result = try await engine.run(.remote(.get("http://127.0.0.1:8080/v1/hello")))
+/// engine.shutdown()
+/// ```
+public final class HydraEngine: Sendable {
+    public let configuration: Configuration
+    public let scheduler: Scheduler
+    /// The REST client manager: servers, apis, dogmas, dummy responses.
+    public let rest: RESTManager
+    /// Named local jobs (built-ins: delay, echo, fail, pick).
+    public let localJobs: LocalJobRegistry
+    /// Where downloads (`saveAs`) and other state live.
+    public let stateDirectory: String
+
+    /// Starts the engine's threads.
+    /// - Parameters:
+    ///   - configuration: workers, servers, apis, defaults, dummy responses (config.md).
+    ///   - stateDirectory: overrides `state.path`.
+    ///   - jobsDirectory: overrides `jobs.path`.
+    public init(configuration: Configuration = Configuration(), stateDirectory: String? = nil,
+                jobsDirectory: String? = nil, shared: (any SharedDataReader)? = nil,
+                lastSeq: UInt64 = 0) throws(ValidationError) {
+        HTTPClient.initializeLibrary()
+        self.configuration = configuration
+        self.stateDirectory = stateDirectory ?? configuration.state.path
+        rest = RESTManager(configuration: configuration, stateDirectory: self.stateDirectory)
+        localJobs = LocalJobRegistry()
+        var environment: [String: String] = [:]
+        let processEnvironment = ProcessInfo.processInfo.environment
+        for name in configuration.allowEnv { environment[name] = processEnvironment[name] }
+        scheduler = try Scheduler(
+            workers: configuration.workers,
+            managers: [rest, LocalJobManager(registry: localJobs)],
+            library: FileJobLibrary(folder: jobsDirectory ?? configuration.jobsPath),
+            environment: environment, shared: shared, lastSeq: lastSeq)
+    }
+
+    /// Starts an engine from a configuration file (errors name the file and key path).
+    public convenience init(configurationFile path: String) throws {
+        try self.init(configuration: Configuration.load(path: path))
+    }
+
+    // MARK: - Registration
+
+    /// Adds a named local job (see ``LocalJob`` for where it runs).
+    public func register(localJob name: String, _ job: LocalJob) { localJobs.register(name, job) }
+
+    /// Adds a dogma (response codec) that specs name with `"dogma"`.
+    public func register(dogma: any Dogma) { rest.register(dogma: dogma) }
+
+    /// Adds a Swift dummy-response handler: a reply it returns answers the
+    /// request without the network and emits `job.skipped` (reason `dummy`).
+    public func register(dummy handler: @escaping DummyHandler) { rest.register(dummy: handler) }
+
+    // MARK: - Jobs
+
+    /// Checks and queues a job; returns its id. Errors name the field by path.
+    @discardableResult
+    public func submit(_ spec: JobSpec, input: JSONValue = .null, priority: Int = 0) throws(ValidationError) -> String {
+        try scheduler.submit(spec, input: input, priority: priority)
+    }
+
+    /// Decodes, checks and queues a JSON spec; returns its id.
+    @discardableResult
+    public func submit(json: JSONValue, input: JSONValue = .null, priority: Int = 0) throws(ValidationError) -> String {
+        try scheduler.submit(JobSpec(json: json), input: input, priority: priority)
+    }
+
+    /// Queues a job and calls `completion` with its result. `completion` runs on
+    /// the coordinator thread: keep it quick. For high-rate callers.
+    @discardableResult
+    public func submit(_ spec: JobSpec, input: JSONValue = .null, priority: Int = 0,
+                       completion: @escaping @Sendable (JobResult) -> Void) throws(ValidationError) -> String {
+        try scheduler.submit(spec, input: input, priority: priority, completion: completion)
+    }
+
+    /// Runs a job to its end and returns its result (failures are results, not throws).
+    public func run(_ spec: JobSpec, input: JSONValue = .null, priority: Int = 0) async throws(ValidationError) -> JobResult {
+        let box = ResultBox()
+        let id = try scheduler.submit(spec, input: input, priority: priority) { box.set($0) }
+        return await box.value(jobId: id)
+    }
+
+    /// Waits for the final result of a job; nil when the id is unknown.
+    public func result(of jobId: String) async -> JobResult? { await scheduler.result(of: jobId) }
+
+    /// Cancels a job and its running steps.
+    @discardableResult
+    public func cancel(_ jobId: String) async -> CancelReply { await scheduler.cancel(jobId) }
+
+    public func status(of jobId: String) -> JobStatus? { scheduler.status(of: jobId) }
+
+    // MARK: - Events
+
+    /// The events matching `filter`, from now on, as an async sequence. The
+    /// subscription ends when the consumer stops iterating. Slow consumers
+    /// buffer without limit (use `bufferingPolicy` to cap it).
+    public func events(_ filter: EventFilter = EventFilter(),
+                       bufferingPolicy: AsyncStream<HydraEvent>.Continuation.BufferingPolicy = .unbounded)
+        -> AsyncStream<HydraEvent>
+    {
+        let (stream, continuation) = AsyncStream<HydraEvent>.makeStream(bufferingPolicy: bufferingPolicy)
+        let sink = StreamSink(continuation)
+        let bus = scheduler.bus
+        let (id, _) = bus.subscribe(filter, sink: sink)
+        continuation.onTermination = { _ in bus.unsubscribe(id) }
+        return stream
+    }
+
+    /// Subscribes a sink directly (it runs on the emitting thread; see ``EventSink``).
+    public func subscribe(_ filter: EventFilter = EventFilter(), sink: any EventSink) -> UInt64 {
+        scheduler.bus.subscribe(filter, sink: sink).id
+    }
+
+    public func unsubscribe(_ id: UInt64) { scheduler.bus.unsubscribe(id) }
+
+    // MARK: - Workers
+
+    public var workers: [Worker] { scheduler.workers }
+
+    /// Counters of every worker.
+    public func workerStats() -> [WorkerStats] { scheduler.workers.map { $0.stats() } }
+
+    /// Stops the threads; running jobs are abandoned (their transfers cancelled). Idempotent.
+    public func shutdown() { scheduler.shutdown() }
+}
+
+/// Feeds bus events into an `AsyncStream`.
+private final class StreamSink: EventSink {
+    let continuation: AsyncStream<HydraEvent>.Continuation
+    init(_ continuation: AsyncStream<HydraEvent>.Continuation) { self.continuation = continuation }
+    func receive(_ event: HydraEvent) { continuation.yield(event) }
+}
+
+/// Hands a result produced on the coordinator thread to one awaiting task.
+private final class ResultBox: Sendable {
+    private let state = Mutex<(result: JobResult?, waiter: CheckedContinuation<JobResult, Never>?)>((nil, nil))
+
+    func set(_ result: JobResult) {
+        let waiter = state.withLock { s -> CheckedContinuation<JobResult, Never>? in
+            s.result = result
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+        waiter?.resume(returning: result)
+    }
+
+    func value(jobId: String) async -> JobResult {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { s -> JobResult? in
+                if let result = s.result { return result }
+                s.waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+}
+

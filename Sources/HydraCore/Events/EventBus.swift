@@ -1,0 +1,91 @@
+import Foundation
+import OrderedCollections
+import Synchronization
+
+/// Receives events from the bus. `receive` runs on the emitting thread while
+/// the bus delivers in `seq` order, so it must be quick and never block:
+/// hand the event to a mailbox, a stream or a buffer.
+public protocol EventSink: AnyObject, Sendable {
+    func receive(_ event: HydraEvent)
+}
+
+/// Assigns the global `seq` and fans events out to subscribers whose filter matches.
+///
+/// Thread-safe. Delivery happens under the bus lock, so every sink sees events
+/// in strictly increasing `seq` whatever thread emitted them. With no
+/// subscriber an event costs a counter increment: its fields are never built.
+public final class EventBus: Sendable {
+    private struct Subscriber {
+        let filter: EventFilter
+        let sink: any EventSink
+    }
+    private struct State {
+        var lastSeq: UInt64
+        var subscribers: [UInt64: Subscriber] = [:]
+        var nextID: UInt64 = 1
+    }
+    private let state: Mutex<State>
+    private let subscriberCount = Atomic<Int>(0)
+
+    /// `lastSeq`: the seq of the last event already issued (a restarted server continues after it).
+    public init(lastSeq: UInt64 = 0) {
+        state = Mutex(State(lastSeq: lastSeq))
+    }
+
+    /// The seq of the newest event.
+    public var lastSeq: UInt64 { state.withLock { $0.lastSeq } }
+
+    /// True when someone listens; emitters may skip building an event otherwise.
+    public var hasSubscribers: Bool { subscriberCount.load(ordering: .relaxed) > 0 }
+
+    /// Adds a subscriber; returns its id and the seq of the newest event at that
+    /// moment (events after it will be delivered).
+    public func subscribe(_ filter: EventFilter, sink: any EventSink) -> (id: UInt64, seq: UInt64) {
+        state.withLock { s in
+            let id = s.nextID
+            s.nextID += 1
+            s.subscribers[id] = Subscriber(filter: filter, sink: sink)
+            subscriberCount.store(s.subscribers.count, ordering: .relaxed)
+            return (id, s.lastSeq)
+        }
+    }
+
+    /// Runs `body` under the bus lock with the newest seq, then subscribes: a
+    /// replaying subscriber reads history up to that seq in `body` and misses
+    /// nothing after it. `body` must be quick.
+    public func subscribe(_ filter: EventFilter, sink: any EventSink,
+                          whileHoldingSeq body: (UInt64) -> Void) -> (id: UInt64, seq: UInt64) {
+        state.withLock { s in
+            body(s.lastSeq)
+            let id = s.nextID
+            s.nextID += 1
+            s.subscribers[id] = Subscriber(filter: filter, sink: sink)
+            subscriberCount.store(s.subscribers.count, ordering: .relaxed)
+            return (id, s.lastSeq)
+        }
+    }
+
+    /// Removes a subscriber; false when the id is unknown.
+    @discardableResult
+    public func unsubscribe(_ id: UInt64) -> Bool {
+        state.withLock { s in
+            let removed = s.subscribers.removeValue(forKey: id) != nil
+            subscriberCount.store(s.subscribers.count, ordering: .relaxed)
+            return removed
+        }
+    }
+
+    /// Issues one event. `fields` is evaluated only when someone listens.
+    public func emit(_ name: String, jobId: String, rootJobId: String, stepPath: String,
+                     fields: () -> OrderedDictionary<String, JSONValue>) {
+        state.withLock { s in
+            s.lastSeq += 1
+            guard !s.subscribers.isEmpty else { return }
+            let event = HydraEvent(seq: s.lastSeq, name: name, jobId: jobId, rootJobId: rootJobId,
+                                   stepPath: stepPath, time: Date().timeIntervalSince1970, fields: fields())
+            for subscriber in s.subscribers.values where subscriber.filter.matches(event) {
+                subscriber.sink.receive(event)
+            }
+        }
+    }
+}

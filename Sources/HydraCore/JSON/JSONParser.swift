@@ -1,0 +1,225 @@
+import OrderedCollections
+
+/// Why a text is not JSON, with the byte offset where reading stopped.
+public struct JSONParseError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public var offset: Int
+    public var description: String { "\(message) at byte \(offset)" }
+}
+
+/// A strict RFC 8259 JSON reader producing ``JSONValue``.
+/// Integers that fit `Int` stay exact; other numbers become `Double`.
+public enum JSONParser {
+    /// Nesting deeper than this is refused, so hostile input cannot exhaust the stack.
+    public static let maxDepth = 512
+
+    public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
+        var text = text
+        return try text.withUTF8 { buffer in Result { () throws(JSONParseError) in try parse(buffer) } }.get()
+    }
+
+    public static func parse(_ bytes: [UInt8]) throws(JSONParseError) -> JSONValue {
+        try bytes.withUnsafeBufferPointer { buffer in Result { () throws(JSONParseError) in try parse(buffer) } }.get()
+    }
+
+    public static func parse(_ buffer: UnsafeBufferPointer<UInt8>) throws(JSONParseError) -> JSONValue {
+        var reader = Reader(bytes: buffer)
+        reader.skipWhitespace()
+        let value = try reader.readValue(depth: 0)
+        reader.skipWhitespace()
+        guard reader.atEnd else { throw reader.error("unexpected text after the JSON value") }
+        return value
+    }
+
+    private struct Reader {
+        let bytes: UnsafeBufferPointer<UInt8>
+        var index = 0
+
+        var atEnd: Bool { index >= bytes.count }
+
+        func error(_ message: String) -> JSONParseError { JSONParseError(message: message, offset: index) }
+
+        mutating func skipWhitespace() {
+            while index < bytes.count {
+                switch bytes[index] {
+                case 0x20, 0x0A, 0x0D, 0x09: index += 1
+                default: return
+                }
+            }
+        }
+
+        mutating func readValue(depth: Int) throws(JSONParseError) -> JSONValue {
+            guard index < bytes.count else { throw error("unexpected end of input") }
+            switch bytes[index] {
+            case UInt8(ascii: "{"): return try readObject(depth: depth + 1)
+            case UInt8(ascii: "["): return try readArray(depth: depth + 1)
+            case UInt8(ascii: "\""): return .string(try readString())
+            case UInt8(ascii: "t"): try expectWord("true"); return .bool(true)
+            case UInt8(ascii: "f"): try expectWord("false"); return .bool(false)
+            case UInt8(ascii: "n"): try expectWord("null"); return .null
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try readNumber()
+            default: throw error("unexpected character '\(Character(Unicode.Scalar(bytes[index])))'")
+            }
+        }
+
+        mutating func expectWord(_ word: StaticString) throws(JSONParseError) {
+            let count = word.utf8CodeUnitCount
+            guard index + count <= bytes.count else { throw error("unexpected end of input") }
+            let start = word.utf8Start
+            for i in 0..<count where bytes[index + i] != start[i] {
+                throw error("invalid literal")
+            }
+            index += count
+        }
+
+        mutating func readObject(depth: Int) throws(JSONParseError) -> JSONValue {
+            guard depth <= JSONParser.maxDepth else { throw error("nesting too deep") }
+            index += 1
+            var members = OrderedDictionary<String, JSONValue>()
+            skipWhitespace()
+            if index < bytes.count && bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
+            while true {
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a string key") }
+                let key = try readString()
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
+                index += 1
+                skipWhitespace()
+                members[key] = try readValue(depth: depth)
+                skipWhitespace()
+                guard index < bytes.count else { throw error("unexpected end of input") }
+                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                if bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
+                throw error("expected ',' or '}'")
+            }
+        }
+
+        mutating func readArray(depth: Int) throws(JSONParseError) -> JSONValue {
+            guard depth <= JSONParser.maxDepth else { throw error("nesting too deep") }
+            index += 1
+            var items: [JSONValue] = []
+            skipWhitespace()
+            if index < bytes.count && bytes[index] == UInt8(ascii: "]") { index += 1; return .array(items) }
+            while true {
+                skipWhitespace()
+                items.append(try readValue(depth: depth))
+                skipWhitespace()
+                guard index < bytes.count else { throw error("unexpected end of input") }
+                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                if bytes[index] == UInt8(ascii: "]") { index += 1; return .array(items) }
+                throw error("expected ',' or ']'")
+            }
+        }
+
+        mutating func readString() throws(JSONParseError) -> String {
+            index += 1  // opening quote
+            let start = index
+            // Fast path: no escapes.
+            while index < bytes.count {
+                let byte = bytes[index]
+                if byte == UInt8(ascii: "\"") {
+                    let s = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+                    index += 1
+                    return s
+                }
+                if byte == UInt8(ascii: "\\") { break }
+                if byte < 0x20 { throw error("control character in string") }
+                index += 1
+            }
+            var scalars = [UInt8](UnsafeBufferPointer(rebasing: bytes[start..<index]))
+            while index < bytes.count {
+                let byte = bytes[index]
+                if byte == UInt8(ascii: "\"") {
+                    index += 1
+                    return String(decoding: scalars, as: UTF8.self)
+                }
+                if byte < 0x20 { throw error("control character in string") }
+                if byte != UInt8(ascii: "\\") {
+                    scalars.append(byte)
+                    index += 1
+                    continue
+                }
+                index += 1
+                guard index < bytes.count else { break }
+                let escape = bytes[index]
+                index += 1
+                switch escape {
+                case UInt8(ascii: "\""): scalars.append(0x22)
+                case UInt8(ascii: "\\"): scalars.append(0x5C)
+                case UInt8(ascii: "/"): scalars.append(0x2F)
+                case UInt8(ascii: "b"): scalars.append(0x08)
+                case UInt8(ascii: "f"): scalars.append(0x0C)
+                case UInt8(ascii: "n"): scalars.append(0x0A)
+                case UInt8(ascii: "r"): scalars.append(0x0D)
+                case UInt8(ascii: "t"): scalars.append(0x09)
+                case UInt8(ascii: "u"):
+                    var code = try readHex4()
+                    if (0xD800...0xDBFF).contains(code) {
+                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
+                              bytes[index + 1] == UInt8(ascii: "u") else { throw error("unpaired surrogate") }
+                        index += 2
+                        let low = try readHex4()
+                        guard (0xDC00...0xDFFF).contains(low) else { throw error("unpaired surrogate") }
+                        code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                    } else if (0xDC00...0xDFFF).contains(code) {
+                        throw error("unpaired surrogate")
+                    }
+                    scalars.append(contentsOf: String(Character(Unicode.Scalar(code)!)).utf8)
+                default:
+                    throw error("invalid escape")
+                }
+            }
+            throw error("unterminated string")
+        }
+
+        mutating func readHex4() throws(JSONParseError) -> UInt32 {
+            guard index + 4 <= bytes.count else { throw error("invalid \\u escape") }
+            var value: UInt32 = 0
+            for _ in 0..<4 {
+                let b = bytes[index]
+                let digit: UInt32
+                switch b {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(b - UInt8(ascii: "0"))
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(b - UInt8(ascii: "a") + 10)
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(b - UInt8(ascii: "A") + 10)
+                default: throw error("invalid \\u escape")
+                }
+                value = value << 4 | digit
+                index += 1
+            }
+            return value
+        }
+
+        mutating func readNumber() throws(JSONParseError) -> JSONValue {
+            let start = index
+            var integral = true
+            if bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number") }
+            if bytes[index] == UInt8(ascii: "0") {
+                index += 1
+            } else {
+                while index < bytes.count && isDigit(bytes[index]) { index += 1 }
+            }
+            if index < bytes.count && bytes[index] == UInt8(ascii: ".") {
+                integral = false
+                index += 1
+                guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number") }
+                while index < bytes.count && isDigit(bytes[index]) { index += 1 }
+            }
+            if index < bytes.count && (bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E")) {
+                integral = false
+                index += 1
+                if index < bytes.count && (bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-")) { index += 1 }
+                guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number") }
+                while index < bytes.count && isDigit(bytes[index]) { index += 1 }
+            }
+            let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+            if integral, let value = Int(text) { return .int(value) }
+            guard let value = Double(text) else { throw error("invalid number") }
+            return .double(value)
+        }
+
+        func isDigit(_ b: UInt8) -> Bool { b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") }
+    }
+}

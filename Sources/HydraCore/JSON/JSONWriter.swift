@@ -1,0 +1,75 @@
+/// Writes ``JSONValue`` as compact JSON text (no spaces, keys in stored order,
+/// `/` not escaped, non-ASCII kept as UTF-8).
+public enum JSONWriter {
+    /// The JSON text of `value`.
+    public static func string(_ value: JSONValue) -> String {
+        String(decoding: bytes(value), as: UTF8.self)
+    }
+
+    /// The JSON text of `value` as UTF-8 bytes.
+    public static func bytes(_ value: JSONValue) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(128)
+        write(value, into: &out)
+        return out
+    }
+
+    /// Appends the JSON text of `value` to `out`.
+    public static func write(_ value: JSONValue, into out: inout [UInt8]) {
+        switch value {
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .int(let i): out.append(contentsOf: String(i).utf8)
+        case .double(let d): writeDouble(d, into: &out)
+        case .string(let s): writeString(s, into: &out)
+        case .array(let items):
+            out.append(UInt8(ascii: "["))
+            for (i, item) in items.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                write(item, into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let members):
+            out.append(UInt8(ascii: "{"))
+            var first = true
+            for (key, item) in members {
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                writeString(key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                write(item, into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private static func writeDouble(_ d: Double, into out: inout [UInt8]) {
+        guard d.isFinite else { out.append(contentsOf: "null".utf8); return }
+        if d.rounded() == d && abs(d) < 1e15 {
+            out.append(contentsOf: String(Int(d)).utf8)
+        } else {
+            out.append(contentsOf: "\(d)".utf8)
+        }
+    }
+
+    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+
+    private static func writeString(_ s: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in s.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\""))
+            case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\\"))
+            case 0x0A: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "n"))
+            case 0x0D: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "r"))
+            case 0x09: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
+            case 0..<0x20:
+                out.append(contentsOf: "\\u00".utf8)
+                out.append(hex[Int(byte >> 4)])
+                out.append(hex[Int(byte & 0xF)])
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}

@@ -1,0 +1,298 @@
+import Foundation
+import OrderedCollections
+
+/// The configuration file (`config.md`), decoded and checked. Every key is
+/// optional; unknown keys are errors naming their path.
+public struct Configuration: Sendable {
+    public var rpc = RPC()
+    public var state = State()
+    public var workers: [Worker] = Configuration.defaultWorkers
+    public var servers: OrderedDictionary<String, Server> = [:]
+    public var apis: OrderedDictionary<String, API> = [:]
+    public var defaults = Defaults()
+    public var dummy = Dummy()
+    public var jobsPath = "jobs"
+    public var maxQueuedJobs = 1_000_000
+    public var retentionHours = 24
+    public var allowEnv: [String] = []
+
+    public init() {}
+
+    public static let defaultWorkers: [Worker] = [
+        Worker(name: "rest", kind: .remote, maxConnections: 64, maxHostConnections: 16, maxActive: 256, threads: 2),
+        Worker(name: "local", kind: .local, maxConnections: 64, maxHostConnections: 16, maxActive: 256, threads: 2),
+    ]
+
+    public struct RPC: Sendable {
+        public var listen = "127.0.0.1:7400"
+        public var unixSocket: String?
+        public var secret: String?
+        public var allowInsecure = false
+        public var maxMessageBytes = 1_048_576
+        public var maxOutboundBytes = 8_388_608
+        public var maxConnections = 1024
+    }
+
+    public struct State: Sendable {
+        public enum Sync: String, Sendable { case normal, full }
+        public var path = "var"
+        public var sync = Sync.normal
+    }
+
+    public struct Worker: Sendable {
+        public var name: String
+        public var kind: JobKind
+        public var maxConnections: Int
+        public var maxHostConnections: Int
+        public var maxActive: Int
+        public var threads: Int
+        public init(name: String, kind: JobKind, maxConnections: Int = 64, maxHostConnections: Int = 16,
+                    maxActive: Int = 256, threads: Int = 2) {
+            self.name = name
+            self.kind = kind
+            self.maxConnections = maxConnections
+            self.maxHostConnections = maxHostConnections
+            self.maxActive = maxActive
+            self.threads = threads
+        }
+    }
+
+    /// A server: its base URL, plus (extension) transport options.
+    /// In the file either `"key": "http://…"` or `"key": {"url": …, "verifyTLS": false, …}`.
+    public struct Server: Sendable {
+        public var url: String
+        /// TLS verification; on unless explicitly turned off for this server.
+        public var verifyTLS = true
+        public var caFile: String?
+        /// Headers sent with every request to this server (between defaults and api).
+        public var headers: OrderedDictionary<String, String> = [:]
+        public init(url: String) { self.url = url }
+    }
+
+    public struct API: Sendable {
+        public var server: String
+        public var endpoint: String
+        public var method: String = "GET"
+        public var headers: OrderedDictionary<String, String> = [:]
+        public var dogma: String?
+        public var cacheTTL: Int?
+        public var invalidates: [String] = []
+        public var cacheIgnoreQuery = false
+        public var retry: RetryPolicy?
+        public var timeoutMs: Int?
+    }
+
+    public struct Defaults: Sendable {
+        public var server: String?
+        public var dogma: String?
+        public var timeoutMs = 30_000
+        /// Extension: connect time limit.
+        public var connectTimeoutMs = 10_000
+        /// Extension: redirects followed.
+        public var maxRedirects = 5
+        public var retry = RetryPolicy(maxAttempts: 1)
+        public var headers: OrderedDictionary<String, String> = ["User-Agent": "hydra/\(HydraVersion.string)"]
+    }
+
+    public struct Dummy: Sendable {
+        public var enabled = false
+        public var responses: [DummyResponse] = []
+    }
+
+    public struct DummyResponse: Sendable {
+        public var server: String?
+        public var endpoint: String
+        public var method: String?
+        public var status = 200
+        public var headers: OrderedDictionary<String, String> = [:]
+        public var body: JSONValue?
+        public var delayMs = 0
+    }
+}
+
+/// The version of this build.
+public enum HydraVersion {
+    public static let string = "0.1.0"
+}
+
+extension Configuration {
+    /// Reads and checks a configuration file. Errors name the file and key path.
+    public static func load(path: String) throws -> Configuration {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError(file: path, ValidationError(path: "", "cannot read the file"))
+        }
+        let json: JSONValue
+        do {
+            json = try JSONParser.parse([UInt8](data))
+        } catch {
+            throw ConfigurationError(file: path, ValidationError(path: "", "not JSON: \(error)"))
+        }
+        do {
+            return try Configuration(json: json)
+        } catch {
+            throw ConfigurationError(file: path, error)
+        }
+    }
+
+    /// Decodes a configuration document.
+    public init(json: JSONValue) throws(ValidationError) {
+        self.init()
+        var r = try FieldReader(json, path: "")
+        if var o = try r.object("rpc") {
+            rpc.listen = try o.string("listen") ?? rpc.listen
+            rpc.unixSocket = try o.string("unixSocket")
+            rpc.secret = try o.string("secret")
+            rpc.allowInsecure = try o.bool("allowInsecure") ?? false
+            rpc.maxMessageBytes = try o.int("maxMessageBytes", min: 256) ?? rpc.maxMessageBytes
+            rpc.maxOutboundBytes = try o.int("maxOutboundBytes", min: 1024) ?? rpc.maxOutboundBytes
+            rpc.maxConnections = try o.int("maxConnections", min: 1) ?? rpc.maxConnections
+            try o.rejectUnknownKeys()
+        }
+        if var o = try r.object("state") {
+            state.path = try o.string("path") ?? state.path
+            if let sync = try o.string("sync") {
+                guard let s = State.Sync(rawValue: sync) else {
+                    throw ValidationError(path: o.path("sync"), "expected normal or full")
+                }
+                state.sync = s
+            }
+            try o.rejectUnknownKeys()
+        }
+        if let items = try r.array("workers") {
+            workers = []
+            var names: Set<String> = []
+            for (i, item) in items.enumerated() {
+                var w = try FieldReader(item, path: "workers[\(i)]")
+                let name = try w.requiredString("name")
+                guard names.insert(name).inserted else { throw ValidationError(path: w.path("name"), "duplicate worker '\(name)'") }
+                let kindText = try w.requiredString("kind")
+                guard let kind = JobKind(rawValue: kindText) else {
+                    throw ValidationError(path: w.path("kind"), "expected remote or local")
+                }
+                workers.append(Worker(
+                    name: name, kind: kind,
+                    maxConnections: try w.int("maxConnections", min: 1) ?? 64,
+                    maxHostConnections: try w.int("maxHostConnections", min: 1) ?? 16,
+                    maxActive: try w.int("maxActive", min: 1) ?? 256,
+                    threads: try w.int("threads", min: 1, max: 256) ?? 2))
+                try w.rejectUnknownKeys()
+            }
+        }
+        if let o = try r.object("servers") {
+            for (key, value) in o.members {
+                let path = o.path(key)
+                if case .string(let url) = value {
+                    servers[key] = Server(url: try Configuration.checkURL(url, path: path))
+                    continue
+                }
+                var s = try FieldReader(value, path: path)
+                var server = Server(url: try Configuration.checkURL(try s.requiredString("url"), path: s.path("url")))
+                server.verifyTLS = try s.bool("verifyTLS") ?? true
+                server.caFile = try s.string("caFile")
+                server.headers = try s.stringMap("headers") ?? [:]
+                try s.rejectUnknownKeys()
+                servers[key] = server
+            }
+        }
+        if let o = try r.object("apis") {
+            for (key, value) in o.members {
+                var a = try FieldReader(value, path: o.path(key))
+                let server = try a.requiredString("server")
+                var api = API(server: server, endpoint: try a.requiredString("endpoint"))
+                api.method = try a.string("method")?.uppercased() ?? "GET"
+                api.headers = try a.stringMap("headers") ?? [:]
+                api.dogma = try a.string("dogma")
+                api.cacheTTL = try a.int("cacheTTL", min: 0)
+                api.invalidates = try a.stringArray("invalidates") ?? []
+                api.cacheIgnoreQuery = try a.bool("cacheIgnoreQuery") ?? false
+                if var retry = try a.object("retry") { api.retry = try RetryPolicy(reader: &retry) }
+                api.timeoutMs = try a.int("timeoutMs", min: 1)
+                try a.rejectUnknownKeys()
+                apis[key] = api
+            }
+        }
+        if var o = try r.object("defaults") {
+            defaults.server = try o.string("server")
+            defaults.dogma = try o.string("dogma")
+            defaults.timeoutMs = try o.int("timeoutMs", min: 1) ?? defaults.timeoutMs
+            defaults.connectTimeoutMs = try o.int("connectTimeoutMs", min: 1) ?? defaults.connectTimeoutMs
+            defaults.maxRedirects = try o.int("maxRedirects", min: 0, max: 50) ?? defaults.maxRedirects
+            if var retry = try o.object("retry") { defaults.retry = try RetryPolicy(reader: &retry) }
+            if let headers = try o.stringMap("headers") {
+                defaults.headers = headers.mapValues {
+                    $0.replacingOccurrences(of: "VERSION", with: HydraVersion.string)
+                }
+            }
+            try o.rejectUnknownKeys()
+        }
+        if var o = try r.object("dummy") {
+            dummy.enabled = try o.bool("enabled") ?? false
+            for (i, item) in (try o.array("responses") ?? []).enumerated() {
+                var d = try FieldReader(item, path: o.path("responses") + "[\(i)]")
+                var response = DummyResponse(endpoint: try d.requiredString("endpoint"))
+                response.server = try d.string("server")
+                response.method = try d.string("method")?.uppercased()
+                response.status = try d.int("status", min: 100, max: 599) ?? 200
+                response.headers = try d.stringMap("headers") ?? [:]
+                response.body = d.value("body")
+                response.delayMs = try d.int("delayMs", min: 0) ?? 0
+                try d.rejectUnknownKeys()
+                dummy.responses.append(response)
+            }
+            try o.rejectUnknownKeys()
+        }
+        if var o = try r.object("jobs") {
+            jobsPath = try o.string("path") ?? jobsPath
+            try o.rejectUnknownKeys()
+        }
+        if var o = try r.object("limits") {
+            maxQueuedJobs = try o.int("maxQueuedJobs", min: 1) ?? maxQueuedJobs
+            try o.rejectUnknownKeys()
+        }
+        if var o = try r.object("retention") {
+            retentionHours = try o.int("hours", min: 0) ?? retentionHours
+            try o.rejectUnknownKeys()
+        }
+        allowEnv = try r.stringArray("allowEnv") ?? []
+        try r.rejectUnknownKeys()
+        try checkReferences()
+    }
+
+    /// Cross-checks: apis name known servers, defaults.server exists, worker kinds present.
+    private func checkReferences() throws(ValidationError) {
+        for (key, api) in apis where servers[api.server] == nil {
+            throw ValidationError(path: "apis.\(key).server", "unknown server '\(api.server)'")
+        }
+        for (key, api) in apis {
+            for (i, other) in api.invalidates.enumerated() where apis[other] == nil {
+                throw ValidationError(path: "apis.\(key).invalidates[\(i)]", "unknown api '\(other)'")
+            }
+        }
+        if let server = defaults.server, servers[server] == nil {
+            throw ValidationError(path: "defaults.server", "unknown server '\(server)'")
+        }
+        for (i, response) in dummy.responses.enumerated() {
+            if let server = response.server, servers[server] == nil {
+                throw ValidationError(path: "dummy.responses[\(i)].server", "unknown server '\(server)'")
+            }
+        }
+    }
+
+    private static func checkURL(_ url: String, path: String) throws(ValidationError) -> String {
+        guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
+            throw ValidationError(path: path, "expected an http:// or https:// URL")
+        }
+        return url
+    }
+}
+
+/// A configuration file that cannot be used: `FILE: key.path: problem`.
+public struct ConfigurationError: Error, CustomStringConvertible {
+    public var file: String
+    public var error: ValidationError
+    public init(file: String, _ error: ValidationError) {
+        self.file = file
+        self.error = error
+    }
+    public var description: String { "\(file): \(error)" }
+}

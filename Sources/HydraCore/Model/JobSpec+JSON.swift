@@ -1,0 +1,226 @@
+import Foundation
+import OrderedCollections
+
+extension JobSpec {
+    /// Decodes a spec, checking every field; errors name the field by path
+    /// relative to `path` (`steps[2].url: expected string`). Unknown keys are refused.
+    public init(json: JSONValue, path: String = "") throws(ValidationError) {
+        var r = try FieldReader(json, path: path)
+        let type = try r.requiredString("type")
+        let id = try r.string("id")
+        if let id, id.isEmpty || id.contains(".") {
+            throw ValidationError(path: r.path("id"), "must be a non-empty name without '.'")
+        }
+        let worker = try r.string("worker")
+        let timeoutMs = try r.int("timeoutMs", min: 1)
+        _ = r.value("description")  // free text, allowed on every spec
+        let body: Body
+        switch type {
+        case "remote": body = .remote(try RemoteSpec(reader: &r))
+        case "local":
+            body = .local(LocalSpec(name: try r.requiredString("name"), input: r.value("input") ?? .null))
+        case "serial", "concurrent":
+            guard let items = try r.array("steps") else { throw ValidationError(path: r.path("steps"), "required") }
+            var steps: [JobSpec] = []
+            steps.reserveCapacity(items.count)
+            for (i, item) in items.enumerated() {
+                steps.append(try JobSpec(json: item, path: r.path("steps") + "[\(i)]"))
+            }
+            var seen: Set<String> = []
+            for (i, step) in steps.enumerated() {
+                if let id = step.id, !seen.insert(id).inserted {
+                    throw ValidationError(path: r.path("steps") + "[\(i)].id", "duplicate id '\(id)'")
+                }
+            }
+            let stop = try r.bool("stopWhenFailed") ?? (type == "serial")
+            if type == "serial" {
+                body = .serial(GroupSpec(steps: steps, stopWhenFailed: stop))
+            } else {
+                let max = try r.int("maxConcurrency", min: 1)
+                body = .concurrent(GroupSpec(steps: steps, stopWhenFailed: stop, maxConcurrency: max))
+            }
+        case "job":
+            body = .named(NamedJobSpec(name: try r.requiredString("name"), input: r.value("input")))
+        default:
+            throw ValidationError(path: r.path("type"),
+                                  "unknown type '\(type)' (expected remote, local, serial, concurrent or job)")
+        }
+        try r.rejectUnknownKeys()
+        self.init(id: id, worker: worker, timeoutMs: timeoutMs, body)
+    }
+
+    /// The spec as protocol JSON (what ``init(json:path:)`` reads back).
+    public var json: JSONValue {
+        var o = OrderedDictionary<String, JSONValue>()
+        o["type"] = .string(typeName)
+        if let id { o["id"] = .string(id) }
+        if let worker { o["worker"] = .string(worker) }
+        if let timeoutMs { o["timeoutMs"] = .int(timeoutMs) }
+        switch body {
+        case .remote(let r): r.write(into: &o)
+        case .local(let l):
+            o["name"] = .string(l.name)
+            if !l.input.isNull { o["input"] = l.input }
+        case .serial(let g), .concurrent(let g):
+            o["stopWhenFailed"] = .bool(g.stopWhenFailed)
+            if let m = g.maxConcurrency { o["maxConcurrency"] = .int(m) }
+            o["steps"] = .array(g.steps.map(\.json))
+        case .named(let n):
+            o["name"] = .string(n.name)
+            if let input = n.input { o["input"] = input }
+        }
+        return .object(o)
+    }
+
+    /// A short description for `job.queued` events: type and target, never
+    /// headers, bodies or inputs (which may hold secrets).
+    public var summary: JSONValue {
+        var o = OrderedDictionary<String, JSONValue>()
+        o["type"] = .string(typeName)
+        if let id { o["id"] = .string(id) }
+        switch body {
+        case .remote(let r):
+            o["method"] = .string(r.method ?? "GET")
+            if let api = r.api { o["api"] = .string(api) }
+            if let server = r.server { o["server"] = .string(server) }
+            if let endpoint = r.endpoint { o["endpoint"] = .string(endpoint) }
+            if let url = r.url { o["url"] = .string(RemoteSpec.redactingCredentials(url)) }
+        case .local(let l): o["name"] = .string(l.name)
+        case .serial(let g), .concurrent(let g): o["steps"] = .int(g.steps.count)
+        case .named(let n): o["name"] = .string(n.name)
+        }
+        return .object(o)
+    }
+
+    /// Whether any string in this spec (not its steps) holds a `${` reference.
+    var ownStringsHaveReferences: Bool {
+        switch body {
+        case .remote(let r): return r.hasReferences
+        case .local(let l): return Template.containsReference(l.input)
+        case .named(let n): return n.input.map(Template.containsReference) ?? false
+        case .serial, .concurrent: return false
+        }
+    }
+}
+
+extension RemoteSpec {
+    init(reader r: inout FieldReader) throws(ValidationError) {
+        self.init(method: try r.string("method").map { $0.uppercased() }, url: try r.string("url"),
+                  server: try r.string("server"), endpoint: try r.string("endpoint"), api: try r.string("api"))
+        if let method, method.isEmpty || !method.allSatisfy({ $0.isLetter || $0 == "-" }) {
+            throw ValidationError(path: r.path("method"), "invalid method '\(method)'")
+        }
+        pathVars = try r.object("pathVars")?.members ?? [:]
+        query = try r.object("query")?.members ?? [:]
+        headers = try r.object("headers")?.members ?? [:]
+        for (name, value) in headers {
+            switch value {
+            case .string, .int, .double, .bool: break
+            default: throw ValidationError(path: r.path("headers") + ".\(name)", "expected string, got \(value.typeName)")
+            }
+            if name.isEmpty || name.contains(where: { $0 == ":" || $0 == "\n" || $0 == "\r" || $0 == " " }) {
+                throw ValidationError(path: r.path("headers") + ".\(name)", "invalid header name")
+            }
+        }
+        body = r.value("body")
+        if let encoding = try r.string("bodyEncoding") {
+            guard let e = BodyEncoding(rawValue: encoding) else {
+                throw ValidationError(path: r.path("bodyEncoding"), "expected one of json, form, text, base64")
+            }
+            bodyEncoding = e
+        }
+        dogma = try r.string("dogma")
+        if let items = try r.array("expect") {
+            var codes: [Int] = []
+            for (i, item) in items.enumerated() {
+                guard let code = item.intValue, (100...599).contains(code) else {
+                    throw ValidationError(path: r.path("expect") + "[\(i)]", "expected an HTTP status code")
+                }
+                codes.append(code)
+            }
+            guard !codes.isEmpty else { throw ValidationError(path: r.path("expect"), "must not be empty") }
+            expect = codes
+        }
+        if var retry = try r.object("retry") {
+            self.retry = try RetryPolicy(reader: &retry)
+        }
+        if var c = try r.object("cache") {
+            let modeText = try c.string("mode") ?? "use"
+            guard let mode = CacheSpec.Mode(rawValue: modeText) else {
+                throw ValidationError(path: c.path("mode"), "expected one of use, refresh, bypass, only")
+            }
+            cache = CacheSpec(mode: mode, ttlSec: try c.int("ttlSec", min: 0))
+            try c.rejectUnknownKeys()
+        }
+        saveAs = try r.string("saveAs")
+        connectTimeoutMs = try r.int("connectTimeoutMs", min: 1)
+        maxRedirects = try r.int("maxRedirects", min: 0, max: 50)
+
+        let addressCount = [url != nil, api != nil, server != nil].filter { $0 }.count
+        if addressCount > 1 || (url != nil && endpoint != nil) || (api != nil && endpoint != nil) {
+            throw ValidationError(path: r.path("url"), "give exactly one address: url, server+endpoint, or api")
+        }
+        if server != nil && endpoint == nil {
+            throw ValidationError(path: r.path("endpoint"), "required with server")
+        }
+        if addressCount == 0 && endpoint == nil {
+            throw ValidationError(path: r.path("url"), "required (or server+endpoint, or api)")
+        }
+    }
+
+    func write(into o: inout OrderedDictionary<String, JSONValue>) {
+        if let method { o["method"] = .string(method) }
+        if let url { o["url"] = .string(url) }
+        if let server { o["server"] = .string(server) }
+        if let endpoint { o["endpoint"] = .string(endpoint) }
+        if let api { o["api"] = .string(api) }
+        if !pathVars.isEmpty { o["pathVars"] = .object(pathVars) }
+        if !query.isEmpty { o["query"] = .object(query) }
+        if !headers.isEmpty { o["headers"] = .object(headers) }
+        if let body { o["body"] = body }
+        if let bodyEncoding { o["bodyEncoding"] = .string(bodyEncoding.rawValue) }
+        if let dogma { o["dogma"] = .string(dogma) }
+        if let expect { o["expect"] = .array(expect.map { .int($0) }) }
+        if let retry { o["retry"] = retry.json }
+        if let cache {
+            var c: OrderedDictionary<String, JSONValue> = ["mode": .string(cache.mode.rawValue)]
+            if let ttl = cache.ttlSec { c["ttlSec"] = .int(ttl) }
+            o["cache"] = .object(c)
+        }
+        if let saveAs { o["saveAs"] = .string(saveAs) }
+        if let connectTimeoutMs { o["connectTimeoutMs"] = .int(connectTimeoutMs) }
+        if let maxRedirects { o["maxRedirects"] = .int(maxRedirects) }
+    }
+
+    var hasReferences: Bool {
+        func has(_ s: String?) -> Bool { s.map(Template.containsReference) ?? false }
+        return has(url) || has(server) || has(endpoint) || has(api) || has(method) || has(saveAs)
+            || pathVars.values.contains(where: Template.containsReference)
+            || query.values.contains(where: Template.containsReference)
+            || headers.values.contains(where: Template.containsReference)
+            || (body.map(Template.containsReference) ?? false)
+    }
+
+    /// A URL with any `user:password@` part removed, for summaries and logs.
+    static func redactingCredentials(_ url: String) -> String {
+        guard let scheme = url.range(of: "://"),
+              let at = url[scheme.upperBound...].firstIndex(of: "@") else { return url }
+        let slash = url[scheme.upperBound...].firstIndex(of: "/") ?? url.endIndex
+        guard at < slash else { return url }
+        return String(url[..<scheme.upperBound]) + "***@" + String(url[url.index(after: at)...])
+    }
+}
+
+extension RetryPolicy {
+    /// Reads `{maxAttempts, backoffMs, maxBackoffMs}`; missing fields take `defaults`' values.
+    public init(reader r: inout FieldReader, defaults: RetryPolicy = RetryPolicy()) throws(ValidationError) {
+        self.init(maxAttempts: try r.int("maxAttempts", min: 1, max: 100) ?? defaults.maxAttempts,
+                  backoffMs: try r.int("backoffMs", min: 0) ?? defaults.backoffMs,
+                  maxBackoffMs: try r.int("maxBackoffMs", min: 0) ?? defaults.maxBackoffMs)
+        try r.rejectUnknownKeys()
+    }
+
+    public var json: JSONValue {
+        ["maxAttempts": .int(maxAttempts), "backoffMs": .int(backoffMs), "maxBackoffMs": .int(maxBackoffMs)]
+    }
+}

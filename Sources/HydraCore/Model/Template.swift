@@ -1,0 +1,149 @@
+import Foundation
+import OrderedCollections
+
+/// What a `${EXPR}` reference can see when a step starts (protocol §4 References).
+public struct ReferenceScope {
+    /// The previous step's result (serial groups only); nil when there is none.
+    public var previous: JSONValue?
+    /// Results of finished steps of the same graph, by step id.
+    public var step: (String) -> JSONValue?
+    /// The graph's input.
+    public var input: JSONValue
+    /// Shared data, by key.
+    public var shared: (String) -> JSONValue?
+    /// Environment variables, only those the configuration allows.
+    public var environment: (String) -> String?
+
+    public init(previous: JSONValue? = nil, step: @escaping (String) -> JSONValue? = { _ in nil },
+                input: JSONValue = .null, shared: @escaping (String) -> JSONValue? = { _ in nil },
+                environment: @escaping (String) -> String? = { _ in nil }) {
+        self.previous = previous
+        self.step = step
+        self.input = input
+        self.shared = shared
+        self.environment = environment
+    }
+}
+
+/// A reference that names nothing (`${steps.login.body.token}` before `login`
+/// finished, a missing path, an environment variable not in `allowEnv`).
+public struct ReferenceError: Error, Sendable, CustomStringConvertible {
+    public var reference: String
+    public var reason: String
+    public var description: String { "unresolved reference ${\(reference)}: \(reason)" }
+}
+
+/// `${EXPR}` substitution in spec strings. A string that is exactly one
+/// reference takes the referenced value with its JSON type; otherwise each
+/// reference is replaced by its text (strings as they are, other values as JSON).
+public enum Template {
+    public static func containsReference(_ string: String) -> Bool {
+        string.utf8.count >= 3 && string.contains("${")
+    }
+
+    public static func containsReference(_ value: JSONValue) -> Bool {
+        switch value {
+        case .string(let s): return containsReference(s)
+        case .array(let items): return items.contains(where: containsReference)
+        case .object(let members): return members.values.contains(where: containsReference)
+        default: return false
+        }
+    }
+
+    /// Resolves every reference inside `value`, at any depth.
+    public static func resolve(_ value: JSONValue, in scope: ReferenceScope) throws(ReferenceError) -> JSONValue {
+        switch value {
+        case .string(let s): return try resolve(s, in: scope)
+        case .array(let items):
+            var out: [JSONValue] = []
+            out.reserveCapacity(items.count)
+            for item in items { out.append(try resolve(item, in: scope)) }
+            return .array(out)
+        case .object(let members):
+            var out = OrderedDictionary<String, JSONValue>()
+            out.reserveCapacity(members.count)
+            for (key, item) in members { out[key] = try resolve(item, in: scope) }
+            return .object(out)
+        default:
+            return value
+        }
+    }
+
+    /// Resolves a string: typed when it is exactly one reference, else text.
+    public static func resolve(_ string: String, in scope: ReferenceScope) throws(ReferenceError) -> JSONValue {
+        guard containsReference(string) else { return .string(string) }
+        if string.hasPrefix("${"), string.hasSuffix("}"),
+           let close = string.firstIndex(of: "}"), close == string.index(before: string.endIndex) {
+            let expression = string[string.index(string.startIndex, offsetBy: 2)..<close]
+            return try lookUp(String(expression), in: scope)
+        }
+        return .string(try resolveText(string, in: scope))
+    }
+
+    /// Resolves a string to text, whatever the referenced types.
+    public static func resolveText(_ string: String, in scope: ReferenceScope) throws(ReferenceError) -> String {
+        guard containsReference(string) else { return string }
+        var out = ""
+        var rest = string[...]
+        while let open = rest.range(of: "${") {
+            out += rest[..<open.lowerBound]
+            guard let close = rest[open.upperBound...].firstIndex(of: "}") else {
+                throw ReferenceError(reference: String(rest[open.upperBound...]), reason: "missing '}'")
+            }
+            let value = try lookUp(String(rest[open.upperBound..<close]), in: scope)
+            out += text(of: value)
+            rest = rest[rest.index(after: close)...]
+        }
+        out += rest
+        return out
+    }
+
+    /// The text a value takes inside a longer string.
+    public static func text(of value: JSONValue) -> String {
+        if case .string(let s) = value { return s }
+        return JSONWriter.string(value)
+    }
+
+    private static func lookUp(_ expression: String, in scope: ReferenceScope) throws(ReferenceError) -> JSONValue {
+        let parts = expression.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        let root = parts[0]
+        let rest = parts.count > 1 ? parts[1] : ""
+        func follow(_ base: JSONValue, _ path: Substring, what: String) throws(ReferenceError) -> JSONValue {
+            guard let value = base.value(atPath: path) else {
+                throw ReferenceError(reference: expression, reason: "no value at '\(path)' in \(what)")
+            }
+            return value
+        }
+        switch root {
+        case "prev":
+            guard let previous = scope.previous else {
+                throw ReferenceError(reference: expression, reason: "no previous step (prev is for serial steps after the first)")
+            }
+            return try follow(previous, rest, what: "the previous step's result")
+        case "steps":
+            let idAndPath = rest.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+            let id = String(idAndPath[0])
+            guard !id.isEmpty else { throw ReferenceError(reference: expression, reason: "missing step id") }
+            guard let result = scope.step(id) else {
+                throw ReferenceError(reference: expression, reason: "no finished step with id '\(id)'")
+            }
+            return try follow(result, idAndPath.count > 1 ? idAndPath[1] : "", what: "step '\(id)'")
+        case "input":
+            return try follow(scope.input, rest, what: "the input")
+        case "shared":
+            guard !rest.isEmpty else { throw ReferenceError(reference: expression, reason: "missing key") }
+            guard let value = scope.shared(String(rest)) else {
+                throw ReferenceError(reference: expression, reason: "no shared value '\(rest)'")
+            }
+            return value
+        case "env":
+            guard let value = scope.environment(String(rest)) else {
+                throw ReferenceError(reference: expression,
+                                     reason: "environment variable '\(rest)' is unset or not listed in allowEnv")
+            }
+            return .string(value)
+        default:
+            throw ReferenceError(reference: expression, reason: "unknown root '\(root)' (expected prev, steps, input, shared or env)")
+        }
+    }
+}

@@ -1,0 +1,507 @@
+import DequeModule
+import Foundation
+import HydraLoop
+import OrderedCollections
+
+/// Runs job graphs: owns every graph's state on one loop thread (so graph
+/// state needs no locks), sends ready leaves to workers, takes their reports
+/// back, emits events and completes submitted jobs.
+///
+/// Thread-safe facade; the graph state lives in ``CoordinatorRuntime`` on the
+/// coordinator loop. Cross-thread traffic is messages (``CoordinatorMessage``).
+public final class Coordinator: Sendable {
+    public let loop: EventLoop
+    public let bus: EventBus
+    let inbox: Mailbox<CoordinatorMessage>
+    private let runtime: LoopBound<CoordinatorRuntime>
+
+    init(dispatcher: Dispatcher, bus: EventBus, environment: [String: String],
+         shared: (any SharedDataReader)?, retainFinished: Int) {
+        self.bus = bus
+        let loop = EventLoop(name: "hydra-coordinator")
+        self.loop = loop
+        (inbox, runtime) = loop.submitAndWait {
+            let runtime = CoordinatorRuntime(loop: loop, dispatcher: dispatcher, bus: bus, environment: environment,
+                                             shared: shared, retainFinished: retainFinished)
+            let inbox = Mailbox<CoordinatorMessage>(loop: loop) { runtime.handle($0) }
+            return (inbox, LoopBound(runtime, loop: loop))
+        }
+        let runtime = self.runtime
+        loop.submitAndWait {
+            runtime.value.connectWorkers()
+        }
+    }
+
+    /// Queues a prepared job. Thread-safe.
+    public func submit(_ submission: Submission) { inbox.send(.submit(submission)) }
+
+    /// Cancels a job and its running steps. `reply` gets `.cancelled`, `.alreadyFinal` or `.notFound`.
+    func cancel(_ jobId: String, reply: @escaping @Sendable (CancelReply) -> Void) {
+        inbox.send(.cancel(jobId, reply))
+    }
+
+    /// Calls `reply` with the job's result once it is final (at once if it already is;
+    /// nil for an unknown job). Thread-safe.
+    func whenFinished(_ jobId: String, reply: @escaping @Sendable (JobResult?) -> Void) {
+        inbox.send(.whenFinished(jobId, reply))
+    }
+
+    /// The job's status, or nil. Never call on the coordinator thread.
+    func status(_ jobId: String) -> JobStatus? {
+        let runtime = self.runtime
+        return loop.submitAndWait { runtime.value.status(jobId) }
+    }
+
+    /// Statuses of known jobs, newest first, optionally only those in `state`.
+    func list(state: JobState?, limit: Int, after: String?) -> [JobStatus] {
+        let runtime = self.runtime
+        return loop.submitAndWait { runtime.value.list(state: state, limit: limit, after: after) }
+    }
+
+    func shutdown() { loop.shutdown() }
+}
+
+/// Answers to ``Coordinator/cancel(_:reply:)``.
+public enum CancelReply: Sendable { case cancelled, alreadyFinal, notFound }
+
+/// A job ready to run: checked, named jobs loaded, id assigned.
+public struct Submission: Sendable {
+    let jobId: String
+    let spec: JobSpec
+    let input: JSONValue
+    let priority: Int
+    let createdAt: Double
+    /// Called on the coordinator thread with the final result; must be quick.
+    let completion: (@Sendable (JobResult) -> Void)?
+}
+
+enum CoordinatorMessage: Sendable {
+    case submit(Submission)
+    case cancel(String, @Sendable (CancelReply) -> Void)
+    case whenFinished(String, @Sendable (JobResult?) -> Void)
+    case report(UInt64, WorkerReport)
+}
+
+/// Reads shared data for `${shared.KEY}` references. Thread-safe.
+public protocol SharedDataReader: Sendable {
+    func value(forKey key: String) -> JSONValue?
+}
+
+/// What `job.status` reports.
+public struct JobStatus: Sendable {
+    public var jobId: String
+    public var state: JobState
+    public var createdAt: Double
+    public var startedAt: Double?
+    public var finishedAt: Double?
+    public var stepsDone: Int
+    public var stepsTotal: Int
+
+    public var json: JSONValue {
+        var o: OrderedDictionary<String, JSONValue> = [
+            "jobId": .string(jobId), "state": .string(state.rawValue),
+            "createdAt": .string(HydraEvent.format(createdAt)),
+        ]
+        if let startedAt { o["startedAt"] = .string(HydraEvent.format(startedAt)) }
+        if let finishedAt { o["finishedAt"] = .string(HydraEvent.format(finishedAt)) }
+        o["steps"] = ["done": .int(stepsDone), "total": .int(stepsTotal)]
+        return .object(o)
+    }
+}
+
+/// The coordinator's loop-confined state and graph logic.
+final class CoordinatorRuntime {
+    private let loop: EventLoop
+    private let dispatcher: Dispatcher
+    private let bus: EventBus
+    private let environment: [String: String]
+    private let shared: (any SharedDataReader)?
+    private let retainFinished: Int
+
+    private var outboxes: [Outbox<WorkerMessage>] = []
+    private var active: [String: RootJob] = [:]
+    private var finished: [String: (JobStatus, JobResult)] = [:]
+    private var finishedOrder = Deque<String>()
+    private var leaves: [UInt64: GraphNode] = [:]
+    private var nextToken: UInt64 = 1
+
+    init(loop: EventLoop, dispatcher: Dispatcher, bus: EventBus, environment: [String: String],
+         shared: (any SharedDataReader)?, retainFinished: Int) {
+        self.loop = loop
+        self.dispatcher = dispatcher
+        self.bus = bus
+        self.environment = environment
+        self.shared = shared
+        self.retainFinished = retainFinished
+    }
+
+    func connectWorkers() {
+        outboxes = dispatcher.workers.map { Outbox(loop: loop, target: $0.inbox) }
+    }
+
+    func handle(_ message: CoordinatorMessage) {
+        switch message {
+        case .submit(let submission): start(submission)
+        case .report(let token, let report): receive(report, for: token)
+        case .cancel(let jobId, let reply):
+            if let root = active[jobId] {
+                cancel(root.node, error: JobError(.cancelled, "cancelled"))
+                reply(.cancelled)
+            } else {
+                reply(finished[jobId] == nil ? .notFound : .alreadyFinal)
+            }
+        case .whenFinished(let jobId, let reply):
+            if let root = active[jobId] {
+                root.waiters.append(reply)
+            } else {
+                reply(finished[jobId]?.1)
+            }
+        }
+    }
+
+    // MARK: - Queries
+
+    func status(_ jobId: String) -> JobStatus? {
+        if let root = active[jobId] { return status(of: root) }
+        return finished[jobId]?.0
+    }
+
+    func list(state: JobState?, limit: Int, after: String?) -> [JobStatus] {
+        var all = active.values.map(status(of:)) + finished.values.map(\.0)
+        if let state { all = all.filter { $0.state == state } }
+        all.sort { ($0.createdAt, $0.jobId) > ($1.createdAt, $1.jobId) }
+        if let after, let i = all.firstIndex(where: { $0.jobId == after }) { all = Array(all[(i + 1)...]) }
+        return Array(all.prefix(limit))
+    }
+
+    private func status(of root: RootJob) -> JobStatus {
+        JobStatus(jobId: root.id, state: root.node.state, createdAt: root.createdAt, startedAt: root.startedAt,
+                  finishedAt: root.finishedAt, stepsDone: root.doneSteps, stepsTotal: root.totalSteps)
+    }
+
+    // MARK: - Starting
+
+    private func start(_ submission: Submission) {
+        let root = RootJob(id: submission.jobId, priority: submission.priority, createdAt: submission.createdAt,
+                           totalSteps: submission.spec.leafCount)
+        let node = GraphNode(spec: submission.spec, path: "", index: 0, root: root, parent: nil,
+                             scope: GraphScope(input: submission.input))
+        root.node = node
+        if let completion = submission.completion { root.waiters.append(completion) }
+        active[root.id] = root
+        emit(EventName.queued, node) { ["spec": submission.spec.summary] }
+        run(node)
+    }
+
+    /// Starts a node that was just created (its `job.queued` is already out).
+    private func run(_ node: GraphNode) {
+        if node.root.startedAt == nil { node.root.startedAt = Date().timeIntervalSince1970 }
+        if case .named(let named) = node.spec.body {
+            // A named job's steps see its own input and ids.
+            do throws(ReferenceError) {
+                var input = node.scope.input
+                if let given = named.input { input = try Template.resolve(given, in: referenceScope(for: node)) }
+                node.innerScope = GraphScope(input: input)
+            } catch {
+                finish(node, .failure(JobError(.invalid, error.description, stepPath: node.path)))
+                return
+            }
+        }
+        if node.isLeaf {
+            dispatch(node)
+            return
+        }
+        node.state = .running
+        emit(EventName.started, node) { [:] }
+        startTimer(node)
+        let count = node.group!.steps.count
+        node.results = Array(repeating: nil, count: count)
+        node.errors = Array(repeating: nil, count: count)
+        node.children.reserveCapacity(count)
+        startSteps(node)
+        if count == 0 { completeGroup(node) }
+    }
+
+    private func dispatch(_ node: GraphNode) {
+        var spec = node.effective
+        if spec.ownStringsHaveReferences {
+            do throws(ReferenceError) {
+                spec = try resolveReferences(in: spec, scope: referenceScope(for: node))
+            } catch {
+                finish(node, .failure(JobError(.invalid, error.description, stepPath: node.path)))
+                return
+            }
+        }
+        guard let workerIndex = dispatcher.workerIndex(for: spec) else {
+            finish(node, .failure(JobError(.internal, "no worker for this job", stepPath: node.path)))
+            return
+        }
+        let token = nextToken
+        nextToken += 1
+        node.token = token
+        node.workerIndex = workerIndex
+        leaves[token] = node
+        if case .local = spec.body { startTimer(node) }
+        outboxes[workerIndex].post(.run(WorkTask(token: token, spec: spec, jobId: node.root.id, stepPath: node.path,
+                                                 priority: node.root.priority)))
+    }
+
+    /// Starts the group's next steps: one at a time (serial) or up to `maxConcurrency`.
+    private func startSteps(_ group: GraphNode) {
+        guard !group.starting else { return }
+        group.starting = true
+        defer { group.starting = false }
+        let spec = group.group!
+        let limit = group.isSerial ? 1 : (spec.maxConcurrency ?? Int.max)
+        while !group.stopped, group.endingError == nil, group.running < limit, group.nextToStart < spec.steps.count,
+              !group.state.isFinal {
+            let i = group.nextToStart
+            group.nextToStart += 1
+            group.running += 1
+            let child = GraphNode(spec: spec.steps[i], path: group.childPath(i), index: i, root: group.root,
+                                  parent: group, scope: group.innerScope)
+            group.children.append(child)
+            emit(EventName.queued, child) { ["spec": child.spec.summary] }
+            run(child)
+        }
+    }
+
+    private func startTimer(_ node: GraphNode) {
+        guard let timeout = node.effective.timeoutMs else { return }
+        node.timer = loop.schedule(afterMilliseconds: UInt64(timeout)) { [unowned self, unowned node] in
+            node.timer = nil
+            self.cancel(node, error: JobError(.timeout, "timed out after \(timeout) ms"))
+        }
+    }
+
+    // MARK: - Worker reports
+
+    private func receive(_ report: WorkerReport, for token: UInt64) {
+        guard let node = leaves[token] else { return }  // cancelled or timed out meanwhile
+        switch report {
+        case .started(let worker):
+            node.state = .running
+            emit(EventName.started, node) { ["worker": .string(worker)] }
+        case .progress(let bytes, let total):
+            emit(EventName.progress, node) {
+                var fields: OrderedDictionary<String, JSONValue> = ["bytes": .int(Int(bytes))]
+                if let total { fields["totalBytes"] = .int(Int(total)) }
+                return fields
+            }
+        case .retrying(let attempt, let delayMs, let error):
+            emit(EventName.retrying, node) {
+                ["attempt": .int(attempt), "delayMs": .int(delayMs), "error": error.json]
+            }
+        case .skipped(let reason):
+            emit(EventName.skipped, node) { ["reason": .string(reason)] }
+        case .finished(let outcome):
+            finish(node, outcome)
+        }
+    }
+
+    // MARK: - Finishing
+
+    private func finish(_ node: GraphNode, _ outcome: StepOutcome) {
+        guard !node.state.isFinal else { return }
+        node.timer?.cancel()
+        node.timer = nil
+        if node.token != 0 {
+            leaves[node.token] = nil
+            node.root.doneSteps += 1
+        }
+        switch outcome {
+        case .success(let result):
+            node.state = .succeeded
+            node.result = result
+            if let id = node.spec.id { node.scope.results[id] = result }
+            emit(EventName.succeeded, node) { ["result": EventTrimming.trimmed(result)] }
+        case .failure(var error, let partial):
+            if error.stepPath == nil { error.stepPath = node.path }
+            node.result = partial
+            if error.kind == .cancelled {
+                node.state = .cancelled
+                emit(EventName.cancelled, node) { [:] }
+            } else {
+                node.state = .failed
+                emit(EventName.failed, node) { ["error": error.json] }
+            }
+            if let parent = node.parent {
+                stepFinished(parent, node, error: error)
+                return
+            }
+            finishRoot(node.root, error: error)
+            return
+        }
+        if let parent = node.parent {
+            stepFinished(parent, node, error: nil)
+        } else {
+            finishRoot(node.root, error: nil)
+        }
+    }
+
+    private func stepFinished(_ group: GraphNode, _ step: GraphNode, error: JobError?) {
+        group.running -= 1
+        group.results[step.index] = step.state == .succeeded ? step.result : nil
+        group.errors[step.index] = error
+        if let error, group.endingError == nil {
+            if group.firstError == nil { group.firstError = error }
+            if group.group!.stopWhenFailed && !group.stopped {
+                group.stopped = true
+                // Concurrent: the steps still running are cancelled.
+                for sibling in group.children where !sibling.state.isFinal {
+                    cancel(sibling, error: JobError(.cancelled, "cancelled: step \(error.stepPath ?? "") failed"))
+                }
+            }
+        }
+        if group.state.isFinal { return }
+        startSteps(group)
+        if group.running == 0 && (group.stopped || group.endingError != nil || group.nextToStart == group.group!.steps.count) {
+            completeGroup(group)
+        }
+    }
+
+    private func completeGroup(_ group: GraphNode) {
+        guard !group.state.isFinal, !group.starting || group.group!.steps.isEmpty else { return }
+        let stopped = group.stopped || group.endingError != nil
+        let results = JSONValue.array(group.results.map { $0 ?? .null })
+        emit(EventName.groupDone, group) { ["results": results, "stopped": .bool(stopped)] }
+        let groupResult: JSONValue = [
+            "results": results, "errors": .array(group.errors.map { $0?.json ?? .null }), "stopped": .bool(stopped),
+        ]
+        if let ending = group.endingError {
+            finish(group, .failure(ending, result: groupResult))
+        } else if let error = group.firstError {
+            finish(group, .failure(error, result: groupResult))
+        } else {
+            finish(group, .success(groupResult))
+        }
+    }
+
+    /// Cancels a node and everything running under it; `error` says why (cancelled or timeout).
+    private func cancel(_ node: GraphNode, error: JobError) {
+        guard !node.state.isFinal else { return }
+        if node.isLeaf {
+            if node.token != 0 {
+                outboxes[node.workerIndex].post(.cancel(node.token))
+            }
+            var error = error
+            error.stepPath = node.path
+            finish(node, .failure(error))
+            return
+        }
+        node.endingError = { var e = error; e.stepPath = node.path; return e }()
+        for child in node.children where !child.state.isFinal {
+            cancel(child, error: JobError(.cancelled, error.kind == .timeout ? "cancelled: group timed out" : "cancelled"))
+        }
+        if node.running == 0 && !node.state.isFinal { completeGroup(node) }
+    }
+
+    private func finishRoot(_ root: RootJob, error: JobError?) {
+        let node = root.node!
+        root.finishedAt = Date().timeIntervalSince1970
+        active[root.id] = nil
+        let result = JobResult(jobId: root.id, state: node.state, result: node.result, error: error)
+        let status = status(of: root)
+        finished[root.id] = (status, result)
+        finishedOrder.append(root.id)
+        if finishedOrder.count > retainFinished, let oldest = finishedOrder.popFirst() {
+            finished[oldest] = nil
+        }
+        for waiter in root.waiters { waiter(result) }
+        root.waiters.removeAll()
+    }
+
+    // MARK: - Events and references
+
+    @inline(__always)
+    private func emit(_ name: String, _ node: GraphNode, _ fields: () -> OrderedDictionary<String, JSONValue>) {
+        bus.emit(name, jobId: node.root.id, rootJobId: node.root.id, stepPath: node.path, fields: fields)
+    }
+
+    private func referenceScope(for node: GraphNode) -> ReferenceScope {
+        let scope = node.scope
+        let environment = self.environment
+        let shared = self.shared
+        return ReferenceScope(
+            previous: previousResult(of: node),
+            step: { scope.results[$0] },
+            input: scope.input,
+            shared: { shared?.value(forKey: $0) },
+            environment: { environment[$0] })
+    }
+
+    /// The result of the step before `node` in the nearest serial group above it.
+    private func previousResult(of node: GraphNode) -> JSONValue? {
+        var current = node
+        while let parent = current.parent {
+            if parent.isSerial && current.index > 0 { return parent.results[current.index - 1] }
+            if parent.scope !== current.scope { return nil }  // a named job's graph does not see outside
+            current = parent
+        }
+        return nil
+    }
+
+    private func resolveReferences(in spec: JobSpec, scope: ReferenceScope) throws(ReferenceError) -> JobSpec {
+        var spec = spec
+        switch spec.body {
+        case .remote(var r):
+            func text(_ s: String?) throws(ReferenceError) -> String? {
+                guard let s else { return nil }
+                return try Template.resolveText(s, in: scope)
+            }
+            r.url = try text(r.url)
+            r.server = try text(r.server)
+            r.endpoint = try text(r.endpoint)
+            r.api = try text(r.api)
+            r.method = try text(r.method)
+            r.saveAs = try text(r.saveAs)
+            for (k, v) in r.pathVars { r.pathVars[k] = try Template.resolve(v, in: scope) }
+            for (k, v) in r.query { r.query[k] = try Template.resolve(v, in: scope) }
+            for (k, v) in r.headers { r.headers[k] = try Template.resolve(v, in: scope) }
+            if let body = r.body { r.body = try Template.resolve(body, in: scope) }
+            spec.body = .remote(r)
+        case .local(var l):
+            l.input = try Template.resolve(l.input, in: scope)
+            spec.body = .local(l)
+        default:
+            break
+        }
+        return spec
+    }
+}
+
+/// Keeps `job.succeeded` events small: a remote result's body is left out above 64 KiB.
+enum EventTrimming {
+    static let maxBodyBytes = 64 * 1024
+
+    static func trimmed(_ result: JSONValue) -> JSONValue {
+        guard case .object(var o) = result, let body = o["body"], o["status"] != nil else { return result }
+        if exceeds(body, limit: maxBodyBytes) {
+            o["body"] = nil
+            o["bodyOmitted"] = true
+        }
+        return .object(o)
+    }
+
+    /// Whether the JSON text of `value` is longer than `limit` bytes (stops counting early).
+    static func exceeds(_ value: JSONValue, limit: Int) -> Bool {
+        var budget = limit
+        func walk(_ v: JSONValue) -> Bool {
+            switch v {
+            case .string(let s): budget -= s.utf8.count + 2
+            case .array(let items):
+                budget -= 2
+                for item in items where walk(item) { return true }
+            case .object(let members):
+                budget -= 2
+                for (key, item) in members {
+                    budget -= key.utf8.count + 4
+                    if walk(item) { return true }
+                }
+            default: budget -= 8
+            }
+            return budget < 0
+        }
+        return walk(value)
+    }
+}

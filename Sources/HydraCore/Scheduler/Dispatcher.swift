@@ -1,0 +1,99 @@
+/// Binds managers to workers (the Hydra idea) and routes each leaf job to a
+/// worker: the one its spec names, else the first worker of the fitting kind.
+/// Also checks a whole spec at submit time and expands named jobs.
+/// Immutable after creation; thread-safe.
+public final class Dispatcher: Sendable {
+    public let workers: [Worker]
+    private let managers: [JobKind: any JobManager]
+    private let defaultWorker: [JobKind: Int]
+    private let library: (any JobLibrary)?
+
+    /// Nesting of named jobs deeper than this is refused (it is almost surely a cycle).
+    public static let maxNamedJobDepth = 16
+
+    init(workers: [Worker], managers: [any JobManager], library: (any JobLibrary)?) throws(ValidationError) {
+        self.workers = workers
+        self.library = library
+        var byKind: [JobKind: any JobManager] = [:]
+        for manager in managers {
+            for kind in manager.kinds { byKind[kind] = manager }
+        }
+        self.managers = byKind
+        var defaults: [JobKind: Int] = [:]
+        for (i, worker) in workers.enumerated() where defaults[worker.kind] == nil {
+            guard byKind[worker.kind] != nil else {
+                throw ValidationError(path: "workers[\(i)].kind", "no manager runs \(worker.kind.rawValue) jobs")
+            }
+            defaults[worker.kind] = i
+        }
+        defaultWorker = defaults
+    }
+
+    /// The manager bound to workers of `kind`.
+    func manager(for kind: JobKind) -> (any JobManager)? { managers[kind] }
+
+    /// The index of the worker that runs `spec` (a leaf).
+    func workerIndex(for spec: JobSpec) -> Int? {
+        guard let kind = spec.kind else { return nil }
+        if let name = spec.worker {
+            return workers.firstIndex { $0.name == name && $0.kind == kind }
+        }
+        return defaultWorker[kind]
+    }
+
+    /// Checks `spec` and everything in it, and loads named jobs. Errors name the
+    /// field by path under `path` (`job.steps[2].url: expected string`).
+    public func prepare(_ spec: JobSpec, path: String) throws(ValidationError) -> JobSpec {
+        try prepare(spec, path: path, depth: 0)
+    }
+
+    private func prepare(_ spec: JobSpec, path: String, depth: Int) throws(ValidationError) -> JobSpec {
+        var spec = spec
+        switch spec.body {
+        case .remote, .local:
+            let kind = spec.kind!
+            if let name = spec.worker {
+                guard let worker = workers.first(where: { $0.name == name }) else {
+                    throw ValidationError(path: FieldReader.join(path, "worker"), "unknown worker '\(name)'")
+                }
+                guard worker.kind == kind else {
+                    throw ValidationError(path: FieldReader.join(path, "worker"),
+                                          "worker '\(name)' runs \(worker.kind.rawValue) jobs, not \(kind.rawValue)")
+                }
+            } else if defaultWorker[kind] == nil {
+                throw ValidationError(path: FieldReader.join(path, "type"), "no \(kind.rawValue) worker is configured")
+            }
+            guard let manager = managers[kind] else {
+                throw ValidationError(path: FieldReader.join(path, "type"), "no manager runs \(kind.rawValue) jobs")
+            }
+            try manager.validate(spec, path: path)
+        case .serial(var group):
+            for i in group.steps.indices {
+                group.steps[i] = try prepare(group.steps[i], path: FieldReader.join(path, "steps[\(i)]"), depth: depth)
+            }
+            spec.body = .serial(group)
+        case .concurrent(var group):
+            for i in group.steps.indices {
+                group.steps[i] = try prepare(group.steps[i], path: FieldReader.join(path, "steps[\(i)]"), depth: depth)
+            }
+            spec.body = .concurrent(group)
+        case .named(var named):
+            guard depth < Dispatcher.maxNamedJobDepth else {
+                throw ValidationError(path: FieldReader.join(path, "name"), "named jobs nested too deep (a cycle?)")
+            }
+            guard let library else {
+                throw ValidationError(path: FieldReader.join(path, "name"), "no jobs folder is configured", notFound: true)
+            }
+            let loaded = try library.spec(named: named.name, path: FieldReader.join(path, "name"))
+            named.resolved = try prepare(loaded, path: "jobs/\(named.name).json", depth: depth + 1)
+            spec.body = .named(named)
+        }
+        return spec
+    }
+}
+
+/// Where named job graphs come from (`{"type": "job", "name": …}`).
+public protocol JobLibrary: Sendable {
+    /// The spec named `name`; a missing one throws a not-found ``ValidationError`` at `path`.
+    func spec(named name: String, path: String) throws(ValidationError) -> JobSpec
+}

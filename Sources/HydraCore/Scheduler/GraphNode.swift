@@ -1,0 +1,111 @@
+import HydraLoop
+
+/// One job or step of a running graph. Coordinator loop only.
+///
+/// A node is created when its step becomes ready (never before), so a step a
+/// stopped serial group never reaches has no node and no events.
+final class GraphNode {
+    /// The spec as submitted (a named job keeps its `job` spec here).
+    let spec: JobSpec
+    /// What actually runs: the spec, or a named job's loaded graph.
+    let effective: JobSpec
+    /// Dot-separated step indexes from the root (`""` for the root).
+    let path: String
+    /// Position in the parent's steps.
+    let index: Int
+    unowned let root: RootJob
+    /// The parent group; nil for the root.
+    unowned(unsafe) let parent: GraphNode?
+    /// The graph this node belongs to (its `id` is recorded there).
+    let scope: GraphScope
+    /// The graph its steps belong to: a new one for a named job, else `scope`.
+    var innerScope: GraphScope
+
+    var state = JobState.queued
+    var result: JSONValue?
+    var timer: ScheduledTask?
+
+    // Leaf state.
+    var token: UInt64 = 0
+    var workerIndex = -1
+
+    // Group state.
+    var children: [GraphNode] = []
+    var results: [JSONValue?] = []
+    var errors: [JobError?] = []
+    var nextToStart = 0
+    var running = 0
+    var stopped = false
+    var starting = false
+    var firstError: JobError?
+    /// Set when the group itself is cancelled or timed out: the error it ends with.
+    var endingError: JobError?
+
+    init(spec: JobSpec, path: String, index: Int, root: RootJob, parent: GraphNode?, scope: GraphScope) {
+        self.spec = spec
+        if case .named(let named) = spec.body, let loaded = named.resolved {
+            var inner = loaded
+            inner.id = spec.id
+            if inner.timeoutMs == nil { inner.timeoutMs = spec.timeoutMs }
+            effective = inner
+        } else {
+            effective = spec
+        }
+        self.path = path
+        self.index = index
+        self.root = root
+        self.parent = parent
+        self.scope = scope
+        self.innerScope = scope
+    }
+
+    var group: GroupSpec? {
+        switch effective.body {
+        case .serial(let g), .concurrent(let g): return g
+        default: return nil
+        }
+    }
+
+    var isSerial: Bool { if case .serial = effective.body { return true }; return false }
+    var isLeaf: Bool { effective.kind != nil }
+
+    func childPath(_ i: Int) -> String { path.isEmpty ? String(i) : path + "." + String(i) }
+}
+
+/// The results by step id and the input of one graph (the root, or a named job). Coordinator loop only.
+final class GraphScope {
+    let input: JSONValue
+    var results: [String: JSONValue] = [:]
+    init(input: JSONValue) { self.input = input }
+}
+
+/// A submitted job: the root node plus bookkeeping for status queries. Coordinator loop only.
+final class RootJob {
+    let id: String
+    let priority: Int
+    let createdAt: Double
+    var startedAt: Double?
+    var finishedAt: Double?
+    let totalSteps: Int
+    var doneSteps = 0
+    var node: GraphNode!
+    var waiters: [@Sendable (JobResult) -> Void] = []
+
+    init(id: String, priority: Int, createdAt: Double, totalSteps: Int) {
+        self.id = id
+        self.priority = priority
+        self.createdAt = createdAt
+        self.totalSteps = totalSteps
+    }
+}
+
+extension JobSpec {
+    /// Leaves in this spec (named jobs counted by their loaded graph).
+    var leafCount: Int {
+        switch body {
+        case .remote, .local: return 1
+        case .serial(let g), .concurrent(let g): return g.steps.reduce(0) { $0 + $1.leafCount }
+        case .named(let n): return n.resolved?.leafCount ?? 0
+        }
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import Synchronization
+
+/// The scheduler layer assembled: named workers (one loop thread each), the
+/// dispatcher that binds managers to them, the coordinator that runs graphs,
+/// and the event bus. Higher layers (the embeddable engine, the server) build
+/// on this. Thread-safe.
+public final class Scheduler: Sendable {
+    public let workers: [Worker]
+    public let dispatcher: Dispatcher
+    public let coordinator: Coordinator
+    public let bus: EventBus
+    private let stopped = Mutex(false)
+
+    /// Starts the worker and coordinator threads.
+    /// - Parameters:
+    ///   - workers: the named workers to run (at least one).
+    ///   - managers: each bound to the workers of the kinds it declares.
+    ///   - library: where named jobs come from.
+    ///   - environment: variables `${env.NAME}` may read (already limited to `allowEnv`).
+    ///   - lastSeq: the seq of the last event already issued.
+    ///   - retainFinished: finished jobs kept in memory for status queries.
+    public init(workers configurations: [Configuration.Worker], managers: [any JobManager],
+                library: (any JobLibrary)?, environment: [String: String] = [:],
+                shared: (any SharedDataReader)? = nil, lastSeq: UInt64 = 0,
+                retainFinished: Int = 100_000) throws(ValidationError) {
+        guard !configurations.isEmpty else { throw ValidationError(path: "workers", "at least one worker is required") }
+        let workers = configurations.map(Worker.init(configuration:))
+        let dispatcher: Dispatcher
+        do {
+            dispatcher = try Dispatcher(workers: workers, managers: managers, library: library)
+        } catch {
+            for worker in workers { worker.shutdown() }
+            throw error
+        }
+        self.workers = workers
+        self.dispatcher = dispatcher
+        bus = EventBus(lastSeq: lastSeq)
+        coordinator = Coordinator(dispatcher: dispatcher, bus: bus, environment: environment, shared: shared,
+                                  retainFinished: retainFinished)
+        for worker in workers {
+            worker.bind(manager: dispatcher.manager(for: worker.kind)!, reports: coordinator.inbox)
+        }
+    }
+
+    /// Checks `spec` (field paths under `path`), loads named jobs, assigns an id
+    /// and queues it. `completion` runs on the coordinator thread; keep it quick.
+    @discardableResult
+    public func submit(_ spec: JobSpec, input: JSONValue = .null, priority: Int = 0, path: String = "",
+                       jobId: String? = nil,
+                       completion: (@Sendable (JobResult) -> Void)? = nil) throws(ValidationError) -> String {
+        let prepared = try dispatcher.prepare(spec, path: path)
+        let id = jobId ?? JobIdentifier.next()
+        coordinator.submit(Submission(jobId: id, spec: prepared, input: input, priority: priority,
+                                      createdAt: Date().timeIntervalSince1970, completion: completion))
+        return id
+    }
+
+    /// Waits for a job's final result; nil for an unknown job.
+    public func result(of jobId: String) async -> JobResult? {
+        await withCheckedContinuation { continuation in
+            coordinator.whenFinished(jobId) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// Calls `reply` once the job is final (at once if it already is; nil if unknown).
+    public func whenFinished(_ jobId: String, reply: @escaping @Sendable (JobResult?) -> Void) {
+        coordinator.whenFinished(jobId, reply: reply)
+    }
+
+    /// Cancels a job and its running steps.
+    public func cancel(_ jobId: String) async -> CancelReply {
+        await withCheckedContinuation { continuation in
+            coordinator.cancel(jobId) { continuation.resume(returning: $0) }
+        }
+    }
+
+    public func status(of jobId: String) -> JobStatus? { coordinator.status(jobId) }
+
+    public func jobs(state: JobState? = nil, limit: Int = 100, after: String? = nil) -> [JobStatus] {
+        coordinator.list(state: state, limit: limit, after: after)
+    }
+
+    public func worker(named name: String) -> Worker? { workers.first { $0.name == name } }
+
+    /// Stops the coordinator and the workers (running transfers are cancelled). Idempotent.
+    public func shutdown() {
+        let first = stopped.withLock { done -> Bool in
+            defer { done = true }
+            return !done
+        }
+        guard first else { return }
+        coordinator.shutdown()
+        for worker in workers { worker.shutdown() }
+    }
+}
+
+/// Job ids: a time-based prefix unique per process start, then a counter,
+/// so ids never repeat across restarts and sort by submission.
+public enum JobIdentifier {
+    private static let prefix: String = {
+        let millis = UInt64(Date().timeIntervalSince1970 * 1000)
+        return "j" + String(millis, radix: 36) + String(UInt32.random(in: 0..<1296), radix: 36)
+    }()
+    private static let counter = Atomic<UInt64>(0)
+
+    public static func next() -> String {
+        let n = counter.add(1, ordering: .relaxed).newValue
+        return prefix + "-" + String(n, radix: 36)
+    }
+}

@@ -1,0 +1,52 @@
+import HydraLoop
+import OrderedCollections
+
+/// The executor's line back to the scheduler for one task. Loop thread only.
+/// `finish` may be called once; later calls are ignored.
+public final class TaskHandle {
+    public let task: WorkTask
+    unowned let worker: WorkerRuntime
+    /// True once `finish` ran.
+    public private(set) var isFinished = false
+    /// True when the scheduler asked the task to stop.
+    public internal(set) var isCancelled = false
+
+    init(task: WorkTask, worker: WorkerRuntime) {
+        self.task = task
+        self.worker = worker
+    }
+
+    /// Bytes moved so far (downloads, uploads).
+    public func progress(bytes: Int64, totalBytes: Int64?) {
+        guard !isFinished else { return }
+        worker.report(task.token, .progress(bytes: bytes, total: totalBytes))
+    }
+
+    /// A failed attempt will be retried after `delayMs`; `attempt` is the number of the next attempt.
+    public func retrying(attempt: Int, delayMs: Int, error: JobError) {
+        guard !isFinished else { return }
+        worker.report(task.token, .retrying(attempt: attempt, delayMs: delayMs, error: error))
+    }
+
+    /// The job was answered without doing its work (`cache`, `dummy`); a final event follows.
+    public func skipped(reason: String) {
+        guard !isFinished else { return }
+        worker.report(task.token, .skipped(reason: reason))
+    }
+
+    /// The task's outcome. Frees the worker's slot.
+    public func finish(_ outcome: StepOutcome) {
+        guard !isFinished else { return }
+        isFinished = true
+        worker.taskFinished(self, outcome)
+    }
+}
+
+/// What a worker tells the coordinator about a task.
+public enum WorkerReport: Sendable {
+    case started(worker: String)
+    case progress(bytes: Int64, total: Int64?)
+    case retrying(attempt: Int, delayMs: Int, error: JobError)
+    case skipped(reason: String)
+    case finished(StepOutcome)
+}

@@ -1,0 +1,199 @@
+import DequeModule
+import HydraLoop
+
+/// A named worker: a thread with its own libuv loop, a queue of tasks and an
+/// executor bound by the dispatcher (remote: HTTP transfers; local: local jobs).
+///
+/// Thread-safe facade: tasks and commands arrive through the worker's mailbox;
+/// all queue and executor state lives on the worker's loop thread.
+/// Up to `maxActive` tasks run at once; the rest wait in FIFO order, higher
+/// `priority` first (Hydra's push-to-front). A paused worker starts nothing new.
+public final class Worker: Sendable {
+    public let name: String
+    public let kind: JobKind
+    public let configuration: Configuration.Worker
+    public let loop: EventLoop
+    let inbox: Mailbox<WorkerMessage>
+    private let runtime: LoopBound<WorkerRuntime>
+
+    init(configuration: Configuration.Worker) {
+        self.configuration = configuration
+        name = configuration.name
+        kind = configuration.kind
+        let loop = EventLoop(name: "hydra-\(configuration.name)")
+        self.loop = loop
+        (inbox, runtime) = loop.submitAndWait {
+            let runtime = WorkerRuntime(configuration: configuration, loop: loop)
+            let inbox = Mailbox<WorkerMessage>(loop: loop) { runtime.handle($0) }
+            return (inbox, LoopBound(runtime, loop: loop))
+        }
+    }
+
+    /// Binds the executor and the coordinator's mailbox. Before any task arrives.
+    func bind(manager: any JobManager, reports: Mailbox<CoordinatorMessage>) {
+        let context = WorkerContext(name: name, kind: kind, loop: loop, configuration: configuration)
+        let runtime = self.runtime
+        loop.submitAndWait {
+            runtime.value.bind(executor: manager.makeExecutor(for: context),
+                               outbox: Outbox(loop: context.loop, target: reports))
+        }
+    }
+
+    /// Stops starting queued tasks (running ones go on). Thread-safe.
+    public func pause() { inbox.send(.pause) }
+    /// Starts queued tasks again. Thread-safe.
+    public func resume() { inbox.send(.resume) }
+
+    /// Counters and state, read on the worker's thread. Never call it on that thread.
+    public func stats() -> WorkerStats {
+        let runtime = self.runtime
+        return loop.submitAndWait { runtime.value.stats }
+    }
+
+    /// Closes the executor and stops the thread. Thread-safe; call once.
+    func shutdown() {
+        let runtime = self.runtime
+        loop.execute { runtime.value.close() }
+        loop.shutdown()
+    }
+}
+
+/// A worker's counters (`worker.list`).
+public struct WorkerStats: Sendable {
+    public var name: String
+    public var kind: JobKind
+    public var paused: Bool
+    public var queued: Int
+    public var active: Int
+    public var done: Int
+    public var failed: Int
+
+    public var json: JSONValue {
+        ["name": .string(name), "kind": .string(kind.rawValue), "state": .string(paused ? "paused" : "running"),
+         "queued": .int(queued), "active": .int(active), "done": .int(done), "failed": .int(failed)]
+    }
+}
+
+enum WorkerMessage: Sendable {
+    case run(WorkTask)
+    case cancel(UInt64)
+    case pause
+    case resume
+}
+
+/// The loop-confined part of a worker.
+final class WorkerRuntime {
+    private let configuration: Configuration.Worker
+    private let loop: EventLoop
+    private var executor: (any JobExecutor)?
+    private var outbox: Outbox<CoordinatorMessage>?
+
+    private var queue = PriorityQueue()
+    private var cancelledWhileQueued: Set<UInt64> = []
+    private var active: [UInt64: TaskHandle] = [:]
+    private var paused = false
+    private var pumping = false
+    private var done = 0
+    private var failed = 0
+
+    init(configuration: Configuration.Worker, loop: EventLoop) {
+        self.configuration = configuration
+        self.loop = loop
+    }
+
+    func bind(executor: any JobExecutor, outbox: Outbox<CoordinatorMessage>) {
+        self.executor = executor
+        self.outbox = outbox
+    }
+
+    var stats: WorkerStats {
+        WorkerStats(name: configuration.name, kind: configuration.kind, paused: paused,
+                    queued: queue.count - cancelledWhileQueued.count, active: active.count, done: done, failed: failed)
+    }
+
+    func handle(_ message: WorkerMessage) {
+        switch message {
+        case .run(let task):
+            queue.push(task)
+            pump()
+        case .cancel(let token):
+            if let handle = active[token] {
+                handle.isCancelled = true
+                executor?.cancel(handle.task, handle: handle)
+            } else {
+                cancelledWhileQueued.insert(token)
+            }
+        case .pause:
+            paused = true
+        case .resume:
+            paused = false
+            pump()
+        }
+    }
+
+    func report(_ token: UInt64, _ report: WorkerReport) {
+        outbox?.post(.report(token, report))
+    }
+
+    func taskFinished(_ handle: TaskHandle, _ outcome: StepOutcome) {
+        active[handle.task.token] = nil
+        if case .success = outcome { done += 1 } else { failed += 1 }
+        outbox?.post(.report(handle.task.token, .finished(outcome)))
+        pump()
+    }
+
+    /// Starts queued tasks while slots are free. Not re-entered: a task that
+    /// finishes synchronously inside `start` lets this loop continue instead.
+    private func pump() {
+        guard !pumping, let executor else { return }
+        pumping = true
+        defer { pumping = false }
+        while !paused && active.count < configuration.maxActive, let task = queue.pop() {
+            if !cancelledWhileQueued.isEmpty, cancelledWhileQueued.remove(task.token) != nil { continue }
+            let handle = TaskHandle(task: task, worker: self)
+            active[task.token] = handle
+            report(task.token, .started(worker: configuration.name))
+            executor.start(task, handle: handle)
+        }
+    }
+
+    func close() {
+        executor?.close()
+        executor = nil
+        outbox?.flush()
+    }
+}
+
+/// FIFO per priority, highest priority first. Priority 0 (the common case) is a plain deque.
+struct PriorityQueue {
+    private var normal = Deque<WorkTask>()
+    private var others: [Int: Deque<WorkTask>] = [:]
+    private var priorities: [Int] = []  // of `others`, descending
+    private(set) var count = 0
+
+    mutating func push(_ task: WorkTask) {
+        count += 1
+        if task.priority == 0 { normal.append(task); return }
+        if others[task.priority] == nil {
+            priorities.append(task.priority)
+            priorities.sort(by: >)
+        }
+        others[task.priority, default: []].append(task)
+    }
+
+    mutating func pop() -> WorkTask? {
+        for (i, priority) in priorities.enumerated() {
+            if priority < 0 && !normal.isEmpty { break }
+            if let task = others[priority]?.popFirst() {
+                count -= 1
+                if others[priority]!.isEmpty {
+                    others[priority] = nil
+                    priorities.remove(at: i)
+                }
+                return task
+            }
+        }
+        if let task = normal.popFirst() { count -= 1; return task }
+        return nil
+    }
+}

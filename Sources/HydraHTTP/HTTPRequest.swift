@@ -1,0 +1,56 @@
+/// One HTTP request as the transfer engine runs it: fully resolved (absolute
+/// URL, final headers, encoded body), with the transport options that apply.
+public struct HTTPRequest: Sendable {
+    /// The method, upper case (`GET`, `POST`, ...).
+    public var method: String
+    /// The absolute URL, query included and already percent-encoded.
+    public var url: String
+    /// Header fields in sending order.
+    public var headers: [HTTPHeader]
+    /// The request body, if any.
+    public var body: [UInt8]?
+    /// Limit for the whole transfer (connect, redirects, body), in milliseconds.
+    public var timeoutMilliseconds: Int?
+    /// Limit for establishing the connection, in milliseconds.
+    public var connectTimeoutMilliseconds: Int?
+    /// Redirects followed before failing; 0 disables following.
+    public var maxRedirects: Int
+    /// TLS peer and host verification. On unless a server is explicitly configured otherwise.
+    public var verifyTLS: Bool
+    /// A PEM bundle of trusted certificate authorities, instead of the system's.
+    public var caFile: String?
+    /// Ask for gzip/deflate and decode the body transparently.
+    public var acceptEncoding: Bool
+    /// Stream the body to this file instead of memory (the file is created or truncated).
+    public var saveTo: String?
+    /// Report download progress to the transfer's progress handler.
+    public var reportsProgress: Bool
+
+    public init(method: String = "GET", url: String, headers: [HTTPHeader] = [], body: [UInt8]? = nil,
+                timeoutMilliseconds: Int? = nil, connectTimeoutMilliseconds: Int? = nil,
+                maxRedirects: Int = 5, verifyTLS: Bool = true, caFile: String? = nil,
+                acceptEncoding: Bool = true, saveTo: String? = nil, reportsProgress: Bool = false) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.timeoutMilliseconds = timeoutMilliseconds
+        self.connectTimeoutMilliseconds = connectTimeoutMilliseconds
+        self.maxRedirects = maxRedirects
+        self.verifyTLS = verifyTLS
+        self.caFile = caFile
+        self.acceptEncoding = acceptEncoding
+        self.saveTo = saveTo
+        self.reportsProgress = reportsProgress
+    }
+}
+
+/// A header field: a name and a value.
+public struct HTTPHeader: Sendable, Equatable {
+    public var name: String
+    public var value: String
+    public init(_ name: String, _ value: String) {
+        self.name = name
+        self.value = value
+    }
+}

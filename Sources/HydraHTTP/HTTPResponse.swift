@@ -1,0 +1,42 @@
+/// A completed HTTP exchange: the final response after any redirects.
+public struct HTTPResponse: Sendable {
+    /// The status code of the final response.
+    public var status: Int
+    /// The final response's header fields, names lowercased, in arrival order.
+    public var headers: [HTTPHeader]
+    /// The body (decoded from gzip/deflate), empty when it was saved to a file.
+    public var body: [UInt8]
+    /// Body bytes received (decoded size).
+    public var bodyBytes: Int
+    /// The URL of the final response (differs from the request's after redirects).
+    public var effectiveURL: String
+
+    /// The first value of header `name` (case-insensitive).
+    public func header(_ name: String) -> String? {
+        let lower = name.lowercased()
+        return headers.first { $0.name == lower }?.value
+    }
+}
+
+/// Why a transfer produced no response.
+public struct HTTPFailure: Error, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable {
+        /// DNS, connect, TLS, protocol or read errors.
+        case network
+        /// The transfer or connect time limit passed.
+        case timeout
+        /// The transfer was cancelled by its owner.
+        case cancelled
+        /// The request could not be started (bad URL, unwritable `saveTo`).
+        case invalid
+    }
+    public var kind: Kind
+    public var message: String
+
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { message }
+}

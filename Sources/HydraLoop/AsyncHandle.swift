@@ -1,0 +1,35 @@
+import CUV
+
+/// A `uv_async_t`: the one libuv handle any thread may signal.
+///
+/// Ownership: the handle keeps this object alive until ``close()`` has run its
+/// close callback. ``signal()`` is thread-safe (and coalesces, as libuv does);
+/// the callback, ``close()`` and `init` run on the loop thread.
+final class AsyncHandle: @unchecked Sendable {
+    private let handle: UnsafeMutablePointer<uv_async_t>
+    private let callback: () -> Void
+
+    init(loop: UnsafeMutablePointer<uv_loop_t>, callback: @escaping () -> Void) {
+        self.callback = callback
+        handle = .allocate(capacity: 1)
+        handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
+        uv_async_init(loop, handle) { handle in
+            Unmanaged<AsyncHandle>.fromOpaque(handle!.pointee.data).takeUnretainedValue().callback()
+        }
+    }
+
+    /// Wakes the loop; the callback runs there once for any number of signals
+    /// sent before it runs. Thread-safe.
+    func signal() { uv_async_send(handle) }
+
+    var isClosing: Bool { uv_is_closing(uvHandle(handle)) != 0 }
+
+    /// Closes the handle. Idempotent. Loop thread only.
+    func close() {
+        guard !isClosing else { return }
+        uv_close(uvHandle(handle)) { handle in
+            Unmanaged<AsyncHandle>.fromOpaque(handle!.pointee.data).release()
+            handle!.deallocate()
+        }
+    }
+}

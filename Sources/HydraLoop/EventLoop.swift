@@ -1,0 +1,145 @@
+import CUV
+import Foundation
+import Synchronization
+
+/// A thread running one libuv loop.
+///
+/// Ownership: the loop thread owns the `uv_loop_t` and every handle created on
+/// it; only the loop thread may touch them. Other threads talk to the loop by
+/// ``execute(_:)`` or through a ``Mailbox``, which are the only thread-safe
+/// entry points (they end in `uv_async_send`).
+///
+/// Lifetime: a loop runs from `init` until ``shutdown()``; shutdown runs the
+/// registered shutdown hooks on the loop thread (owners close their handles
+/// there), then waits for the thread to finish.
+public final class EventLoop: @unchecked Sendable {
+    /// The name given at creation, used for the thread name and in diagnostics.
+    public let name: String
+
+    // Written once on the loop thread before `ready` is signalled, then read-only.
+    private var loopPointer: UnsafeMutablePointer<uv_loop_t>!
+    private var threadID: pthread_t = pthread_t()
+
+    private let inbox: Mailbox<@Sendable () -> Void>.Storage
+    private let ready = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    private let state = Mutex(LifecycleState.running)
+
+    /// Loop thread only: hooks run when the loop shuts down, in reverse order of registration.
+    private var shutdownHooks: [() -> Void] = []
+    private var inboxWakeup: AsyncHandle!
+
+    private enum LifecycleState { case running, stopping, stopped }
+
+    /// Starts a new thread with its own libuv loop. Returns once the loop is ready.
+    public init(name: String) {
+        self.name = name
+        self.inbox = Mailbox<@Sendable () -> Void>.Storage()
+        let thread = Thread { [unowned self] in self.threadMain() }
+        thread.name = name
+        thread.stackSize = 1 << 20
+        thread.start()
+        ready.wait()
+    }
+
+    /// True when called on this loop's thread.
+    public var inEventLoop: Bool {
+        pthread_equal(pthread_self(), threadID) != 0
+    }
+
+    /// Stops with a named failure when called off the loop thread: the check
+    /// that turns a thread-confinement bug into an immediate, readable crash.
+    @inline(__always)
+    public func preconditionInEventLoop(file: StaticString = #fileID, line: UInt = #line) {
+        precondition(inEventLoop, "not on the thread of loop \(name)", file: file, line: line)
+    }
+
+    /// The raw loop, for the C-wrapper layers of this package (timers, polls, curl).
+    /// Loop thread only.
+    package var uvLoop: UnsafeMutablePointer<uv_loop_t> {
+        preconditionInEventLoop()
+        return loopPointer
+    }
+
+    /// Runs `work` on the loop thread, soon. Thread-safe; callable from the loop itself.
+    /// Work submitted after shutdown began is dropped.
+    public func execute(_ work: @escaping @Sendable () -> Void) {
+        if inbox.append(work) { inboxWakeup.signal() }
+    }
+
+    /// Runs `work` on the loop thread and waits for its result. Never call it on the loop thread.
+    public func submitAndWait<T: Sendable>(_ work: @escaping @Sendable () -> T) -> T {
+        if inEventLoop { return work() }
+        let done = DispatchSemaphore(value: 0)
+        let box = ResultBox<T>()
+        execute {
+            box.value = work()
+            done.signal()
+        }
+        done.wait()
+        return box.value!
+    }
+
+    /// Registers a hook to run on the loop thread when the loop shuts down,
+    /// so an owner can close its handles. Loop thread only.
+    public func onShutdown(_ hook: @escaping () -> Void) {
+        preconditionInEventLoop()
+        shutdownHooks.append(hook)
+    }
+
+    /// Runs the shutdown hooks on the loop thread, closes the loop's handles and
+    /// waits for the thread to end. Idempotent. Never call it on the loop thread.
+    public func shutdown() {
+        precondition(!inEventLoop, "EventLoop.shutdown() called on its own thread")
+        let first = state.withLock { s -> Bool in
+            guard s == .running else { return false }
+            s = .stopping
+            return true
+        }
+        if first {
+            execute { [unowned self] in self.closeEverything() }
+        }
+        finished.wait()
+        finished.signal()  // let a concurrent second caller through too
+    }
+
+    // MARK: - Loop thread
+
+    private func threadMain() {
+        threadID = pthread_self()
+        let loop = UnsafeMutablePointer<uv_loop_t>.allocate(capacity: 1)
+        precondition(uv_loop_init(loop) == 0, "uv_loop_init failed")
+        loopPointer = loop
+        inboxWakeup = AsyncHandle(loop: loop) { [unowned self] in self.drainInbox() }
+        ready.signal()
+
+        uv_run(loop, UV_RUN_DEFAULT)
+
+        // Anything still open here was leaked by its owner: close it so the loop can end.
+        uv_walk(loop, { handle, _ in
+            if uv_is_closing(handle) == 0 { uv_close(handle, nil) }
+        }, nil)
+        uv_run(loop, UV_RUN_DEFAULT)
+        uv_loop_close(loop)
+        loop.deallocate()
+        state.withLock { $0 = .stopped }
+        finished.signal()
+    }
+
+    private func drainInbox() {
+        inbox.drain { work in work() }
+    }
+
+    private func closeEverything() {
+        for hook in shutdownHooks.reversed() { hook() }
+        shutdownHooks.removeAll()
+        drainInbox()
+        inbox.close()
+        inboxWakeup.close()
+    }
+}
+
+/// A one-slot box to move a value out of a closure run on another thread.
+private final class ResultBox<T>: @unchecked Sendable {
+    var value: T?
+}

@@ -1,0 +1,255 @@
+import Foundation
+import HydraCore
+import HydraHTTP
+import HydraLoop
+import OrderedCollections
+
+/// Runs remote jobs on one remote worker: builds the request, answers from a
+/// dummy when one matches, drives the transfer on the worker's ``HTTPClient``,
+/// judges the response (`expect`, dogma), and retries with backoff on the
+/// loop's timers. Loop-confined (see ``JobExecutor``).
+final class RESTExecutor: JobExecutor {
+    private let manager: RESTManager
+    private let loop: EventLoop
+    private let client: HTTPClient
+    private var calls: [UInt64: RemoteCall] = [:]
+
+    /// One remote job across its attempts.
+    private final class RemoteCall {
+        let task: WorkTask
+        let handle: TaskHandle
+        let request: PreparedRequest
+        let started = DispatchTime.now().uptimeNanoseconds
+        var attempts = 0
+        var transfer: HTTPTransferID?
+        var timer: ScheduledTask?
+
+        init(task: WorkTask, handle: TaskHandle, request: PreparedRequest) {
+            self.task = task
+            self.handle = handle
+            self.request = request
+        }
+
+        var elapsedMs: Double {
+            (Double(DispatchTime.now().uptimeNanoseconds - started) / 1e5).rounded() / 10
+        }
+    }
+
+    init(manager: RESTManager, worker: WorkerContext) {
+        self.manager = manager
+        loop = worker.loop
+        client = HTTPClient(loop: worker.loop, options: HTTPPoolOptions(
+            maxConnections: worker.configuration.maxConnections,
+            maxHostConnections: worker.configuration.maxHostConnections))
+    }
+
+    func start(_ task: WorkTask, handle: TaskHandle) {
+        guard case .remote(let spec) = task.spec.body else {
+            handle.finish(.failure(JobError(.internal, "not a remote job")))
+            return
+        }
+        let prepared: PreparedRequest
+        do {
+            prepared = try manager.resolver.prepare(spec, timeoutMs: task.spec.timeoutMs)
+        } catch {
+            handle.finish(.failure(error))
+            return
+        }
+        let call = RemoteCall(task: task, handle: handle, request: prepared)
+        calls[task.token] = call
+        if let reply = dummyReply(for: prepared) {
+            manager.statistics.countDummy()
+            handle.skipped(reason: "dummy")
+            call.attempts = 1
+            call.timer = loop.schedule(afterMilliseconds: UInt64(reply.delayMs)) { [unowned self] in
+                call.timer = nil
+                self.finish(call, self.judge(dummy: reply, call: call))
+            }
+            return
+        }
+        attempt(call)
+    }
+
+    func cancel(_ task: WorkTask, handle: TaskHandle) {
+        guard let call = calls[task.token] else { return }
+        if let transfer = call.transfer {
+            client.cancel(transfer)  // its completion finishes the call
+        } else {
+            call.timer?.cancel()
+            call.timer = nil
+            finish(call, .failure(JobError(.cancelled, "cancelled")))
+        }
+    }
+
+    func close() {
+        for call in calls.values { call.timer?.cancel() }
+        calls.removeAll()
+        client.close()
+    }
+
+    // MARK: - Attempts
+
+    private func attempt(_ call: RemoteCall) {
+        call.attempts += 1
+        manager.statistics.countRequest()
+        if let saveTo = call.request.http.saveTo {
+            try? FileManager.default.createDirectory(atPath: (saveTo as NSString).deletingLastPathComponent,
+                                                     withIntermediateDirectories: true)
+        }
+        do {
+            let handle = call.handle
+            call.transfer = try client.start(
+                call.request.http,
+                progress: call.request.http.reportsProgress ? { bytes, total in
+                    handle.progress(bytes: bytes, totalBytes: total)
+                } : nil,
+                completion: { [unowned self] result in
+                    call.transfer = nil
+                    self.completed(call, result)
+                })
+        } catch {
+            finish(call, .failure(JobError(.invalid, error.message)))
+        }
+    }
+
+    private func completed(_ call: RemoteCall, _ result: Result<HTTPResponse, HTTPFailure>) {
+        let outcome: StepOutcome
+        var retryAfterMs: Int?
+        switch result {
+        case .success(let response):
+            outcome = judge(response: response, call: call)
+            retryAfterMs = response.header("retry-after").flatMap(RESTExecutor.parseRetryAfter)
+        case .failure(let failure):
+            switch failure.kind {
+            case .cancelled: outcome = .failure(JobError(.cancelled, "cancelled"))
+            case .timeout: outcome = .failure(JobError(.timeout, failure.message))
+            case .network: outcome = .failure(JobError(.network, failure.message))
+            case .invalid: outcome = .failure(JobError(.invalid, failure.message))
+            }
+        }
+        if case .failure(let error, _) = outcome, RESTExecutor.isRetryable(error),
+           call.attempts < call.request.retry.maxAttempts, !call.handle.isCancelled {
+            let delay = min(retryAfterMs ?? call.request.retry.delayMs(afterAttempt: call.attempts), 600_000)
+            manager.statistics.countRetry()
+            call.handle.retrying(attempt: call.attempts + 1, delayMs: delay, error: error)
+            call.timer = loop.schedule(afterMilliseconds: UInt64(delay)) { [unowned self] in
+                call.timer = nil
+                self.attempt(call)
+            }
+            return
+        }
+        if case .failure = outcome { manager.statistics.countFailure() }
+        finish(call, outcome)
+    }
+
+    private func finish(_ call: RemoteCall, _ outcome: StepOutcome) {
+        calls[call.task.token] = nil
+        call.handle.finish(outcome)
+    }
+
+    // MARK: - Judging responses
+
+    private func judge(response: HTTPResponse, call: RemoteCall) -> StepOutcome {
+        let dogmaResponse = DogmaResponse(status: response.status, headers: response.headers.map { ($0.name, $0.value) },
+                                          body: response.body)
+        let expected = call.request.expect.map { $0.contains(response.status) } ?? (200...299).contains(response.status)
+        let saved = call.request.http.saveTo != nil
+        let body: JSONValue
+        if saved && expected {
+            body = .null
+        } else {
+            do {
+                body = try decode(dogmaResponse, dogma: call.request.dogma)
+            } catch {
+                if !expected {
+                    // Keep what can be kept of an error body.
+                    let fallback = (try? TextDogma().decode(dogmaResponse)) ?? .null
+                    return .failure(httpError(response.status, body: fallback))
+                }
+                return .failure(JobError(.decode, String(describing: error), status: response.status))
+            }
+        }
+        guard expected else { return .failure(httpError(response.status, body: body)) }
+        var result = OrderedDictionary<String, JSONValue>()
+        result["status"] = .int(response.status)
+        result["headers"] = .object(RESTExecutor.headerObject(response.headers))
+        result["body"] = body
+        if let saveTo = call.request.http.saveTo {
+            result["file"] = .string(saveTo)
+            result["bytes"] = .int(response.bodyBytes)
+        }
+        result["fromCache"] = false
+        result["attempts"] = .int(call.attempts)
+        result["elapsedMs"] = .double(call.elapsedMs)
+        return .success(.object(result))
+    }
+
+    private func judge(dummy reply: DummyReply, call: RemoteCall) -> StepOutcome {
+        let expected = call.request.expect.map { $0.contains(reply.status) } ?? (200...299).contains(reply.status)
+        guard expected else { return .failure(httpError(reply.status, body: reply.body)) }
+        var headers = OrderedDictionary<String, JSONValue>()
+        for (name, value) in reply.headers { headers[name.lowercased()] = .string(value) }
+        return .success([
+            "status": .int(reply.status), "headers": .object(headers), "body": reply.body ?? .null,
+            "fromCache": false, "attempts": .int(call.attempts), "elapsedMs": .double(call.elapsedMs),
+        ])
+    }
+
+    private func httpError(_ status: Int, body: JSONValue?) -> JobError {
+        JobError(.http, "HTTP \(status)", status: status, body: body)
+    }
+
+    private func decode(_ response: DogmaResponse, dogma name: String?) throws -> JSONValue {
+        let dogma: any Dogma
+        if let name {
+            guard let named = manager.dogma(named: name) else { throw DecodeError("unknown dogma '\(name)'") }
+            dogma = named
+        } else {
+            dogma = response.isJSON ? JSONDogma() : TextDogma()
+        }
+        return try dogma.decode(response)
+    }
+
+    private func dummyReply(for request: PreparedRequest) -> DummyReply? {
+        let responder = manager.dummyResponder
+        guard responder.enabled || !responder.handlers.isEmpty else { return nil }
+        let dummy = DummyRequest(server: request.serverKey, path: request.path, method: request.http.method,
+                                 url: request.http.url, headers: request.http.headers.map { ($0.name, $0.value) },
+                                 body: request.http.body)
+        return responder.reply(to: dummy)
+    }
+
+    // MARK: - Helpers
+
+    static func isRetryable(_ error: JobError) -> Bool {
+        switch error.kind {
+        case .network, .timeout: return true
+        case .http: return error.status.map { $0 >= 500 || $0 == 429 } ?? false
+        default: return false
+        }
+    }
+
+    /// `Retry-After`: delay-seconds or an HTTP date, in milliseconds.
+    static func parseRetryAfter(_ value: String) -> Int? {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        if let seconds = Int(trimmed) { return max(0, seconds) * 1000 }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = formatter.date(from: trimmed) else { return nil }
+        return max(0, Int(date.timeIntervalSinceNow * 1000))
+    }
+
+    static func headerObject(_ headers: [HTTPHeader]) -> OrderedDictionary<String, JSONValue> {
+        var out = OrderedDictionary<String, JSONValue>()
+        for header in headers {
+            if case .string(let existing) = out[header.name] {
+                out[header.name] = .string(existing + ", " + header.value)
+            } else {
+                out[header.name] = .string(header.value)
+            }
+        }
+        return out
+    }
+}

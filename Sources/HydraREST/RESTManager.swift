@@ -1,0 +1,120 @@
+import Foundation
+import HydraCore
+import HydraHTTP
+import Synchronization
+
+/// The REST client manager (the HJRestClientManager idea): servers, api routes,
+/// dogmas, dummy responses; it runs `remote` jobs on the remote workers the
+/// dispatcher binds it to, one ``HTTPClient`` (connection pool) per worker.
+/// Thread-safe: dogmas and dummy handlers may be registered at any time.
+public final class RESTManager: JobManager {
+    public let name = "rest"
+    public let kinds: Set<JobKind> = [.remote]
+    let resolver: RouteResolver
+    private let dogmas: Mutex<[String: any Dogma]>
+    private let dummyHandlers = Mutex<[DummyHandler]>([])
+    let statistics = RESTStatistics()
+
+    public init(configuration: Configuration, stateDirectory: String) {
+        resolver = RouteResolver(configuration: configuration, stateDirectory: stateDirectory)
+        let builtIn: [any Dogma] = [JSONDogma(), TextDogma(), RawDogma()]
+        dogmas = Mutex(Dictionary(uniqueKeysWithValues: builtIn.map { ($0.name, $0) }))
+    }
+
+    public var configuration: Configuration { resolver.configuration }
+
+    /// Adds or replaces a dogma; specs name it with `"dogma": name`.
+    public func register(dogma: any Dogma) {
+        dogmas.withLock { $0[dogma.name] = dogma }
+    }
+
+    func dogma(named name: String) -> (any Dogma)? { dogmas.withLock { $0[name] } }
+
+    /// Adds a Swift dummy handler, asked before the configured dummy responses.
+    public func register(dummy handler: @escaping DummyHandler) {
+        dummyHandlers.withLock { $0.append(handler) }
+    }
+
+    var dummyResponder: DummyResponder {
+        DummyResponder(enabled: configuration.dummy.enabled, responses: configuration.dummy.responses,
+                       handlers: dummyHandlers.withLock { $0 })
+    }
+
+    /// Request counters since start.
+    public var stats: RESTStatistics.Snapshot { statistics.snapshot }
+
+    public func validate(_ spec: JobSpec, path: String) throws(ValidationError) {
+        guard case .remote(let remote) = spec.body else { return }
+        let config = configuration
+        func at(_ key: String) -> String { FieldReader.join(path, key) }
+        var endpoint = remote.endpoint
+        if let api = remote.api, !Template.containsReference(api) {
+            guard let route = config.apis[api] else { throw ValidationError(path: at("api"), "unknown api '\(api)'") }
+            endpoint = route.endpoint
+        }
+        if let server = remote.server, !Template.containsReference(server), config.servers[server] == nil {
+            throw ValidationError(path: at("server"), "unknown server '\(server)'")
+        }
+        if remote.url == nil && remote.server == nil && remote.api == nil && config.defaults.server == nil {
+            throw ValidationError(path: at("server"), "required with endpoint when defaults.server is not set")
+        }
+        if let url = remote.url, !Template.containsReference(url), !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
+            throw ValidationError(path: at("url"), "expected an http:// or https:// URL")
+        }
+        if let endpoint {
+            for name in RouteResolver.pathVariables(in: endpoint) where remote.pathVars[name] == nil {
+                throw ValidationError(path: at("pathVars.\(name)"), "required by endpoint \(endpoint)")
+            }
+        }
+        if let dogma = remote.dogma, self.dogma(named: dogma) == nil {
+            throw ValidationError(path: at("dogma"), "unknown dogma '\(dogma)'")
+        }
+        if let saveAs = remote.saveAs, !Template.containsReference(saveAs) {
+            do {
+                _ = try RouteResolver.fileInStateDirectory(saveAs, stateDirectory: resolver.stateDirectory)
+            } catch {
+                throw ValidationError(path: at("saveAs"), error.message)
+            }
+        }
+        if let body = remote.body, !Template.containsReference(body) {
+            switch remote.bodyEncoding {
+            case .form? where body.objectValue == nil:
+                throw ValidationError(path: at("body"), "expected object for bodyEncoding form")
+            case .base64?:
+                guard let text = body.stringValue, Data(base64Encoded: text) != nil else {
+                    throw ValidationError(path: at("body"), "expected a base64 string for bodyEncoding base64")
+                }
+            default: break
+            }
+        }
+    }
+
+    public func makeExecutor(for worker: WorkerContext) -> any JobExecutor {
+        RESTExecutor(manager: self, worker: worker)
+    }
+}
+
+/// Counters of the REST manager (`hydra.stats`). Thread-safe.
+public final class RESTStatistics: Sendable {
+    private let requests = Atomic<Int>(0)
+    private let retries = Atomic<Int>(0)
+    private let dummies = Atomic<Int>(0)
+    private let failures = Atomic<Int>(0)
+
+    public struct Snapshot: Sendable {
+        public var requests: Int
+        public var retries: Int
+        public var dummyResponses: Int
+        public var failedRequests: Int
+    }
+
+    func countRequest() { requests.add(1, ordering: .relaxed) }
+    func countRetry() { retries.add(1, ordering: .relaxed) }
+    func countDummy() { dummies.add(1, ordering: .relaxed) }
+    func countFailure() { failures.add(1, ordering: .relaxed) }
+
+    var snapshot: Snapshot {
+        Snapshot(requests: requests.load(ordering: .relaxed), retries: retries.load(ordering: .relaxed),
+                 dummyResponses: dummies.load(ordering: .relaxed), failedRequests: failures.load(ordering: .relaxed))
+    }
+}

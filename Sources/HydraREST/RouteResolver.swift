@@ -1,0 +1,174 @@
+import Foundation
+import HydraCore
+import HydraHTTP
+import OrderedCollections
+
+/// A remote spec turned into a concrete request, with what the executor needs
+/// to judge the response.
+struct PreparedRequest: Sendable {
+    var http: HTTPRequest
+    var serverKey: String?
+    /// The request path after the server's base URL, for dummy matching.
+    var path: String
+    var dogma: String?
+    var expect: [Int]?
+    var retry: RetryPolicy
+    var api: String?
+}
+
+/// Turns a remote spec (references already resolved) into an HTTP request:
+/// the address (`url` | `server`+`endpoint` | `api` | `endpoint` + `defaults.server`),
+/// path variables, query, headers (defaults < server < api < job), body, and
+/// the transport options of the server. Immutable; thread-safe.
+struct RouteResolver: Sendable {
+    let configuration: Configuration
+    let stateDirectory: String
+
+    func prepare(_ spec: RemoteSpec, timeoutMs: Int?) throws(JobError) -> PreparedRequest {
+        let api = spec.api.map { configuration.apis[$0] } ?? nil
+        if let name = spec.api, api == nil { throw JobError(.invalid, "unknown api '\(name)'") }
+
+        // Address.
+        var serverKey: String?
+        var url: String
+        var path: String
+        if let given = spec.url {
+            url = given
+            serverKey = configuration.servers.first { given.hasPrefix($0.value.url) }?.key
+            path = serverKey.map { String(given.dropFirst(configuration.servers[$0]!.url.count)) }
+                ?? RouteResolver.pathOf(url: given)
+        } else {
+            serverKey = spec.server ?? api?.server ?? configuration.defaults.server
+            guard let key = serverKey else { throw JobError(.invalid, "no server: give url, server or api, or set defaults.server") }
+            guard let server = configuration.servers[key] else { throw JobError(.invalid, "unknown server '\(key)'") }
+            guard let endpoint = spec.endpoint ?? api?.endpoint else { throw JobError(.invalid, "no endpoint") }
+            path = try RouteResolver.fill(endpoint: endpoint, with: spec.pathVars)
+            url = RouteResolver.join(server.url, path)
+        }
+        guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
+            throw JobError(.invalid, "url must start with http:// or https://: \(url)")
+        }
+        if !spec.query.isEmpty {
+            let query = RouteResolver.encodeQuery(spec.query)
+            if !query.isEmpty { url += (url.contains("?") ? "&" : "?") + query }
+        }
+        let server = serverKey.flatMap { configuration.servers[$0] }
+
+        // Headers: defaults < server < api < job, names compared case-insensitively.
+        var headers = OrderedDictionary<String, HTTPHeader>()
+        func add(_ name: String, _ value: String) { headers[name.lowercased()] = HTTPHeader(name, value) }
+        for (name, value) in configuration.defaults.headers { add(name, value) }
+        for (name, value) in server?.headers ?? [:] { add(name, value) }
+        for (name, value) in api?.headers ?? [:] { add(name, value) }
+        for (name, value) in spec.headers { add(name, Template.text(of: value)) }
+
+        // Body.
+        let method = spec.method ?? api?.method ?? "GET"
+        var body: [UInt8]?
+        if let value = spec.body {
+            let (bytes, contentType) = try encode(body: value, encoding: spec.bodyEncoding ?? .json)
+            body = bytes
+            if headers["content-type"] == nil { add("Content-Type", contentType) }
+        }
+
+        var saveTo: String?
+        if let saveAs = spec.saveAs {
+            saveTo = try RouteResolver.fileInStateDirectory(saveAs, stateDirectory: stateDirectory)
+        }
+
+        let request = HTTPRequest(
+            method: method, url: url, headers: Array(headers.values), body: body,
+            timeoutMilliseconds: timeoutMs ?? api?.timeoutMs ?? configuration.defaults.timeoutMs,
+            connectTimeoutMilliseconds: spec.connectTimeoutMs ?? configuration.defaults.connectTimeoutMs,
+            maxRedirects: spec.maxRedirects ?? configuration.defaults.maxRedirects,
+            verifyTLS: server?.verifyTLS ?? true, caFile: server?.caFile, acceptEncoding: true,
+            saveTo: saveTo, reportsProgress: saveTo != nil)
+        return PreparedRequest(http: request, serverKey: serverKey, path: path,
+                               dogma: spec.dogma ?? api?.dogma ?? configuration.defaults.dogma,
+                               expect: spec.expect, retry: spec.retry ?? api?.retry ?? configuration.defaults.retry,
+                               api: spec.api)
+    }
+
+    private func encode(body: JSONValue, encoding: BodyEncoding) throws(JobError) -> ([UInt8], String) {
+        switch encoding {
+        case .json:
+            return (JSONWriter.bytes(body), "application/json")
+        case .text:
+            return (Array(Template.text(of: body).utf8), "text/plain; charset=utf-8")
+        case .form:
+            guard case .object(let fields) = body else { throw JobError(.invalid, "bodyEncoding form needs an object body") }
+            return (Array(RouteResolver.encodeQuery(fields).utf8), "application/x-www-form-urlencoded")
+        case .base64:
+            guard case .string(let text) = body, let data = Data(base64Encoded: text) else {
+                throw JobError(.invalid, "bodyEncoding base64 needs a base64 string body")
+            }
+            return ([UInt8](data), "application/octet-stream")
+        }
+    }
+
+    // MARK: - Pieces, shared with submit-time validation
+
+    /// Names of the `:name` segments of an endpoint.
+    static func pathVariables(in endpoint: String) -> [String] {
+        endpoint.split(separator: "/").compactMap { segment in
+            segment.hasPrefix(":") && segment.count > 1 ? String(segment.dropFirst()) : nil
+        }
+    }
+
+    static func fill(endpoint: String, with vars: OrderedDictionary<String, JSONValue>) throws(JobError) -> String {
+        var out: [Substring] = []
+        for segment in endpoint.split(separator: "/", omittingEmptySubsequences: false) {
+            if segment.hasPrefix(":") && segment.count > 1 {
+                let name = String(segment.dropFirst())
+                guard let value = vars[name] else { throw JobError(.invalid, "pathVars.\(name): missing for endpoint \(endpoint)") }
+                out.append(Substring(percentEncode(Template.text(of: value))))
+            } else {
+                out.append(segment)
+            }
+        }
+        return out.joined(separator: "/")
+    }
+
+    static func join(_ base: String, _ path: String) -> String {
+        if path.isEmpty { return base }
+        switch (base.hasSuffix("/"), path.hasPrefix("/")) {
+        case (true, true): return base + path.dropFirst()
+        case (false, false): return base + "/" + path
+        default: return base + path
+        }
+    }
+
+    static func encodeQuery(_ fields: OrderedDictionary<String, JSONValue>) -> String {
+        var parts: [String] = []
+        for (name, value) in fields {
+            let values: [JSONValue] = value.arrayValue ?? [value]
+            for item in values where !item.isNull {
+                parts.append(percentEncode(name) + "=" + percentEncode(Template.text(of: item)))
+            }
+        }
+        return parts.joined(separator: "&")
+    }
+
+    private static let unreserved = CharacterSet(charactersIn:
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
+
+    static func percentEncode(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
+    }
+
+    static func pathOf(url: String) -> String {
+        guard let scheme = url.range(of: "://") else { return url }
+        let rest = url[scheme.upperBound...]
+        guard let slash = rest.firstIndex(of: "/") else { return "/" }
+        return String(rest[slash...])
+    }
+
+    /// `saveAs` must stay inside the state folder: relative, no `..`.
+    static func fileInStateDirectory(_ saveAs: String, stateDirectory: String) throws(JobError) -> String {
+        let parts = saveAs.split(separator: "/")
+        guard !saveAs.hasPrefix("/"), !parts.isEmpty, !parts.contains("..") else {
+            throw JobError(.invalid, "saveAs must be a relative path inside the state folder without '..'")
+        }
+        return RouteResolver.join(stateDirectory, saveAs)
+    }
+}

@@ -1,0 +1,561 @@
+#!/usr/bin/env python3
+"""Hydra integration-test HTTP server (Python 3.11, standard library only).
+
+Usage
+-----
+    python3 Tests/Support/testserver.py [--port N] [--ignore-stdin]
+
+The server binds 127.0.0.1 on port N (default 0: the OS picks a free port).
+As soon as the socket is listening it prints exactly ``PORT <n>`` followed by
+a newline to stdout and flushes, so the test harness can read the port.
+
+It serves until it is killed or until its stdin reaches EOF.  A daemon thread
+watches stdin and calls ``os._exit(0)`` on EOF, so a crashed test runner (whose
+end of the stdin pipe closes when it dies) never leaves the server orphaned.
+The Swift side must therefore give the subprocess a *pipe* as stdin and keep
+its write end open for as long as the server is needed.  ``--ignore-stdin``
+disables the watcher (handy for running the server by hand in the background,
+where stdin is often /dev/null).
+
+The server speaks HTTP/1.1 with keep-alive, one thread per connection
+(``ThreadingHTTPServer``, daemon threads, listen backlog 1024).  Every response
+carries Content-Length, except ``/chunked``, which exists to test chunked
+transfer encoding.  Every JSON response has ``Content-Type: application/json``.
+HEAD is accepted everywhere and sends the headers a GET would, without a body.
+Request bodies are read in full (Content-Length or chunked) before answering.
+
+Endpoints (methods GET/POST/PUT/PATCH/DELETE/HEAD/OPTIONS unless noted)
+-----------------------------------------------------------------------
+/echo, /echo/...            200 JSON describing the request:
+                            {"method", "path" (without query), "query"
+                            ({name: value}, last value wins, percent-decoded),
+                            "rawQuery", "headers" ({lowercased-name: value},
+                            repeated headers joined with ", "), "body" (UTF-8,
+                            errors replaced), "json" (parsed body or null),
+                            "form" (urlencoded body as {k: v} when the
+                            Content-Type is application/x-www-form-urlencoded,
+                            else null)}
+/status/<code>              that status (200..599) with {"status": code};
+                            ?retryAfter=S adds "Retry-After: S".  204 and 304
+                            are sent without a body, as HTTP requires.
+/delay/<ms>                 sleeps ms milliseconds, then 200 {"delayedMs": ms}
+/flaky/<key>/<n>            counter <key> += 1 (k = new value).  While k <= n:
+                            status ?status= (default 503) with {"attempt": k}
+                            and, with ?retryAfter=S, "Retry-After: S".  After
+                            that: 200 {"attempt": k, "ok": true}
+/hits/<key>                 counter <key> += 1, 200 {"hits": count}
+/count/<key>                200 {"count": count} (0 if unknown), no increment
+/count-status/<key>/<code>  counter <key> += 1, answers status <code> with
+                            {"status": code, "count": count}
+/reset, /reset/<key>        clears all counters / one counter: 200 {"reset": ...}
+/gzip                       {"compressed": true, "data": "a"*1000}, gzipped
+                            with "Content-Encoding: gzip" if Accept-Encoding
+                            allows gzip
+/deflate                    the same body, zlib "deflate" encoded with
+                            "Content-Encoding: deflate" if accepted
+/redirect/<n>               n > 0: 302, "Location: /redirect/<n-1>" (relative),
+                            empty body; n == 0: 200 {"redirected": true}
+/large/<bytes>              200 application/octet-stream, exactly <bytes> bytes
+                            of the pattern 0,1,...,255,0,1,... in 64 KiB writes
+/slow-body/<chunks>/<ms>    200 application/octet-stream, Content-Length =
+                            chunks*1024; writes 1024 bytes (same pattern),
+                            flushes, sleeps ms, repeats
+/chunked/<chunks>           200 application/octet-stream sent with
+                            "Transfer-Encoding: chunked": <chunks> chunks of
+                            1024 pattern bytes; optional ?ms= pause between them
+/bearer/<token>             200 {"authenticated": true} if "Authorization:
+                            Bearer <token>", else 401 {"error": "unauthorized"}
+                            with "WWW-Authenticate: Bearer"
+/text                       200 text/plain; charset=utf-8 "hello, hydra"
+/items                      200 {"items": [{"id": 1, "name": "one"}, {"id": 2,
+                            "name": "two"}, {"id": 3, "name": "three"}],
+                            "count": 3}
+/login    (POST only)       JSON {"user", "password"}: 200 {"token":
+                            "tok-<user>"} if password == "secret", else 401
+                            {"error": "unauthorized"}; other methods: 405
+/me                         200 {"user": <user>} with "Authorization: Bearer
+                            tok-<user>", else 401 {"error": "unauthorized"}
+/bad-json                   200, Content-Type application/json, body "{not json"
+/headers                    200 {"ok": true} with "X-Custom: yes", "X-Multi: a"
+anything else               404 {"error": "not found", "path": <path>}
+
+A malformed number in a path or query answers 400 {"error": ...}.
+"""
+
+import argparse
+import gzip
+import json
+import os
+import sys
+import threading
+import time
+import urllib.parse
+import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+# ---------------------------------------------------------------------------
+# Shared state
+# ---------------------------------------------------------------------------
+
+# One namespace of named counters, shared by /hits, /flaky and /count-status
+# and read by /count.  Tests should use distinct keys per test.
+_counters: dict[str, int] = {}
+_counters_lock = threading.Lock()
+
+
+def _increment(key: str) -> int:
+    """Adds one to counter `key` and returns the new value."""
+    with _counters_lock:
+        value = _counters.get(key, 0) + 1
+        _counters[key] = value
+        return value
+
+
+def _read_counter(key: str) -> int:
+    with _counters_lock:
+        return _counters.get(key, 0)
+
+
+# ---------------------------------------------------------------------------
+# Static payloads
+# ---------------------------------------------------------------------------
+
+_PATTERN = bytes(range(256))
+_PIECE_SIZE = 64 * 1024
+# 64 KiB of the repeating 0..255 pattern.  64 KiB is a multiple of 256, so
+# every piece (and every 1 KiB slice of it) starts at pattern byte 0.
+_PIECE = _PATTERN * (_PIECE_SIZE // len(_PATTERN))
+_KIB = _PIECE[:1024]
+
+_COMPRESSIBLE = json.dumps({"compressed": True, "data": "a" * 1000}).encode()
+
+_ITEMS = {
+    "items": [
+        {"id": 1, "name": "one"},
+        {"id": 2, "name": "two"},
+        {"id": 3, "name": "three"},
+    ],
+    "count": 3,
+}
+
+# Errors that mean "the client went away"; streaming endpoints swallow them.
+_DISCONNECTS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
+
+
+class BadRequest(Exception):
+    """Raised by handlers to answer 400 with the message."""
+
+
+def _int(text: str, what: str) -> int:
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        raise BadRequest(f"{what} must be an integer, got {text!r}") from None
+
+
+def _accepts(accept_encoding: str, coding: str) -> bool:
+    """True if an Accept-Encoding value allows `coding` (honours q=0)."""
+    for item in accept_encoding.split(","):
+        name, _, params = item.strip().partition(";")
+        if name.strip().lower() not in (coding, "*"):
+            continue
+        q = 1.0
+        for param in params.split(";"):
+            key, _, value = param.strip().partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        return q > 0
+    return False
+
+
+# ---------------------------------------------------------------------------
+# Request handler
+# ---------------------------------------------------------------------------
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive
+    server_version = "HydraTestServer/1.0"
+
+    def version_string(self):
+        return self.server_version
+
+    def log_message(self, format, *args):  # noqa: A002 - stdlib signature
+        """Silence per-request logging (stdout is reserved for "PORT n")."""
+
+    # All methods share one dispatcher.
+    def do_GET(self):
+        self._dispatch()
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET
+
+    # -- request parsing ----------------------------------------------------
+
+    def _read_body(self) -> bytes:
+        """Reads the whole request body (Content-Length or chunked)."""
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            parts = []
+            while True:
+                line = self.rfile.readline(65537)
+                size = int(line.split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    # Skip optional trailers up to the terminating blank line.
+                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                parts.append(self.rfile.read(size))
+                self.rfile.readline(65537)  # CRLF after the chunk data
+            return b"".join(parts)
+        length = self.headers.get("Content-Length")
+        if length is None:
+            return b""
+        length = int(length)
+        if length < 0:
+            raise ValueError("negative Content-Length")
+        return self.rfile.read(length)
+
+    # -- response helpers ---------------------------------------------------
+
+    def _send(self, status: int, body: bytes = b"", content_type=None, headers=()):
+        """Sends a complete response with Content-Length (body omitted for HEAD)."""
+        no_body = status in (204, 304) or status < 200
+        if no_body:
+            body = b""
+        self.send_response(status)
+        if content_type and not no_body:
+            self.send_header("Content-Type", content_type)
+        for name, value in headers:
+            self.send_header(name, value)
+        if status != 204 and status >= 200:
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self._headers_sent = True
+        if body and self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _json(self, status: int, obj, headers=()):
+        self._send(status, json.dumps(obj).encode(), "application/json", headers)
+
+    def _unauthorized(self, headers=()):
+        self._json(401, {"error": "unauthorized"}, headers)
+
+    # -- dispatch -------------------------------------------------------------
+
+    def _dispatch(self):
+        self._headers_sent = False
+        try:
+            self.body = self._read_body()
+        except (ValueError, OSError):
+            self.close_connection = True
+            self._json(400, {"error": "unreadable request body"})
+            return
+
+        split = urllib.parse.urlsplit(self.path)
+        self.req_path = split.path
+        self.raw_query = split.query
+        # Last value wins; keep_blank_values so "?a=" yields {"a": ""}.
+        self.query = dict(urllib.parse.parse_qsl(split.query, keep_blank_values=True))
+        segments = [urllib.parse.unquote(s) for s in split.path.split("/")[1:]]
+        name, args = (segments[0], segments[1:]) if segments else ("", [])
+
+        route = _ROUTES.get(name)
+        try:
+            if route is None:
+                self._not_found()
+            else:
+                method, arity = route
+                if arity is not None and len(args) != arity:
+                    self._not_found()
+                else:
+                    method(self, *(args if arity is not None else ()))
+        except _DISCONNECTS:
+            self.close_connection = True
+        except BadRequest as error:
+            if self._headers_sent:
+                self.close_connection = True
+            else:
+                self._json(400, {"error": str(error)})
+        except Exception as error:  # keep serving; report the failure
+            self.close_connection = True
+            if not self._headers_sent:
+                try:
+                    self._json(500, {"error": f"{type(error).__name__}: {error}"})
+                except _DISCONNECTS:
+                    pass
+
+    def _not_found(self):
+        self._json(404, {"error": "not found", "path": self.req_path})
+
+    # -- endpoints ------------------------------------------------------------
+
+    def echo(self):
+        headers: dict[str, str] = {}
+        for key, value in self.headers.items():
+            key = key.lower()
+            headers[key] = f"{headers[key]}, {value}" if key in headers else value
+        text = self.body.decode("utf-8", errors="replace")
+        try:
+            parsed_json = json.loads(text) if self.body else None
+        except ValueError:
+            parsed_json = None
+        form = None
+        content_type = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if content_type == "application/x-www-form-urlencoded":
+            form = dict(urllib.parse.parse_qsl(text, keep_blank_values=True))
+        self._json(200, {
+            "method": self.command,
+            "path": self.req_path,
+            "query": self.query,
+            "rawQuery": self.raw_query,
+            "headers": headers,
+            "body": text,
+            "json": parsed_json,
+            "form": form,
+        })
+
+    def _retry_after(self):
+        value = self.query.get("retryAfter")
+        return [("Retry-After", value)] if value is not None else []
+
+    def _status_code(self, text: str) -> int:
+        code = _int(text, "status")
+        if not 200 <= code <= 599:
+            raise BadRequest(f"status must be 200..599, got {code}")
+        return code
+
+    def status(self, code):
+        code = self._status_code(code)
+        self._json(code, {"status": code}, self._retry_after())
+
+    def delay(self, ms):
+        ms = _int(ms, "ms")
+        time.sleep(max(ms, 0) / 1000)
+        self._json(200, {"delayedMs": ms})
+
+    def flaky(self, key, n):
+        n = _int(n, "n")
+        code = self._status_code(self.query.get("status", "503"))
+        attempt = _increment(key)
+        if attempt <= n:
+            self._json(code, {"attempt": attempt}, self._retry_after())
+        else:
+            self._json(200, {"attempt": attempt, "ok": True})
+
+    def hits(self, key):
+        self._json(200, {"hits": _increment(key)})
+
+    def count(self, key):
+        self._json(200, {"count": _read_counter(key)})
+
+    def count_status(self, key, code):
+        code = self._status_code(code)
+        count = _increment(key)
+        self._json(code, {"status": code, "count": count})
+
+    def reset(self):
+        # Optional: /reset clears every counter, /reset/<key> just one.
+        segments = [urllib.parse.unquote(s) for s in self.req_path.split("/")[2:] if s]
+        with _counters_lock:
+            if segments:
+                for key in segments[:1]:
+                    _counters.pop(key, None)
+            else:
+                _counters.clear()
+        self._json(200, {"reset": segments[0] if segments else "all"})
+
+    def _encoded(self, coding, compress):
+        accept = self.headers.get("Accept-Encoding", "")
+        if _accepts(accept, coding):
+            self._send(200, compress(_COMPRESSIBLE), "application/json",
+                       [("Content-Encoding", coding), ("Vary", "Accept-Encoding")])
+        else:
+            self._send(200, _COMPRESSIBLE, "application/json",
+                       [("Vary", "Accept-Encoding")])
+
+    def gzip(self):
+        self._encoded("gzip", lambda data: gzip.compress(data, mtime=0))
+
+    def deflate(self):
+        # HTTP "deflate" is the zlib format (RFC 1950), which zlib.compress makes.
+        self._encoded("deflate", zlib.compress)
+
+    def redirect(self, n):
+        n = _int(n, "n")
+        if n > 0:
+            self._send(302, b"", None, [("Location", f"/redirect/{n - 1}")])
+        else:
+            self._json(200, {"redirected": True})
+
+    def _start_octets(self, length):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(length))
+        self.end_headers()
+        self._headers_sent = True
+
+    def large(self, size):
+        size = _int(size, "bytes")
+        if size < 0:
+            raise BadRequest("bytes must be >= 0")
+        self._start_octets(size)
+        if self.command == "HEAD":
+            return
+        remaining = size
+        while remaining > 0:
+            piece = _PIECE if remaining >= _PIECE_SIZE else _PIECE[:remaining]
+            self.wfile.write(piece)
+            remaining -= len(piece)
+
+    def slow_body(self, chunks, ms):
+        chunks, ms = _int(chunks, "chunks"), _int(ms, "ms")
+        if chunks < 0:
+            raise BadRequest("chunks must be >= 0")
+        self._start_octets(chunks * 1024)
+        if self.command == "HEAD":
+            return
+        self.wfile.flush()
+        for index in range(chunks):
+            self.wfile.write(_KIB)
+            self.wfile.flush()
+            if index + 1 < chunks:
+                time.sleep(max(ms, 0) / 1000)
+
+    def chunked(self, chunks):
+        chunks = _int(chunks, "chunks")
+        ms = _int(self.query.get("ms", "0"), "ms")
+        chunked = self.request_version != "HTTP/1.0"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            # HTTP/1.0 has no chunked encoding: delimit the body by closing.
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        self._headers_sent = True
+        if self.command == "HEAD":
+            return
+        for index in range(max(chunks, 0)):
+            if index and ms > 0:
+                time.sleep(ms / 1000)
+            self.wfile.write(b"400\r\n" + _KIB + b"\r\n" if chunked else _KIB)
+            self.wfile.flush()
+        if chunked:
+            self.wfile.write(b"0\r\n\r\n")
+
+    def bearer(self, token):
+        if self.headers.get("Authorization", "") == f"Bearer {token}":
+            self._json(200, {"authenticated": True})
+        else:
+            self._unauthorized([("WWW-Authenticate", "Bearer")])
+
+    def text(self):
+        self._send(200, b"hello, hydra", "text/plain; charset=utf-8")
+
+    def items(self):
+        self._json(200, _ITEMS)
+
+    def login(self):
+        if self.command != "POST":
+            self._send(405, json.dumps({"error": "method not allowed"}).encode(),
+                       "application/json", [("Allow", "POST")])
+            return
+        try:
+            payload = json.loads(self.body.decode("utf-8", errors="replace"))
+        except ValueError:
+            payload = None
+        if (isinstance(payload, dict) and isinstance(payload.get("user"), str)
+                and payload.get("password") == "secret"):
+            self._json(200, {"token": f"tok-{payload['user']}"})
+        else:
+            self._unauthorized()
+
+    def me(self):
+        auth = self.headers.get("Authorization", "")
+        prefix = "Bearer tok-"
+        if auth.startswith(prefix) and len(auth) > len(prefix):
+            self._json(200, {"user": auth[len(prefix):]})
+        else:
+            self._unauthorized()
+
+    def bad_json(self):
+        self._send(200, b"{not json", "application/json")
+
+    def headers_endpoint(self):
+        self._json(200, {"ok": True}, [("X-Custom", "yes"), ("X-Multi", "a")])
+
+
+# First path segment -> (handler, number of further segments; None = any).
+_ROUTES = {
+    "echo": (Handler.echo, None),
+    "status": (Handler.status, 1),
+    "delay": (Handler.delay, 1),
+    "flaky": (Handler.flaky, 2),
+    "hits": (Handler.hits, 1),
+    "count": (Handler.count, 1),
+    "count-status": (Handler.count_status, 2),
+    "reset": (Handler.reset, None),
+    "gzip": (Handler.gzip, 0),
+    "deflate": (Handler.deflate, 0),
+    "redirect": (Handler.redirect, 1),
+    "large": (Handler.large, 1),
+    "slow-body": (Handler.slow_body, 2),
+    "chunked": (Handler.chunked, 1),
+    "bearer": (Handler.bearer, 1),
+    "text": (Handler.text, 0),
+    "items": (Handler.items, 0),
+    "login": (Handler.login, 0),
+    "me": (Handler.me, 0),
+    "bad-json": (Handler.bad_json, 0),
+    "headers": (Handler.headers_endpoint, 0),
+}
+
+
+# ---------------------------------------------------------------------------
+# Server
+# ---------------------------------------------------------------------------
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True        # connection threads never block exit
+    request_queue_size = 1024    # listen() backlog for bursts of connections
+    allow_reuse_address = True
+
+
+def _watch_stdin():
+    """Exits the whole process as soon as stdin reaches EOF (parent died)."""
+    try:
+        while sys.stdin.buffer.read1(4096):
+            pass
+    except (OSError, ValueError):
+        pass
+    os._exit(0)
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Hydra integration-test HTTP server")
+    parser.add_argument("--port", type=int, default=0, help="port (0 = OS picks)")
+    parser.add_argument("--ignore-stdin", action="store_true",
+                        help="do not exit when stdin reaches EOF")
+    options = parser.parse_args()
+
+    server = Server(("127.0.0.1", options.port), Handler)  # binds and listens
+    sys.stdout.write(f"PORT {server.server_address[1]}\n")
+    sys.stdout.flush()
+
+    if not options.ignore_stdin:
+        threading.Thread(target=_watch_stdin, name="stdin-watch", daemon=True).start()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+if __name__ == "__main__":
+    main()
