@@ -1,0 +1,120 @@
+import ArgumentParser
+import Foundation
+import Hydra
+
+/// `hydra run SPEC|-`: runs one job spec in-process (no server) and prints the
+/// final `{"jobId", "state", "result" | "error"}` as the last line of stdout.
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run one job spec in-process and print its result.",
+        discussion: """
+            The last line of stdout is the final {"jobId", "state", "result" | "error"} object.
+            With --events, each event is printed as one JSON line before it. On a terminal a
+            live progress line is drawn on stderr.
+
+            Exit status: 0 succeeded, 1 failed or cancelled, 2 invalid spec, input or config.
+
+            Examples:
+              hydra run jobs/demo.json
+              hydra run jobs/fan-out.json --events --config config/hydra.json
+              hydra run spec.json --input '{"user": "gandalf"}'
+            """)
+
+    @Argument(help: "The job spec file (JSON), or - for standard input.")
+    var spec: String
+
+    @Option(help: "Configuration file (default: config/hydra.json when it exists).")
+    var config: String?
+
+    @Option(help: "The job's input as JSON (what ${input.…} references see).")
+    var input: String?
+
+    @Flag(help: "Print each event as a JSON line before the result.")
+    var events = false
+
+    @Option(help: "State folder (downloads); overrides state.path.")
+    var state: String?
+
+    func run() async throws {
+        let configuration: Configuration
+        let specJSON: JSONValue
+        var inputJSON = JSONValue.null
+        do {
+            configuration = try loadConfiguration()
+            specJSON = try readSpec()
+            if let input {
+                do { inputJSON = try JSONParser.parse(input) } catch {
+                    throw UsageError("--input: not JSON: \(error)")
+                }
+            }
+        } catch {
+            fail(error)
+        }
+
+        let engine: HydraEngine
+        do {
+            engine = try HydraEngine(configuration: configuration, stateDirectory: state)
+        } catch {
+            fail(error)
+        }
+        defer { engine.shutdown() }
+
+        let printer = EventPrinter(printEvents: events, progress: isatty(STDERR_FILENO) != 0)
+        let subscription = engine.subscribe(sink: printer)
+        let result: JobResult
+        do {
+            let spec = try JobSpec(json: specJSON)
+            result = try await engine.run(spec, input: inputJSON)
+        } catch {
+            engine.unsubscribe(subscription)
+            fail(error)
+        }
+        engine.unsubscribe(subscription)
+        await printer.finish()
+        writeLine(JSONWriter.string(result.json))
+        if result.state != .succeeded { throw ExitCode(1) }
+    }
+
+    private func loadConfiguration() throws -> Configuration {
+        if let config { return try Configuration.load(path: config) }
+        if FileManager.default.fileExists(atPath: "config/hydra.json") {
+            return try Configuration.load(path: "config/hydra.json")
+        }
+        return Configuration()
+    }
+
+    private func readSpec() throws -> JSONValue {
+        let data: Data
+        if spec == "-" {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        } else {
+            guard let contents = FileManager.default.contents(atPath: spec) else {
+                throw UsageError("\(spec): cannot read the file")
+            }
+            data = contents
+        }
+        do {
+            return try JSONParser.parse([UInt8](data))
+        } catch {
+            throw UsageError("\(spec == "-" ? "stdin" : spec): not JSON: \(error)")
+        }
+    }
+
+    /// Prints `hydra: MESSAGE` on stderr and exits with status 2.
+    private func fail(_ error: any Error) -> Never {
+        FileHandle.standardError.write(Data("hydra: \(error)\n".utf8))
+        Foundation.exit(2)
+    }
+}
+
+/// A usage problem reported as one line.
+struct UsageError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Writes a line to stdout at once.
+func writeLine(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
