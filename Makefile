@@ -24,7 +24,7 @@ run: release
 
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --parallel --num-workers 2
+	$(SWIFT) test --skip-build
 
 bench: deps
 	bash Benchmarks/run.sh

@@ -1,1 +1,124 @@
-// placeholder
+// hydra-bench: the engine's side of `make bench` (Benchmarks/run.sh).
+//
+//   hydra-bench remote --url URL --requests N --concurrency C
+//   hydra-bench local --jobs N
+//
+// Each prints one JSON line (see Benchmarks/README.md).
+import Dispatch
+import Foundation
+import Hydra
+import Synchronization
+
+@main
+struct HydraBench {
+    static func main() async throws {
+        let args = Array(CommandLine.arguments.dropFirst())
+        func option(_ name: String, _ fallback: Int) -> Int {
+            guard let i = args.firstIndex(of: name), i + 1 < args.count, let v = Int(args[i + 1]) else { return fallback }
+            return v
+        }
+        switch args.first {
+        case "remote":
+            guard let i = args.firstIndex(of: "--url"), i + 1 < args.count else { usage() }
+            try remote(url: args[i + 1], requests: option("--requests", 20000), concurrency: option("--concurrency", 64))
+        case "local":
+            try local(jobs: option("--jobs", 1_000_000))
+        default:
+            usage()
+        }
+    }
+
+    static func usage() -> Never {
+        FileHandle.standardError.write(Data("usage: hydra-bench remote --url URL [--requests N] [--concurrency C] | local [--jobs N]\n".utf8))
+        exit(2)
+    }
+
+    /// Completes when `count` completions were counted.
+    final class Countdown: Sendable {
+        private let remaining: Atomic<Int>
+        private let done = DispatchSemaphore(value: 0)
+        let failures = Atomic<Int>(0)
+        init(_ count: Int) { remaining = Atomic(count) }
+        func tick(failed: Bool) {
+            if failed { failures.add(1, ordering: .relaxed) }
+            if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { done.signal() }
+        }
+        func wait() { done.wait() }
+    }
+
+    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    /// Remote-job throughput: N GETs through one remote worker with C in flight.
+    static func remote(url: String, requests: Int, concurrency: Int) throws {
+        var config = Configuration()
+        config.defaults.headers = [:]
+        config.workers = [Configuration.Worker(name: "rest", kind: .remote, maxConnections: concurrency,
+                                               maxHostConnections: concurrency, maxActive: concurrency)]
+        let engine = try HydraEngine(configuration: config)
+        defer { engine.shutdown() }
+        let spec = JobSpec.remote(.get(url))
+        // Warm-up: open the connections.
+        let warm = Countdown(concurrency)
+        for _ in 0..<concurrency { try engine.submit(spec) { warm.tick(failed: $0.state != .succeeded) } }
+        warm.wait()
+
+        let countdown = Countdown(requests)
+        let start = now()
+        for _ in 0..<requests {
+            try engine.submit(spec) { countdown.tick(failed: $0.state != .succeeded) }
+        }
+        countdown.wait()
+        let seconds = Double(now() - start) / 1e9
+        print(#"{"name":"hydra","concurrency":\#(concurrency),"requests":\#(requests),"failed":\#(countdown.failures.load(ordering: .relaxed)),"seconds":\#(round3(seconds)),"rps":\#(Int(Double(requests) / seconds))}"#)
+    }
+
+    /// Local no-op jobs on one local worker: throughput, then unloaded submit-to-start latency.
+    static func local(jobs: Int) throws {
+        var config = Configuration()
+        config.workers = [Configuration.Worker(name: "local", kind: .local, maxActive: 1 << 30)]
+        let engine = try HydraEngine(configuration: config)
+        defer { engine.shutdown() }
+        let startedAt = Atomic<UInt64>(0)
+        engine.register(localJob: "noop", .inline { _ in .null })
+        engine.register(localJob: "stamp", .inline { _ in
+            startedAt.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+            return .null
+        })
+        let noop = JobSpec.local("noop")
+
+        // Single submissions (one hand-over per job).
+        let singles = min(jobs, 200_000)
+        let single = Countdown(singles)
+        var start = now()
+        for _ in 0..<singles {
+            try engine.submit(noop) { single.tick(failed: $0.state != .succeeded) }
+        }
+        single.wait()
+        let singleSeconds = Double(now() - start) / 1e9
+
+        // Batches of 1000 (how the RPC server hands over a burst of submits).
+        let countdown = Countdown(jobs)
+        let batch = Array(repeating: noop, count: 1000)
+        start = now()
+        for _ in 0..<(jobs / 1000) {
+            try engine.submit(batch: batch) { countdown.tick(failed: $0.state != .succeeded) }
+        }
+        countdown.wait()
+        let seconds = Double(now() - start) / 1e9
+
+        var latencies: [Double] = []
+        let stamp = JobSpec.local("stamp")
+        for _ in 0..<20_000 {
+            let one = Countdown(1)
+            let submitted = now()
+            try engine.submit(stamp) { one.tick(failed: $0.state != .succeeded) }
+            one.wait()
+            latencies.append(Double(startedAt.load(ordering: .relaxed) - submitted) / 1000)
+        }
+        latencies.sort()
+        let p50 = latencies[latencies.count / 2], p99 = latencies[latencies.count * 99 / 100]
+        print(#"{"name":"local-noop","jobs":\#(jobs),"failed":\#(countdown.failures.load(ordering: .relaxed)),"seconds":\#(round3(seconds)),"rps":\#(Int(Double(jobs) / seconds)),"singleSubmitRps":\#(Int(Double(singles) / singleSeconds)),"p50us":\#(round3(p50)),"p99us":\#(round3(p99))}"#)
+    }
+
+    static func round3(_ x: Double) -> Double { (x * 1000).rounded() / 1000 }
+}

@@ -87,6 +87,14 @@ public final class HydraEngine: Sendable {
         try scheduler.submit(spec, input: input, priority: priority, completion: completion)
     }
 
+    /// Queues many jobs with one hand-over to the coordinator; `completion` runs
+    /// once per job on the coordinator thread. All-or-nothing on validation.
+    @discardableResult
+    public func submit(batch: [JobSpec], input: JSONValue = .null, priority: Int = 0,
+                       completion: @escaping @Sendable (JobResult) -> Void) throws(ValidationError) -> [String] {
+        try scheduler.submit(batch: batch.map { ($0, input) }, priority: priority, completion: completion)
+    }
+
     /// Runs a job to its end and returns its result (failures are results, not throws).
     public func run(_ spec: JobSpec, input: JSONValue = .null, priority: Int = 0) async throws(ValidationError) -> JobResult {
         let box = ResultBox()

@@ -7,14 +7,16 @@ import CUV
 /// the callback, ``close()`` and `init` run on the loop thread.
 final class AsyncHandle: @unchecked Sendable {
     private let handle: UnsafeMutablePointer<uv_async_t>
-    private let callback: () -> Void
+    private let callback: (AsyncHandle) -> Void
 
-    init(loop: UnsafeMutablePointer<uv_loop_t>, callback: @escaping () -> Void) {
+    /// `callback` receives the handle, so it can signal itself again without a reference cycle.
+    init(loop: UnsafeMutablePointer<uv_loop_t>, callback: @escaping (AsyncHandle) -> Void) {
         self.callback = callback
         handle = .allocate(capacity: 1)
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
         uv_async_init(loop, handle) { handle in
-            Unmanaged<AsyncHandle>.fromOpaque(handle!.pointee.data).takeUnretainedValue().callback()
+            let me = Unmanaged<AsyncHandle>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
+            me.callback(me)
         }
     }
 

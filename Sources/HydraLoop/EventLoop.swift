@@ -110,7 +110,7 @@ public final class EventLoop: @unchecked Sendable {
         let loop = UnsafeMutablePointer<uv_loop_t>.allocate(capacity: 1)
         precondition(uv_loop_init(loop) == 0, "uv_loop_init failed")
         loopPointer = loop
-        inboxWakeup = AsyncHandle(loop: loop) { [unowned self] in self.drainInbox() }
+        inboxWakeup = AsyncHandle(loop: loop) { [unowned self] _ in self.drainInbox() }
         ready.signal()
 
         uv_run(loop, UV_RUN_DEFAULT)
@@ -127,7 +127,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func drainInbox() {
-        inbox.drain { work in work() }
+        if inbox.drain({ work in work() }) { inboxWakeup.signal() }
     }
 
     private func closeEverything() {

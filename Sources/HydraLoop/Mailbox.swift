@@ -21,7 +21,9 @@ public final class Mailbox<Message: Sendable>: Sendable {
         self.loop = loop
         let storage = Storage()
         self.storage = storage
-        wakeup = AsyncHandle(loop: loop.uvLoop) { storage.drain(handler) }
+        wakeup = AsyncHandle(loop: loop.uvLoop) { me in
+            if storage.drain(handler) { me.signal() }
+        }
         loop.onShutdown { [storage, wakeup] in
             Mailbox.close(storage: storage, wakeup: wakeup, handler: handler)
         }
@@ -60,13 +62,23 @@ public final class Mailbox<Message: Sendable>: Sendable {
     }
 
     /// The locked message buffer behind a mailbox (also used by ``EventLoop``).
+    ///
+    /// Wake-ups are suppressed while the consumer is draining: a producer only
+    /// signals the loop when the consumer is idle, and the consumer keeps
+    /// taking batches until the buffer is empty (at most `maxRounds` per
+    /// wake-up, then it signals itself so other handles on the loop, such as
+    /// the prepare handle that flushes outboxes, get their turn).
+    /// This turns a steady stream of sends into a few wake-ups instead of one
+    /// `eventfd` write each.
     final class Storage: Sendable {
         private struct Buffer {
             var pending: [Message] = []
             var spare: [Message] = []
             var closed = false
+            var draining = false
         }
         private let buffer = Mutex(Buffer())
+        private static var maxRounds: Int { 1 }
 
         init() {}
 
@@ -81,7 +93,7 @@ public final class Mailbox<Message: Sendable>: Sendable {
             buffer.withLock { b -> Bool? in
                 if b.closed { return nil }
                 b.pending.append(message)
-                return b.pending.count == 1
+                return b.pending.count == 1 && !b.draining
             }
         }
 
@@ -90,22 +102,35 @@ public final class Mailbox<Message: Sendable>: Sendable {
                 if b.closed { return false }
                 let wasEmpty = b.pending.isEmpty
                 b.pending.append(contentsOf: messages)
-                return wasEmpty && !b.pending.isEmpty
+                return wasEmpty && !b.pending.isEmpty && !b.draining
             }
         }
 
-        /// Delivers the messages pending now, in order. Messages sent meanwhile
-        /// woke the loop again and arrive in the next call. The two arrays trade
-        /// places so their capacity is reused rather than reallocated.
-        func drain(_ handler: (Message) -> Void) {
+        /// Delivers pending messages in order until none are left (or `maxRounds`
+        /// batches were taken). Returns true when messages remain and the caller
+        /// must wake the loop again. The arrays trade places so their capacity is reused.
+        @discardableResult
+        func drain(_ handler: (Message) -> Void) -> Bool {
             var batch: [Message] = []
-            buffer.withLock { b in
-                swap(&b.pending, &b.spare)
-                swap(&b.spare, &batch)
+            var rounds = 0
+            while true {
+                let more = buffer.withLock { b -> Bool in
+                    if !batch.isEmpty || batch.capacity > b.spare.capacity { swap(&b.spare, &batch) }
+                    if b.pending.isEmpty || rounds == Storage.maxRounds {
+                        b.draining = false
+                        return false
+                    }
+                    b.draining = true
+                    swap(&b.pending, &b.spare)
+                    swap(&b.spare, &batch)
+                    return true
+                }
+                guard more else { break }
+                rounds += 1
+                for message in batch { handler(message) }
+                batch.removeAll(keepingCapacity: true)
             }
-            for message in batch { handler(message) }
-            batch.removeAll(keepingCapacity: true)
-            buffer.withLock { b in if b.spare.capacity < batch.capacity { swap(&b.spare, &batch) } }
+            return rounds == Storage.maxRounds && buffer.withLock { !$0.pending.isEmpty }
         }
 
         func close() {

@@ -1,0 +1,370 @@
+#!/usr/bin/env bash
+# Hydra benchmark driver (`make bench`). See Benchmarks/README.md.
+#
+# Starts a private nginx on 127.0.0.1:$BENCH_PORT serving a small JSON file,
+# then for each concurrency measures GET throughput of:
+#   raw-c          Benchmarks/raw/rawbench.c (libcurl multi + libuv, the floor)
+#   hydra          .build/release/hydra-bench remote (Hydra's remote worker path)
+#   curl-parallel  curl --parallel over a config file of N URLs
+#   aria2c         aria2c -i over a list of N URLs
+# and finally Hydra's local no-op job throughput (hydra-bench local).
+#
+# Env knobs:
+#   BENCH_PORT=18080            nginx port
+#   BENCH_REQUESTS=20000        requests per run (raw-c, hydra)
+#   BENCH_TOOL_REQUESTS=N       requests per run for curl-parallel and aria2c
+#                               (default: BENCH_REQUESTS)
+#   BENCH_CONCURRENCY="1 16 64 256"
+#   BENCH_REPEAT=3              runs per (tool, concurrency); the table shows
+#                               the median, results.jsonl keeps every run
+#   BENCH_LOCAL_JOBS=1000000    jobs for the local no-op run
+#   BENCH_SWIFT_BUILD=1         0 = don't run `swift build`, use an existing
+#                               .build/release/hydra-bench if there is one
+#   BENCH_HYDRA=1               0 = skip every hydra row
+#   BENCH_TOOLS=1               0 = skip the curl-parallel and aria2c rows
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+PORT="${BENCH_PORT:-18080}"
+REQUESTS="${BENCH_REQUESTS:-20000}"
+TOOL_REQUESTS="${BENCH_TOOL_REQUESTS:-$REQUESTS}"
+CONCURRENCY="${BENCH_CONCURRENCY:-1 16 64 256}"
+REPEAT="${BENCH_REPEAT:-3}"
+LOCAL_JOBS="${BENCH_LOCAL_JOBS:-1000000}"
+SWIFT_BUILD="${BENCH_SWIFT_BUILD:-1}"
+RUN_HYDRA="${BENCH_HYDRA:-1}"
+RUN_TOOLS="${BENCH_TOOLS:-1}"
+
+OUT_DIR="$ROOT/.build/bench"
+RAWBENCH="$OUT_DIR/rawbench"
+HYDRA_BENCH="$ROOT/.build/release/hydra-bench"
+RESULTS_MD="$OUT_DIR/results.md"
+RESULTS_JSONL="$OUT_DIR/results.jsonl"
+
+log() { printf '==> %s\n' "$*" >&2; }
+warn() { printf 'WARNING: %s\n' "$*" >&2; }
+die() { printf 'ERROR: %s\n' "$*" >&2; exit 1; }
+
+for v in REQUESTS TOOL_REQUESTS REPEAT LOCAL_JOBS PORT; do
+    [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer (got '${!v}')"
+done
+for c in $CONCURRENCY; do
+    [[ "$c" =~ ^[1-9][0-9]*$ ]] || die "BENCH_CONCURRENCY entries must be positive integers (got '$c')"
+done
+
+# --- tools -------------------------------------------------------------------
+SUDO=""
+if [[ "$(id -u)" != 0 ]]; then SUDO="sudo"; fi
+APT_UPDATED=0
+apt_install() {
+    if [[ "$APT_UPDATED" == 0 ]]; then
+        log "apt-get update"
+        $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update
+        APT_UPDATED=1
+    fi
+    log "apt-get install -y $*"
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y "$@"
+}
+if ! pkg-config --exists libuv libcurl sqlite3 2>/dev/null; then
+    apt_install libuv1-dev libcurl4-openssl-dev libsqlite3-dev
+fi
+if ! command -v nginx >/dev/null || ! command -v aria2c >/dev/null; then
+    apt_install nginx-light aria2
+fi
+# nginx-light installs to /usr/sbin, which may not be on a non-root PATH.
+NGINX="$(command -v nginx || echo /usr/sbin/nginx)"
+for t in gcc curl python3; do
+    command -v "$t" >/dev/null || die "$t is required"
+done
+
+# --- private nginx -----------------------------------------------------------
+TMP="$(mktemp -d "${TMPDIR:-/tmp}/hydra-bench.XXXXXX")"
+# Scratch space for aria2c's downloads: tmpfs if available.
+if [[ -d /dev/shm && -w /dev/shm ]]; then
+    DL_PARENT="$(mktemp -d /dev/shm/hydra-bench-dl.XXXXXX)"
+else
+    DL_PARENT="$TMP/dl"; mkdir -p "$DL_PARENT"
+fi
+NGINX_PID=""
+cleanup() {
+    if [[ -n "$NGINX_PID" ]]; then
+        kill -TERM "$NGINX_PID" 2>/dev/null || true
+        wait "$NGINX_PID" 2>/dev/null || true
+    fi
+    rm -rf "$TMP" "$DL_PARENT"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# When nginx runs as root its worker switches to "nobody": it must be able to
+# traverse the temp dir and read the document root.
+chmod 755 "$TMP"
+mkdir -p "$TMP/www"
+printf '{"hello":"world","n":1234567890}\n' > "$TMP/www/hello.json"
+chmod 644 "$TMP/www/hello.json"
+cat > "$TMP/nginx.conf" <<EOF
+worker_processes 1;
+pid $TMP/nginx.pid;
+error_log $TMP/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    types { }
+    default_type application/json;
+    keepalive_requests 1000000;
+    keepalive_timeout 60;
+    client_body_temp_path $TMP/tmp_body;
+    proxy_temp_path $TMP/tmp_proxy;
+    fastcgi_temp_path $TMP/tmp_fastcgi;
+    uwsgi_temp_path $TMP/tmp_uwsgi;
+    scgi_temp_path $TMP/tmp_scgi;
+    server {
+        listen 127.0.0.1:$PORT;
+        root $TMP/www;
+    }
+}
+EOF
+
+if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
+    die "something is already listening on 127.0.0.1:$PORT (set BENCH_PORT)"
+fi
+URL="http://127.0.0.1:$PORT/hello.json"
+log "starting nginx on 127.0.0.1:$PORT"
+"$NGINX" -p "$TMP" -c "$TMP/nginx.conf" -e "$TMP/error.log" -g 'daemon off;' &
+NGINX_PID=$!
+for _ in $(seq 100); do
+    if curl -sf -o /dev/null "$URL"; then break; fi
+    kill -0 "$NGINX_PID" 2>/dev/null || { cat "$TMP/error.log" >&2 || true; die "nginx exited"; }
+    sleep 0.05
+done
+curl -sf -o /dev/null "$URL" || die "nginx did not come up on $URL"
+
+# --- builds ------------------------------------------------------------------
+mkdir -p "$OUT_DIR"
+log "building rawbench"
+# shellcheck disable=SC2046
+gcc -O2 -Wall -o "$RAWBENCH" "$ROOT/Benchmarks/raw/rawbench.c" $(pkg-config --cflags --libs libuv libcurl)
+
+HYDRA_OK=0
+HYDRA_NOTE=""
+if [[ "$RUN_HYDRA" == 0 ]]; then
+    HYDRA_NOTE="skipped (BENCH_HYDRA=0)"
+else
+    if [[ "$SWIFT_BUILD" != 0 ]]; then
+        if ! command -v swift >/dev/null; then
+            HYDRA_NOTE="skipped (no swift toolchain)"
+        else
+            log "swift build -c release --product hydra-bench"
+            if ! swift build -c release --product hydra-bench >&2; then
+                # Never benchmark a stale binary from an earlier build.
+                HYDRA_NOTE="skipped (swift build failed)"
+            fi
+        fi
+    fi
+    if [[ -z "$HYDRA_NOTE" ]]; then
+        if [[ -x "$HYDRA_BENCH" ]]; then
+            HYDRA_OK=1
+        else
+            HYDRA_NOTE="skipped (no .build/release/hydra-bench)"
+        fi
+    fi
+    [[ "$HYDRA_OK" == 1 ]] || warn "hydra rows $HYDRA_NOTE"
+fi
+
+# --- runs --------------------------------------------------------------------
+: > "$RESULTS_JSONL"
+# Results go to results.jsonl and, as progress, to stderr; stdout gets the report.
+record() { printf '%s\n' "$1" >> "$RESULTS_JSONL"; printf '    %s\n' "$1" >&2; }
+
+# Last line of stdout that is a JSON object with the wanted name, or nothing.
+json_line() { # name, file
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+want, path = sys.argv[1], sys.argv[2]
+found = ""
+for line in open(path, errors="replace"):
+    line = line.strip()
+    if not line.startswith("{"):
+        continue
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        continue
+    if obj.get("name") == want:
+        found = json.dumps(obj, separators=(",", ":"))
+print(found)
+PY
+}
+
+# Builds the JSON line for a timed external tool run.
+tool_json() { # name c n failed start end
+    python3 - "$@" <<'PY'
+import json, sys
+name, c, n, failed, start, end = sys.argv[1:]
+secs = float(end) - float(start)
+print(json.dumps({"name": name, "concurrency": int(c), "requests": int(n),
+                  "failed": int(failed), "seconds": round(secs, 6),
+                  "rps": round(int(n) / secs, 1) if secs > 0 else 0.0},
+                 separators=(",", ":")))
+PY
+}
+
+# Input files for the external tools (generated once).
+python3 - "$URL" "$TOOL_REQUESTS" "$TMP/curl.cfg" "$TMP/urls.txt" <<'PY'
+import sys
+url, n, cfg, urls = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+with open(cfg, "w") as f:
+    for _ in range(n):
+        f.write('url = "%s"\noutput = "/dev/null"\n' % url)
+with open(urls, "w") as f:
+    # aria2c: one distinct output name per entry. Shared names do not work:
+    # with -j > 1 every download sharing a path aborts with errorCode=13.
+    for i in range(n):
+        f.write("%s\n  out=r%07d.json\n" % (url, i))
+PY
+
+run_raw() { # c
+    local out="$TMP/out.txt" line
+    "$RAWBENCH" "$URL" "$REQUESTS" "$1" > "$out" || true
+    line="$(json_line raw-c "$out")"
+    [[ -n "$line" ]] || die "rawbench produced no result at concurrency $1"
+    record "$line"
+}
+
+run_hydra() { # c
+    local out="$TMP/out.txt" line
+    [[ "$HYDRA_OK" == 1 ]] || return 0
+    if ! "$HYDRA_BENCH" remote --url "$URL" --requests "$REQUESTS" --concurrency "$1" > "$out"; then
+        warn "hydra-bench remote failed at concurrency $1"
+    fi
+    line="$(json_line hydra "$out")"
+    if [[ -n "$line" ]]; then record "$line"; else warn "hydra-bench remote printed no result at concurrency $1"; fi
+}
+
+run_curl() { # c
+    local c="$1" start end failed
+    start="$(date +%s.%N)"
+    curl -s --no-progress-meter --parallel --parallel-max "$c" -K "$TMP/curl.cfg" \
+        -w '%{http_code}\n' > "$TMP/codes.txt" 2> "$TMP/curl.err" || true
+    end="$(date +%s.%N)"
+    failed=$(( TOOL_REQUESTS - $(grep -c '^200$' "$TMP/codes.txt" || true) ))
+    (( failed == 0 )) || warn "curl --parallel: $failed failures at concurrency $c"
+    record "$(tool_json curl-parallel "$c" "$TOOL_REQUESTS" "$failed" "$start" "$end")"
+}
+
+run_aria2() { # c
+    local c="$1" start end failed dl rc
+    dl="$(mktemp -d "$DL_PARENT/c$c.XXXXXX")"
+    start="$(date +%s.%N)"
+    aria2c -d "$dl" -i "$TMP/urls.txt" -j "$c" -x 1 --max-connection-per-server=1 \
+        --allow-overwrite=true --auto-file-renaming=false --file-allocation=none \
+        --console-log-level=error --summary-interval=0 -q \
+        --save-session="$TMP/aria2.session" > "$TMP/aria2.out" 2>&1 && rc=0 || rc=$?
+    end="$(date +%s.%N)"
+    # The session file lists every download that did not complete.
+    if [[ -f "$TMP/aria2.session" ]]; then
+        failed=$(grep -c '^[a-z]*://' "$TMP/aria2.session" || true)
+    else
+        failed=0
+    fi
+    if (( rc != 0 && failed == 0 )); then
+        warn "aria2c exited with status $rc: $(head -c 500 "$TMP/aria2.out")"
+        failed=$TOOL_REQUESTS
+    fi
+    (( failed == 0 )) || warn "aria2c: $failed failures at concurrency $c"
+    rm -rf "$dl" "$TMP/aria2.session"
+    record "$(tool_json aria2c "$c" "$TOOL_REQUESTS" "$failed" "$start" "$end")"
+}
+
+cpu_model="$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)"
+MACHINE="$(cat <<EOF
+Machine: $(nproc) CPUs, ${cpu_model:-unknown CPU}, Linux $(uname -r)
+Versions: $("$NGINX" -v 2>&1 | sed 's/^nginx version: //'), $(curl --version | head -1 | cut -d' ' -f1-2), libcurl $(pkg-config --modversion libcurl), libuv $(pkg-config --modversion libuv), $(aria2c --version | head -1)
+Load average at start: $(cut -d' ' -f1-3 /proc/loadavg)
+Requests per run: $REQUESTS (raw C, hydra), $TOOL_REQUESTS (curl --parallel, aria2c); URL $URL (33-byte JSON, keep-alive)
+Each cell: median req/s of $REPEAT run(s); ratios are to the raw C median at the same concurrency.
+EOF
+)"
+
+for c in $CONCURRENCY; do
+    for r in $(seq "$REPEAT"); do
+        # Interleaved, so slow drift on a shared machine hits every tool alike.
+        log "concurrency $c, run $r/$REPEAT"
+        run_raw "$c"
+        run_hydra "$c"
+        if [[ "$RUN_TOOLS" != 0 ]]; then
+            run_curl "$c"
+            run_aria2 "$c"
+        fi
+    done
+done
+
+if [[ "$HYDRA_OK" == 1 ]]; then
+    log "local no-op jobs"
+    if ! "$HYDRA_BENCH" local --jobs "$LOCAL_JOBS" > "$TMP/out.txt"; then
+        warn "hydra-bench local failed"
+    fi
+    line="$(json_line local-noop "$TMP/out.txt")"
+    if [[ -n "$line" ]]; then record "$line"; else warn "hydra-bench local printed no result"; fi
+fi
+
+# --- report ------------------------------------------------------------------
+python3 - "$RESULTS_JSONL" "$RESULTS_MD" "$HYDRA_NOTE" "$RUN_TOOLS" "$MACHINE" <<'PY'
+import json, statistics, sys
+jsonl, md_path, hydra_note, run_tools, machine = sys.argv[1:]
+rows = [json.loads(l) for l in open(jsonl) if l.strip()]
+runs = {}
+for r in rows:
+    if "concurrency" in r:
+        runs.setdefault(r["concurrency"], {}).setdefault(r["name"], []).append(r)
+by = {}
+for c, names in runs.items():
+    for name, rs in names.items():
+        by.setdefault(c, {})[name] = {
+            "rps": statistics.median(x["rps"] for x in rs),
+            "failed": sum(x.get("failed", 0) for x in rs),
+            "requests": rs[0]["requests"],
+        }
+local = next((r for r in rows if r.get("name") == "local-noop"), None)
+raw_n = next((r["requests"] for r in rows if r.get("name") == "raw-c"), None)
+
+def fmt(r, base, missing):
+    if r is None:
+        return missing
+    s = f"{r['rps']:,.0f}"
+    if base:
+        s += f" ({r['rps'] / base:.2f}×)"
+    if r.get("failed"):
+        s += f" [{r['failed']} failed]"
+    if raw_n is not None and r["requests"] != raw_n:
+        s += f" (N={r['requests']})"
+    return s
+
+tools_missing = "–" if run_tools != "0" else "skipped (BENCH_TOOLS=0)"
+out = [machine, "",
+       "| concurrency | raw C req/s | hydra req/s (× raw C) | curl --parallel req/s (× raw C) | aria2c req/s (× raw C) |",
+       "|---:|---:|---:|---:|---:|"]
+for c in sorted(by):
+    g = by[c]
+    raw = g.get("raw-c")
+    base = raw["rps"] if raw and raw["rps"] > 0 else None
+    out.append("| %d | %s | %s | %s | %s |" % (
+        c, fmt(raw, None, "–"),
+        fmt(g.get("hydra"), base, hydra_note or "–"),
+        fmt(g.get("curl-parallel"), base, tools_missing),
+        fmt(g.get("aria2c"), base, tools_missing)))
+out.append("")
+if local:
+    out.append("Local no-op: %s jobs in %.3f s = %s jobs/s, p50 %s µs, p99 %s µs" % (
+        f"{local['jobs']:,}", local["seconds"], f"{local['rps']:,.0f}",
+        local.get("p50us", "?"), local.get("p99us", "?")))
+else:
+    out.append("Local no-op: " + (hydra_note or "no result"))
+text = "\n".join(out) + "\n"
+open(md_path, "w").write(text)
+sys.stdout.write("\n" + text)
+PY
+log "wrote $RESULTS_MD and $RESULTS_JSONL"

@@ -1,0 +1,234 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Hydra
+
+/// Serial and concurrent graphs, references, events, cancellation, priorities, workers.
+@Suite struct GraphTests {
+    @Test func serialStepsUseEarlierResults() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let result = try await engine.run(spec("""
+            {"type":"serial","steps":[
+              {"type":"remote","id":"list","api":"items"},
+              {"type":"local","name":"pick","input":{"from":"${prev.body}","path":"items.2"}},
+              {"type":"remote","method":"POST","endpoint":"/echo/${steps.list.body.items.0.id}",
+               "body":{"picked":"${prev}","count":"${steps.list.body.count}","text":"n=${steps.list.body.count}"}}
+            ]}
+            """))
+        #expect(result.state == .succeeded)
+        let third = try #require(result.result?["results"]?[2])
+        #expect(third["body"]?["path"] == "/echo/1")
+        #expect(third["body"]?["json"] == ["picked": ["id": 3, "name": "three"], "count": 3, "text": "n=3"])
+        #expect(result.result?["errors"] == [nil, nil, nil])
+        #expect(result.result?["stopped"] == false)
+    }
+
+    @Test func unresolvableReferenceFailsTheStepAsInvalid() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let result = try await engine.run(spec("""
+            {"type":"serial","steps":[{"type":"local","name":"echo","input":1},
+              {"type":"local","name":"echo","input":"${steps.nope.x}"},{"type":"local","name":"echo"}]}
+            """))
+        #expect(result.state == .failed)
+        #expect(result.error?.kind == .invalid)
+        #expect(result.error?.stepPath == "1")
+        #expect(result.result?["results"] == [1, nil, nil])
+        #expect(result.result?["stopped"] == true)
+    }
+
+    @Test func serialStopWhenFailedNeverStartsLaterSteps() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let result = try await engine.run(spec("""
+            {"type":"serial","steps":[{"type":"local","name":"fail","input":{"message":"boom"}},{"type":"local","name":"echo"}]}
+            """))
+        #expect(result.error?.message == "boom")
+        #expect(result.error?.kind == .internal)
+        #expect(!log.all.contains { $0.rootJobId == result.jobId && $0.stepPath == "1" })
+
+        let goOn = try await engine.run(spec("""
+            {"type":"serial","stopWhenFailed":false,"steps":[{"type":"local","name":"fail"},{"type":"local","name":"echo","input":2}]}
+            """))
+        #expect(goOn.state == .failed)
+        #expect(goOn.result?["results"] == [nil, 2])
+        #expect(goOn.result?["stopped"] == false)
+    }
+
+    @Test func concurrentStopWhenFailedCancelsRunningSteps() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let started = Date()
+        let result = try await engine.run(spec("""
+            {"type":"concurrent","stopWhenFailed":true,"steps":[
+              {"type":"remote","endpoint":"/delay/3000"},
+              {"type":"local","name":"delay","input":{"ms":3000}},
+              {"type":"local","name":"fail","input":{"message":"early"}}]}
+            """))
+        #expect(Date().timeIntervalSince(started) < 2)
+        #expect(result.error?.message == "early")
+        #expect(result.error?.stepPath == "2")
+        #expect(result.result?["stopped"] == true)
+        #expect(result.result?["errors"]?[0]?["kind"] == "cancelled")
+        #expect(result.result?["errors"]?[1]?["kind"] == "cancelled")
+    }
+
+    @Test func concurrentRespectsMaxConcurrency() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let running = Atomic<Int>(0), peak = Atomic<Int>(0)
+        engine.register(localJob: "track", .async { _ in
+            let now = running.add(1, ordering: .relaxed).newValue
+            _ = peak.max(now, ordering: .relaxed)
+            try await Task.sleep(for: .milliseconds(30))
+            running.subtract(1, ordering: .relaxed)
+            return .null
+        })
+        let steps = Array(repeating: #"{"type":"local","name":"track"}"#, count: 12).joined(separator: ",")
+        let result = try await engine.run(spec(#"{"type":"concurrent","maxConcurrency":3,"steps":[\#(steps)]}"#))
+        #expect(result.state == .succeeded)
+        #expect(peak.load(ordering: .relaxed) == 3)
+    }
+
+    @Test func nestedGroupsEventOrderAndStepPaths() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let result = try await engine.run(spec("""
+            {"type":"serial","steps":[
+              {"type":"local","name":"echo","input":"a"},
+              {"type":"concurrent","steps":[{"type":"remote","api":"items"},
+                {"type":"serial","steps":[{"type":"local","name":"delay","input":{"ms":10}}]}]}]}
+            """))
+        #expect(result.state == .succeeded)
+        let events = log.all.filter { $0.rootJobId == result.jobId }
+        #expect(events.map(\.seq) == events.map(\.seq).sorted())
+        // Per job: queued < started < exactly one final event.
+        for path in ["", "0", "1", "1.0", "1.1", "1.1.0"] {
+            let names = events.filter { $0.stepPath == path }.map(\.name)
+            #expect(names.first == "job.queued", "\(path): \(names)")
+            #expect(names.dropFirst().first == "job.started", "\(path): \(names)")
+            #expect(names.filter { ["job.succeeded", "job.failed", "job.cancelled"].contains($0) }.count == 1)
+            #expect(names.last == "job.succeeded")
+        }
+        // group.done after the final events of all its steps.
+        let groupDone = try #require(events.firstIndex { $0.name == "group.done" && $0.stepPath == "1" })
+        for step in ["1.0", "1.1", "1.1.0"] {
+            let final = try #require(events.firstIndex { $0.stepPath == step && $0.name == "job.succeeded" })
+            #expect(final < groupDone)
+        }
+        #expect(events.first { $0.stepPath == "1.0" && $0.name == "job.started" }?.fields["worker"] == "rest")
+        #expect(events.allSatisfy { $0.jobId == result.jobId })
+    }
+
+    @Test func eventStreamFiltersByJobAndName() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let id = "pending"
+        _ = id
+        let stream = engine.events(EventFilter(events: ["job.succeeded"]))
+        let job = try engine.submit(spec(#"{"type":"serial","steps":[{"type":"local","name":"echo","input":1},{"type":"local","name":"echo","input":2}]}"#))
+        var seen: [String] = []
+        for await event in stream where event.rootJobId == job {
+            seen.append(event.stepPath)
+            if event.stepPath.isEmpty { break }
+        }
+        #expect(seen == ["0", "1", ""])
+        let filter = EventFilter(jobId: "other")
+        #expect(!filter.matches(HydraEvent(seq: 1, name: "job.queued", jobId: job, rootJobId: job, stepPath: "",
+                                           time: 0, fields: [:])))
+    }
+
+    @Test func groupAndLocalTimeouts() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let local = try await engine.run(spec(#"{"type":"local","name":"delay","input":{"ms":5000},"timeoutMs":100}"#))
+        #expect(local.error?.kind == .timeout)
+        let group = try await engine.run(spec(#"{"type":"serial","timeoutMs":150,"steps":[{"type":"local","name":"delay","input":{"ms":50}},{"type":"remote","endpoint":"/delay/3000"}]}"#))
+        #expect(group.error?.kind == .timeout)
+        #expect(group.result?["results"]?[0] == ["ms": 50])
+        #expect(group.result?["errors"]?[1]?["kind"] == "cancelled")
+    }
+
+    @Test func cancellingAGraphCancelsRunningSteps() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let id = try engine.submit(spec("""
+            {"type":"concurrent","steps":[{"type":"remote","endpoint":"/delay/5000"},{"type":"local","name":"delay","input":{"ms":5000}}]}
+            """))
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(await engine.cancel(id) == .cancelled)
+        let result = await engine.result(of: id)
+        #expect(result?.state == .cancelled)
+        let names = log.names(job: id)
+        #expect(names.contains("job.cancelled@0") && names.contains("job.cancelled@1"))
+        #expect(names.last == "job.cancelled@")
+        #expect(names.contains("group.done@"))
+    }
+
+    @Test func namedJobsFromTheJobsFolder() async throws {
+        let folder = NSTemporaryDirectory() + "hydra-jobs-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try #"{"type":"serial","steps":[{"type":"remote","id":"login","method":"POST","endpoint":"/login","body":{"user":"${input.user}","password":"secret"}},{"type":"remote","endpoint":"/me","headers":{"Authorization":"Bearer ${steps.login.body.token}"}}]}"#
+            .write(toFile: folder + "/login-and-fetch.json", atomically: true, encoding: .utf8)
+        let engine = try makeEngine(jobs: folder)
+        defer { engine.shutdown() }
+        let result = try await engine.run(spec(#"{"type":"serial","steps":[{"type":"local","name":"echo","input":"x"},{"type":"job","name":"login-and-fetch","input":{"user":"gandalf"}}]}"#))
+        #expect(result.state == .succeeded)
+        #expect(result.result?["results"]?[1]?["results"]?[1]?["body"] == ["user": "gandalf"])
+        #expect(throws: ValidationError.self) { try engine.submit(spec(#"{"type":"job","name":"missing"}"#)) }
+        do {
+            try engine.submit(spec(#"{"type":"job","name":"missing"}"#))
+        } catch {
+            #expect((error as? ValidationError)?.isNotFound == true)
+        }
+    }
+
+    @Test func pauseResumeAndPriorityPushToFront() async throws {
+        let engine = try makeEngine(#", "workers": [{"name":"local","kind":"local","maxActive":1},{"name":"rest","kind":"remote"}]"#)
+        defer { engine.shutdown() }
+        let order = Mutex<[Int]>([])
+        engine.register(localJob: "record", .inline { call in
+            order.withLock { $0.append(call.input.intValue ?? -1) }
+            return .null
+        })
+        let worker = try #require(engine.workers.first { $0.name == "local" })
+        worker.pause()
+        var ids: [String] = []
+        for i in 1...3 { ids.append(try engine.submit(.local("record", input: .int(i)))) }
+        ids.append(try engine.submit(.local("record", input: 99), priority: 5))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(order.withLock { $0 }.isEmpty)
+        #expect(worker.stats().paused)
+        #expect(worker.stats().queued == 4)
+        worker.resume()
+        for id in ids { _ = await engine.result(of: id) }
+        #expect(order.withLock { $0 } == [99, 1, 2, 3])
+        #expect(worker.stats().done == 4)
+    }
+
+    @Test func blockingLocalJobDoesNotDelayRemoteJobs() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        engine.register(localJob: "block", .blocking { _ in
+            Thread.sleep(forTimeInterval: 1.5)
+            return "done"
+        })
+        let slow = try engine.submit(.local("block"))
+        try await Task.sleep(for: .milliseconds(50))
+        let started = Date()
+        let fast = try await engine.run(spec(#"{"type":"remote","api":"items"}"#))
+        let echo = try await engine.run(.local("echo", input: 1))
+        #expect(fast.state == .succeeded && echo.state == .succeeded)
+        #expect(Date().timeIntervalSince(started) < 0.5)
+        #expect(await engine.result(of: slow)?.result == "done")
+    }
+}

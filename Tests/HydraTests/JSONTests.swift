@@ -1,0 +1,34 @@
+import Testing
+
+@testable import Hydra
+
+@Suite struct JSONTests {
+    @Test func roundTripKeepsOrderAndTypes() throws {
+        let text = #"{"b":1,"a":[true,null,2.5,"x\n\"y\"",{"z":-3}],"c":"é"}"#
+        let value = try JSONParser.parse(text)
+        #expect(JSONWriter.string(value) == text)
+        #expect(value["a"]?[2]?.doubleValue == 2.5)
+        #expect(value["b"]?.intValue == 1)
+    }
+
+    @Test func unicodeEscapesAndSurrogates() throws {
+        let value = try JSONParser.parse(#""\u00e9\ud83d\ude00""#)
+        #expect(value.stringValue == "é😀")
+    }
+
+    @Test(arguments: ["{", "[1,]", "{\"a\" 1}", "tru", "\"abc", "01", "1.", "[1] 2", "\"\\x\""])
+    func rejectsMalformedInput(_ text: String) {
+        #expect(throws: JSONParseError.self) { try JSONParser.parse(text) }
+    }
+
+    @Test func refusesHostileNesting() {
+        let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
+        #expect(throws: JSONParseError.self) { try JSONParser.parse(deep) }
+    }
+
+    @Test func pathLookup() throws {
+        let value = try JSONParser.parse(#"{"body":{"items":[{"id":7}]}}"#)
+        #expect(value.value(atPath: "body.items.0.id") == 7)
+        #expect(value.value(atPath: "body.items.1.id") == nil)
+    }
+}

@@ -1,0 +1,230 @@
+import Foundation
+import Testing
+
+@testable import Hydra
+
+/// Remote jobs against the real local test server, through the real engine.
+@Suite struct RemoteJobTests {
+    @Test func getDecodesJSONAndReportsResultShape() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let result = try await engine.run(spec(#"{"type":"remote","api":"items"}"#))
+        #expect(result.state == .succeeded)
+        let r = try #require(result.result)
+        #expect(r["status"] == 200)
+        #expect(r["body"]?.value(atPath: "items.1.name") == "two")
+        #expect(r["headers"]?["content-type"] == "application/json")
+        #expect(r["fromCache"] == false)
+        #expect(r["attempts"] == 1)
+        #expect(r["elapsedMs"]?.doubleValue != nil)
+    }
+
+    @Test func addressQueryHeadersAndJSONBody() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let result = try await engine.run(spec("""
+            {"type":"remote","api":"echo","pathVars":{"name":"a b/c"},"query":{"q":"x&y","n":3},
+             "headers":{"X-Trace":"t1"},"body":{"k":[1,2]}}
+            """))
+        let body = try #require(result.result?["body"])
+        #expect(body["method"] == "POST")
+        #expect(body["path"] == "/echo/a%20b%2Fc")
+        #expect(body["query"]?["q"] == "x&y")
+        #expect(body["query"]?["n"] == "3")
+        #expect(body["headers"]?["x-trace"] == "t1")
+        #expect(body["headers"]?["x-api"] == "echo")
+        #expect(body["headers"]?["user-agent"] == .string("hydra/\(HydraVersion.string)"))
+        #expect(body["headers"]?["content-type"] == "application/json")
+        #expect(body["json"] == ["k": [1, 2]])
+    }
+
+    @Test func formTextAndBase64Bodies() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let form = try await engine.run(spec(#"{"type":"remote","method":"PUT","endpoint":"/echo","body":{"a":"1 2","b":"é"},"bodyEncoding":"form"}"#))
+        #expect(form.result?["body"]?["form"] == ["a": "1 2", "b": "é"])
+        let text = try await engine.run(spec(#"{"type":"remote","method":"POST","endpoint":"/echo","body":"plain","bodyEncoding":"text"}"#))
+        #expect(text.result?["body"]?["body"] == "plain")
+        let b64 = try await engine.run(spec(#"{"type":"remote","method":"POST","endpoint":"/echo","body":"aGk=","bodyEncoding":"base64"}"#))
+        #expect(b64.result?["body"]?["body"] == "hi")
+    }
+
+    @Test func dogmas() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let text = try await engine.run(spec(#"{"type":"remote","endpoint":"/text"}"#))
+        #expect(text.result?["body"] == "hello, hydra")
+        let raw = try await engine.run(spec(#"{"type":"remote","endpoint":"/text","dogma":"raw"}"#))
+        #expect(raw.result?["body"] == .string(Data("hello, hydra".utf8).base64EncodedString()))
+        struct Upper: Dogma {
+            let name = "upper"
+            func decode(_ response: DogmaResponse) throws -> JSONValue {
+                .string(String(decoding: response.body, as: UTF8.self).uppercased())
+            }
+        }
+        engine.register(dogma: Upper())
+        let custom = try await engine.run(spec(#"{"type":"remote","endpoint":"/text","dogma":"upper"}"#))
+        #expect(custom.result?["body"] == "HELLO, HYDRA")
+    }
+
+    @Test func failureKinds() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let network = try await engine.run(spec(#"{"type":"remote","url":"http://127.0.0.1:\#(TestServer.closedPort)/x"}"#))
+        #expect(network.state == .failed)
+        #expect(network.error?.kind == .network)
+
+        let timeout = try await engine.run(spec(#"{"type":"remote","endpoint":"/delay/2000","timeoutMs":200}"#))
+        #expect(timeout.error?.kind == .timeout)
+
+        let http = try await engine.run(spec(#"{"type":"remote","endpoint":"/status/404"}"#))
+        #expect(http.error?.kind == .http)
+        #expect(http.error?.status == 404)
+        #expect(http.error?.body == ["status": 404])
+
+        let decode = try await engine.run(spec(#"{"type":"remote","endpoint":"/bad-json"}"#))
+        #expect(decode.error?.kind == .decode)
+
+        let invalid = try await engine.run(spec(#"{"type":"remote","url":"http://127.0.0.1:1/${input.missing}"}"#))
+        #expect(invalid.error?.kind == .invalid)
+
+        let expected = try await engine.run(spec(#"{"type":"remote","endpoint":"/status/404","expect":[404]}"#))
+        #expect(expected.state == .succeeded)
+        let unexpected = try await engine.run(spec(#"{"type":"remote","endpoint":"/items","expect":[201]}"#))
+        #expect(unexpected.error?.kind == .http)
+    }
+
+    @Test func retriesFlakyServerWithBackoffAndCountsAttempts() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let key = UUID().uuidString
+        let result = try await engine.run(spec(#"{"type":"remote","endpoint":"/flaky/\#(key)/2","retry":{"maxAttempts":3,"backoffMs":20,"maxBackoffMs":100}}"#))
+        #expect(result.state == .succeeded)
+        #expect(result.result?["attempts"] == 3)
+        let retrying = log.all.filter { $0.name == "job.retrying" && $0.rootJobId == result.jobId }
+        #expect(retrying.map { $0.fields["attempt"] } == [2, 3])
+        #expect(retrying.first?.fields["error"]?["status"] == 503)
+
+        let key2 = UUID().uuidString
+        let exhausted = try await engine.run(spec(#"{"type":"remote","endpoint":"/flaky/\#(key2)/5","retry":{"maxAttempts":2,"backoffMs":10}}"#))
+        #expect(exhausted.error?.kind == .http)
+        #expect(exhausted.error?.status == 503)
+    }
+
+    @Test func neverRetriesOtherClientErrors() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let key = UUID().uuidString
+        let result = try await engine.run(spec(#"{"type":"remote","endpoint":"/count-status/\#(key)/404","retry":{"maxAttempts":4,"backoffMs":10}}"#))
+        #expect(result.error?.status == 404)
+        let count = try await engine.run(spec(#"{"type":"remote","endpoint":"/count/\#(key)"}"#))
+        #expect(count.result?["body"]?["count"] == 1)
+    }
+
+    @Test func honoursRetryAfterOn429() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let key = UUID().uuidString
+        let started = Date()
+        let result = try await engine.run(spec(#"{"type":"remote","endpoint":"/flaky/\#(key)/1?status=429&retryAfter=1","retry":{"maxAttempts":2,"backoffMs":1}}"#))
+        #expect(result.state == .succeeded)
+        #expect(Date().timeIntervalSince(started) >= 0.9)
+        #expect(log.all.first { $0.name == "job.retrying" }?.fields["delayMs"] == 1000)
+    }
+
+    @Test func gzipRedirectsAndBearerAuth() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let gzip = try await engine.run(spec(#"{"type":"remote","endpoint":"/gzip"}"#))
+        #expect(gzip.result?["body"]?["compressed"] == true)
+        #expect(gzip.result?["headers"]?["content-encoding"] == "gzip")
+        let redirected = try await engine.run(spec(#"{"type":"remote","endpoint":"/redirect/3"}"#))
+        #expect(redirected.result?["body"] == ["redirected": true])
+        let tooMany = try await engine.run(spec(#"{"type":"remote","endpoint":"/redirect/8"}"#))
+        #expect(tooMany.error?.kind == .network)
+        let denied = try await engine.run(spec(#"{"type":"remote","endpoint":"/bearer/s3cret"}"#))
+        #expect(denied.error?.status == 401)
+        let allowed = try await engine.run(spec(#"{"type":"remote","endpoint":"/bearer/s3cret","headers":{"Authorization":"Bearer ${input.token}"}}"#),
+                                           input: ["token": "s3cret"])
+        #expect(allowed.result?["body"] == ["authenticated": true])
+    }
+
+    @Test func saveAsStreamsToFileWithProgress() async throws {
+        let state = NSTemporaryDirectory() + "hydra-save-\(UUID().uuidString)"
+        let engine = try makeEngine(state: state)
+        defer { engine.shutdown(); try? FileManager.default.removeItem(atPath: state) }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let result = try await engine.run(spec(#"{"type":"remote","endpoint":"/slow-body/40/5","saveAs":"downloads/big.bin"}"#))
+        #expect(result.state == .succeeded)
+        #expect(result.result?["bytes"] == .int(40 * 1024))
+        let data = try #require(FileManager.default.contents(atPath: state + "/downloads/big.bin"))
+        #expect(data.count == 40 * 1024)
+        let progress = log.all.filter { $0.name == "job.progress" }
+        #expect(!progress.isEmpty)
+        #expect(progress.last?.fields["bytes"] == .int(40 * 1024))
+        #expect(throws: ValidationError.self) {
+            try engine.submit(spec(#"{"type":"remote","endpoint":"/x","saveAs":"../escape"}"#))
+        }
+    }
+
+    @Test func cancelsATransferMidFlight() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let id = try engine.submit(spec(#"{"type":"remote","endpoint":"/slow-body/100/50"}"#))
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(await engine.cancel(id) == .cancelled)
+        let result = await engine.result(of: id)
+        #expect(result?.state == .cancelled)
+        #expect(result?.error?.kind == .cancelled)
+        #expect(await engine.cancel(id) == .alreadyFinal)
+        // The worker's slot frees once curl has really dropped the transfer.
+        var active = 1
+        for _ in 0..<100 where active != 0 {
+            active = engine.workerStats().first { $0.name == "rest" }?.active ?? -1
+            if active != 0 { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        #expect(active == 0)
+    }
+
+    @Test func dummyResponsesFromConfigAndHandlers() async throws {
+        let engine = try makeEngine(#", "dummy": {"enabled": true, "responses": [{"server":"testsvr","endpoint":"/v1/hello/:name","method":"GET","status":200,"body":{"name":"debugPlayer"},"delayMs":50}]}"#)
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let result = try await engine.run(spec(#"{"type":"remote","endpoint":"/v1/hello/:name","pathVars":{"name":"x"}}"#))
+        #expect(result.result?["body"] == ["name": "debugPlayer"])
+        #expect(log.all.contains { $0.name == "job.skipped" && $0.fields["reason"] == "dummy" && $0.rootJobId == result.jobId })
+
+        engine.register(dummy: { request in
+            request.path == "/never-on-network" ? DummyReply(status: 201, body: ["seen": .string(request.method)]) : nil
+        })
+        let handled = try await engine.run(spec(#"{"type":"remote","method":"DELETE","endpoint":"/never-on-network"}"#))
+        #expect(handled.result?["status"] == 201)
+        #expect(handled.result?["body"] == ["seen": "DELETE"])
+        // Unmatched requests still reach the network.
+        let real = try await engine.run(spec(#"{"type":"remote","api":"items"}"#))
+        #expect(real.result?["body"]?["count"] == 3)
+    }
+
+    @Test func submitTimeValidationNamesFields() throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        #expect(throws: ValidationError(path: "steps[0].pathVars.name", "required by endpoint /echo/:name")) {
+            try engine.submit(spec(#"{"type":"serial","steps":[{"type":"remote","api":"echo"}]}"#))
+        }
+        #expect(throws: ValidationError(path: "api", "unknown api 'nope'")) {
+            try engine.submit(spec(#"{"type":"remote","api":"nope"}"#))
+        }
+        #expect(throws: ValidationError(path: "worker", "unknown worker 'w9'")) {
+            try engine.submit(spec(#"{"type":"remote","api":"items","worker":"w9"}"#))
+        }
+        #expect(throws: ValidationError(path: "name", "unknown local job 'nope'")) {
+            try engine.submit(spec(#"{"type":"local","name":"nope"}"#))
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import Testing
+
+@testable import Hydra
+
+@Suite struct SpecTests {
+    func error(_ text: String) -> String? {
+        do {
+            _ = try spec(text)
+            return nil
+        } catch let error as ValidationError {
+            return error.description
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test func errorsNameTheFieldPath() {
+        #expect(error(#"{"type":"serial","steps":[{"type":"local","name":"echo"},{"type":"remote","url":5}]}"#)
+                == "steps[1].url: expected string, got number")
+        #expect(error(#"{"type":"remote"}"#) == "url: required (or server+endpoint, or api)")
+        #expect(error(#"{"type":"nope"}"#)?.hasPrefix("type: unknown type 'nope'") == true)
+        #expect(error(#"{"type":"local","name":"echo","inptu":1}"#) == "inptu: unknown key")
+        #expect(error(#"{"type":"remote","url":"http://x","api":"a"}"#)?.hasPrefix("url: give exactly one address") == true)
+        #expect(error(#"{"type":"concurrent","steps":[{"type":"local","name":"echo","id":"a"},{"type":"local","name":"echo","id":"a"}]}"#)
+                == "steps[1].id: duplicate id 'a'")
+    }
+
+    @Test func specRoundTripsThroughJSON() throws {
+        let text = #"{"type":"serial","stopWhenFailed":true,"steps":[{"type":"remote","id":"a","method":"POST","url":"http://h/x","query":{"q":"1"},"body":{"k":[1]},"retry":{"maxAttempts":3,"backoffMs":10,"maxBackoffMs":100}},{"type":"local","name":"echo","input":"${prev.body}"}]}"#
+        let parsed = try spec(text)
+        let again = try JobSpec(json: parsed.json)
+        #expect(JSONWriter.string(again.json) == JSONWriter.string(parsed.json))
+    }
+
+    @Test func configurationRejectsUnknownKeysWithPath() throws {
+        #expect(throws: ValidationError(path: "rpc.lisen", "unknown key")) {
+            _ = try Configuration(json: try JSONParser.parse(#"{"rpc":{"lisen":"x"}}"#))
+        }
+        #expect(throws: ValidationError(path: "workers[0].kind", "expected remote or local")) {
+            _ = try Configuration(json: try JSONParser.parse(#"{"workers":[{"name":"w","kind":"x"}]}"#))
+        }
+        #expect(throws: ValidationError(path: "apis.a.server", "unknown server 's'")) {
+            _ = try Configuration(json: try JSONParser.parse(#"{"apis":{"a":{"server":"s","endpoint":"/"}}}"#))
+        }
+    }
+
+    @Test func shippedConfigurationLoads() throws {
+        let path = #filePath.replacingOccurrences(of: "Tests/HydraTests/SpecTests.swift", with: "config/hydra.json")
+        let config = try Configuration.load(path: path)
+        #expect(config.workers.map(\.name) == ["rest", "local"])
+        #expect(config.rpc.listen == "127.0.0.1:7400")
+    }
+
+    @Test func templateSubstitution() throws {
+        let scope = ReferenceScope(previous: ["body": ["id": 7, "name": "x"]], step: { $0 == "a" ? ["v": true] : nil },
+                                   input: ["user": "gandalf"], environment: { $0 == "HOME" ? "/root" : nil })
+        #expect(try Template.resolve("${prev.body.id}", in: scope) == 7)
+        #expect(try Template.resolve("/u/${prev.body.id}/${input.user}", in: scope) == "/u/7/gandalf")
+        #expect(try Template.resolve("${steps.a.v}", in: scope) == true)
+        #expect(try Template.resolve("${env.HOME}", in: scope) == "/root")
+        #expect(throws: ReferenceError.self) { try Template.resolve("${steps.b.v}", in: scope) }
+        #expect(throws: ReferenceError.self) { try Template.resolve("${env.PATH}", in: scope) }
+        #expect(throws: ReferenceError.self) { try Template.resolve("${prev.body.missing}", in: scope) }
+    }
+
+    @Test func retryBackoffIsCappedExponentialWithJitter() {
+        let policy = RetryPolicy(maxAttempts: 5, backoffMs: 100, maxBackoffMs: 300)
+        #expect(policy.baseDelayMs(afterAttempt: 1) == 100)
+        #expect(policy.baseDelayMs(afterAttempt: 2) == 200)
+        #expect(policy.baseDelayMs(afterAttempt: 3) == 300)
+        for _ in 0..<100 {
+            let d = policy.delayMs(afterAttempt: 2)
+            #expect(d >= 100 && d <= 200)
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Hydra
+
+/// The real local HTTP server the tests talk to (Tests/Support/testserver.py),
+/// started once per test process. Its stdin is a pipe we keep open: when the
+/// test process dies, the server sees EOF and exits.
+enum TestServer {
+    private static let state = Mutex<(port: Int, process: Process?, stdin: Pipe?)>((0, nil, nil))
+
+    static var port: Int {
+        state.withLock { s in
+            if s.port != 0 { return s.port }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("Support/testserver.py").path
+            process.arguments = ["python3", script]
+            let output = Pipe(), input = Pipe()
+            process.standardOutput = output
+            process.standardInput = input
+            try! process.run()
+            var line = Data()
+            while !line.contains(UInt8(ascii: "\n")) {
+                let chunk = output.fileHandleForReading.availableData
+                precondition(!chunk.isEmpty, "test server did not start")
+                line.append(chunk)
+            }
+            let text = String(decoding: line, as: UTF8.self)
+            s.port = Int(text.split(separator: " ")[1].trimmingCharacters(in: .whitespacesAndNewlines))!
+            s.process = process
+            s.stdin = input
+            return s.port
+        }
+    }
+
+    static var base: String { "http://127.0.0.1:\(port)" }
+
+    static func url(_ path: String) -> String { base + path }
+
+    /// A port where nothing listens (bound then closed).
+    static let closedPort: Int = {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        close(fd)
+        return Int(UInt16(bigEndian: address.sin_port))
+    }()
+}
+
+/// An engine configured for the test server; shut down by the caller.
+func makeEngine(_ extra: String = "", jobs: String? = nil, state: String? = nil) throws -> HydraEngine {
+    let text = """
+        {"servers": {"testsvr": "\(TestServer.base)"},
+         "apis": {"items": {"server": "testsvr", "endpoint": "/items"},
+                  "echo": {"server": "testsvr", "endpoint": "/echo/:name", "method": "POST", "headers": {"X-Api": "echo"}}},
+         "defaults": {"server": "testsvr", "timeoutMs": 10000}
+         \(extra)}
+        """
+    let config = try Configuration(json: try JSONParser.parse(text))
+    return try HydraEngine(configuration: config, stateDirectory: state ?? NSTemporaryDirectory() + "hydra-tests",
+                           jobsDirectory: jobs)
+}
+
+/// Parses a JSON spec literal.
+func spec(_ text: String) throws -> JobSpec {
+    try JobSpec(json: try JSONParser.parse(text))
+}
+
+/// Collects every event of an engine in order.
+final class EventLog: EventSink {
+    private let events = Mutex<[HydraEvent]>([])
+    func receive(_ event: HydraEvent) { events.withLock { $0.append(event) } }
+    var all: [HydraEvent] { events.withLock { $0 } }
+    func names(job: String) -> [String] { all.filter { $0.rootJobId == job }.map { "\($0.name)@\($0.stepPath)" } }
+}
