@@ -279,11 +279,26 @@ run_aria2() { # c
     record "$(tool_json aria2c "$c" "$TOOL_REQUESTS" "$failed" "$start" "$end")"
 }
 
+# Warn if the machine is busy right now (CPU use over one second, not the
+# load average, which still remembers a previous benchmark run).
+BUSY="$(python3 - <<'PY'
+import time
+def sample():
+    v = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    return sum(v), v[3] + v[4]  # total, idle + iowait
+t0, i0 = sample(); time.sleep(1); t1, i1 = sample()
+print(round(100 * (1 - (i1 - i0) / max(1, t1 - t0))))
+PY
+)"
+if (( BUSY > 20 )); then
+    warn "CPUs are ${BUSY}% busy before the benchmark started: something else is running, numbers will be noisy"
+fi
+
 cpu_model="$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)"
 MACHINE="$(cat <<EOF
 Machine: $(nproc) CPUs, ${cpu_model:-unknown CPU}, Linux $(uname -r)
 Versions: $("$NGINX" -v 2>&1 | sed 's/^nginx version: //'), $(curl --version | head -1 | cut -d' ' -f1-2), libcurl $(pkg-config --modversion libcurl), libuv $(pkg-config --modversion libuv), $(aria2c --version | head -1)
-Load average at start: $(cut -d' ' -f1-3 /proc/loadavg)
+Load average at start: $(cut -d' ' -f1-3 /proc/loadavg); CPU busy in the second before: ${BUSY}%
 Requests per run: $REQUESTS (raw C, hydra), $TOOL_REQUESTS (curl --parallel, aria2c); URL $URL (33-byte JSON, keep-alive)
 Each cell: median req/s of $REPEAT run(s); ratios are to the raw C median at the same concurrency.
 EOF

@@ -11,6 +11,9 @@
  * growable buffer (bytes kept, then discarded on completion) and each response
  * must be HTTP 200, otherwise it counts as failed.
  *
+ * Like `hydra-bench remote`, it first runs an untimed warm-up of one request
+ * per slot (this opens the CONCURRENCY connections), then times REQUESTS.
+ *
  * Prints one JSON line:
  *   {"name":"raw-c","concurrency":C,"requests":N,"failed":F,"seconds":S,"rps":R}
  *
@@ -41,6 +44,8 @@ static uv_timer_t timer;
 static slot_t *slots;
 static CURLMsg *done_buf; /* DONE messages collected before acting on them */
 static long target, started, completed, failed, concurrency;
+static int warming;           /* warm-up phase: slots are not re-added */
+static long warm_left, warm_failed;
 static uint64_t t_start, t_end;
 
 static void die(const char *what, const char *detail) {
@@ -86,14 +91,18 @@ static void check_info(void) {
         long code = 0;
         curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&s);
         curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &code);
-        if (rc != CURLE_OK || code != 200 || s->len == 0) {
-            if (failed < 5)
-                fprintf(stderr, "rawbench: request failed: %s (HTTP %ld)\n",
-                        curl_easy_strerror(rc), code);
-            failed++;
-        }
+        int bad = rc != CURLE_OK || code != 200 || s->len == 0;
+        if (bad && failed + warm_failed < 5)
+            fprintf(stderr, "rawbench: request failed: %s (HTTP %ld)\n",
+                    curl_easy_strerror(rc), code);
         s->len = 0; /* discard the body */
         curl_multi_remove_handle(multi, easy);
+        if (warming) {
+            warm_failed += bad;
+            if (--warm_left == 0) uv_stop(loop);
+            continue;
+        }
+        failed += bad;
         completed++;
         if (started < target) {
             start_next(s);
@@ -216,6 +225,20 @@ int main(int argc, char **argv) {
         curl_easy_setopt(e, CURLOPT_WRITEDATA, &slots[i]);
         curl_easy_setopt(e, CURLOPT_PRIVATE, &slots[i]);
     }
+
+    /* Untimed warm-up: one request per slot, all in flight, then wait. */
+    warming = 1;
+    warm_left = nslots;
+    for (long i = 0; i < nslots; i++) {
+        slots[i].len = 0;
+        CURLMcode mc = curl_multi_add_handle(multi, slots[i].easy);
+        if (mc != CURLM_OK) die("curl_multi_add_handle", curl_multi_strerror(mc));
+    }
+    uv_run(loop, UV_RUN_DEFAULT);
+    if (warm_left != 0) die("warm-up", "loop ended early");
+    if (warm_failed)
+        fprintf(stderr, "rawbench: %ld of %ld warm-up requests failed\n", warm_failed, nslots);
+    warming = 0;
 
     t_start = uv_hrtime();
     for (long i = 0; i < nslots; i++) start_next(&slots[i]);
