@@ -36,6 +36,9 @@ final class LocalExecutor: JobExecutor {
     private let registry: LocalJobRegistry
     private let pool: BlockingPool
     private var running: [UInt64: Running] = [:]
+    /// The registry as of `snapshotVersion` (refreshed when a job is registered).
+    private var snapshot: [String: LocalJob] = [:]
+    private var snapshotVersion = -1
 
     private struct Running {
         var flag: CancellationFlag
@@ -50,15 +53,23 @@ final class LocalExecutor: JobExecutor {
     }
 
     func start(_ task: WorkTask, handle: TaskHandle) {
-        guard case .local(let spec) = task.spec.body, let job = registry.job(named: spec.name) else {
+        if registry.version != snapshotVersion { (snapshot, snapshotVersion) = registry.snapshot }
+        guard case .local(let spec) = task.spec.body, let job = snapshot[spec.name] else {
             handle.finish(.failure(JobError(.invalid, "unknown local job")))
+            return
+        }
+        if case .inline(let body) = job.body {
+            // Runs to completion right here: nothing can cancel it midway.
+            let call = LocalJobCall(input: spec.input, jobId: task.jobId, stepPath: task.stepPath,
+                                    cancellation: CancellationFlag.never)
+            handle.finish(LocalExecutor.run { try body(call) })
             return
         }
         let flag = CancellationFlag()
         let call = LocalJobCall(input: spec.input, jobId: task.jobId, stepPath: task.stepPath, cancellation: flag)
         switch job.body {
-        case .inline(let body):
-            handle.finish(LocalExecutor.run { try body(call) })
+        case .inline:
+            break
         case .delay:
             guard let ms = spec.input["ms"]?.intValue, ms >= 0 else {
                 handle.finish(.failure(JobError(.invalid, "delay: input.ms must be a non-negative integer")))

@@ -5,6 +5,15 @@ import Synchronization
 /// while the engine runs; a spec naming an unregistered job is refused at submit.
 public final class LocalJobRegistry: Sendable {
     private let jobs = Mutex<[String: LocalJob]>([:])
+    private let changes = Atomic<Int>(0)
+
+    /// Bumped on every registration, so executors can keep a snapshot and refresh it cheaply.
+    var version: Int { changes.load(ordering: .acquiring) }
+
+    /// Every registered job, with the version it corresponds to.
+    var snapshot: (jobs: [String: LocalJob], version: Int) {
+        jobs.withLock { ($0, changes.load(ordering: .acquiring)) }
+    }
 
     public init(builtIns: Bool = true) {
         if builtIns { registerBuiltIns() }
@@ -12,12 +21,20 @@ public final class LocalJobRegistry: Sendable {
 
     /// Adds or replaces the job called `name`.
     public func register(_ name: String, _ job: LocalJob) {
-        jobs.withLock { $0[name] = job }
+        jobs.withLock {
+            $0[name] = job
+            changes.add(1, ordering: .releasing)
+        }
     }
 
     /// Registers a job only when `name` is still free (built-ins provided by a higher layer).
     public func registerIfAbsent(_ name: String, _ job: LocalJob) {
-        jobs.withLock { if $0[name] == nil { $0[name] = job } }
+        jobs.withLock {
+            if $0[name] == nil {
+                $0[name] = job
+                changes.add(1, ordering: .releasing)
+            }
+        }
     }
 
     public func job(named name: String) -> LocalJob? {

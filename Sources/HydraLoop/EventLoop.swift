@@ -64,7 +64,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Runs `work` on the loop thread, soon. Thread-safe; callable from the loop itself.
     /// Work submitted after shutdown began is dropped.
     public func execute(_ work: @escaping @Sendable () -> Void) {
-        if inbox.append(work) { inboxWakeup.signal() }
+        if inbox.append(work) == true { inboxWakeup.signal() }
     }
 
     /// Runs `work` on the loop thread and waits for its result. Never call it on the loop thread.
@@ -110,7 +110,7 @@ public final class EventLoop: @unchecked Sendable {
         let loop = UnsafeMutablePointer<uv_loop_t>.allocate(capacity: 1)
         precondition(uv_loop_init(loop) == 0, "uv_loop_init failed")
         loopPointer = loop
-        inboxWakeup = AsyncHandle(loop: loop) { [unowned self] _ in self.drainInbox() }
+        inboxWakeup = AsyncHandle(uvLoop: loop) { [unowned self] _ in self.drainInbox() }
         ready.signal()
 
         uv_run(loop, UV_RUN_DEFAULT)

@@ -8,12 +8,13 @@ import CUV
 /// Ownership: loop-confined (the loop that posts); the prepare handle is
 /// closed when that loop shuts down.
 public final class Outbox<Message: Sendable> {
-    private let loop: EventLoop
-    private let target: Mailbox<Message>
-    private var buffer: [Message] = []
-    private let flusher: PrepareHandle
+    @usableFromInline let loop: EventLoop
+    @usableFromInline let target: Mailbox<Message>
+    @usableFromInline var buffer: [Message] = []
+    @usableFromInline let flusher: PrepareHandle
 
     /// Creates an outbox on `loop` (loop thread only) delivering to `target`.
+    @inlinable
     public init(loop: EventLoop, target: Mailbox<Message>) {
         loop.preconditionInEventLoop()
         self.loop = loop
@@ -24,12 +25,14 @@ public final class Outbox<Message: Sendable> {
     }
 
     /// Queues `message`; it is sent before this loop next waits for I/O.
+    @inlinable
     public func post(_ message: Message) {
         buffer.append(message)
         if buffer.count == 1 { flusher.start() }
     }
 
     /// Sends everything queued now.
+    @inlinable
     public func flush() {
         guard !buffer.isEmpty else { flusher.stop(); return }
         target.send(contentsOf: buffer)
@@ -41,18 +44,21 @@ public final class Outbox<Message: Sendable> {
 /// A `uv_prepare_t`: runs its callback once per loop iteration, before the loop
 /// polls for I/O, while started. Loop thread only; the handle holds the object
 /// until its close callback.
+@usableFromInline
 final class PrepareHandle {
     private let handle: UnsafeMutablePointer<uv_prepare_t>
     private var active = false
     private var closed = false
-    var callback: (() -> Void)?
+    @usableFromInline var callback: (() -> Void)?
 
+    @usableFromInline
     init(loop: EventLoop) {
         handle = .allocate(capacity: 1)
         uv_prepare_init(loop.uvLoop, handle)
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
     }
 
+    @usableFromInline
     func start() {
         guard !active, !closed else { return }
         active = true
@@ -61,12 +67,14 @@ final class PrepareHandle {
         }
     }
 
+    @usableFromInline
     func stop() {
         guard active else { return }
         active = false
         uv_prepare_stop(handle)
     }
 
+    @usableFromInline
     func close() {
         guard !closed else { return }
         callback?()  // deliver what is left

@@ -20,20 +20,22 @@ public final class EventBus: Sendable {
         let sink: any EventSink
     }
     private struct State {
-        var lastSeq: UInt64
         var subscribers: [UInt64: Subscriber] = [:]
         var nextID: UInt64 = 1
     }
     private let state: Mutex<State>
+    /// Written under the lock when anyone listens; with no subscriber, by an atomic add alone.
+    private let seq: Atomic<UInt64>
     private let subscriberCount = Atomic<Int>(0)
 
     /// `lastSeq`: the seq of the last event already issued (a restarted server continues after it).
     public init(lastSeq: UInt64 = 0) {
-        state = Mutex(State(lastSeq: lastSeq))
+        state = Mutex(State())
+        seq = Atomic(lastSeq)
     }
 
     /// The seq of the newest event.
-    public var lastSeq: UInt64 { state.withLock { $0.lastSeq } }
+    public var lastSeq: UInt64 { seq.load(ordering: .acquiring) }
 
     /// True when someone listens; emitters may skip building an event otherwise.
     public var hasSubscribers: Bool { subscriberCount.load(ordering: .relaxed) > 0 }
@@ -45,8 +47,8 @@ public final class EventBus: Sendable {
             let id = s.nextID
             s.nextID += 1
             s.subscribers[id] = Subscriber(filter: filter, sink: sink)
-            subscriberCount.store(s.subscribers.count, ordering: .relaxed)
-            return (id, s.lastSeq)
+            subscriberCount.store(s.subscribers.count, ordering: .sequentiallyConsistent)
+            return (id, seq.load(ordering: .sequentiallyConsistent))
         }
     }
 
@@ -56,12 +58,12 @@ public final class EventBus: Sendable {
     public func subscribe(_ filter: EventFilter, sink: any EventSink,
                           whileHoldingSeq body: (UInt64) -> Void) -> (id: UInt64, seq: UInt64) {
         state.withLock { s in
-            body(s.lastSeq)
+            body(seq.load(ordering: .sequentiallyConsistent))
             let id = s.nextID
             s.nextID += 1
             s.subscribers[id] = Subscriber(filter: filter, sink: sink)
-            subscriberCount.store(s.subscribers.count, ordering: .relaxed)
-            return (id, s.lastSeq)
+            subscriberCount.store(s.subscribers.count, ordering: .sequentiallyConsistent)
+            return (id, seq.load(ordering: .sequentiallyConsistent))
         }
     }
 
@@ -76,12 +78,21 @@ public final class EventBus: Sendable {
     }
 
     /// Issues one event. `fields` is evaluated only when someone listens.
+    ///
+    /// With no subscriber this is one atomic add: no lock, no allocation. An
+    /// emitter racing with the very first `subscribe` may issue its seq without
+    /// delivering it to that subscriber; later events are delivered in order.
+    @inline(__always)
     public func emit(_ name: String, jobId: String, rootJobId: String, stepPath: String,
                      fields: () -> OrderedDictionary<String, JSONValue>) {
+        if subscriberCount.load(ordering: .relaxed) == 0 {
+            seq.add(1, ordering: .relaxed)
+            return
+        }
         state.withLock { s in
-            s.lastSeq += 1
+            let number = seq.add(1, ordering: .sequentiallyConsistent).newValue
             guard !s.subscribers.isEmpty else { return }
-            let event = HydraEvent(seq: s.lastSeq, name: name, jobId: jobId, rootJobId: rootJobId,
+            let event = HydraEvent(seq: number, name: name, jobId: jobId, rootJobId: rootJobId,
                                    stepPath: stepPath, time: Date().timeIntervalSince1970, fields: fields())
             for subscriber in s.subscribers.values where subscriber.filter.matches(event) {
                 subscriber.sink.receive(event)

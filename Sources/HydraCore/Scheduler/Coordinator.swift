@@ -65,14 +65,28 @@ public final class Coordinator: Sendable {
 public enum CancelReply: Sendable { case cancelled, alreadyFinal, notFound }
 
 /// A job ready to run: checked, named jobs loaded, id assigned.
-public struct Submission: Sendable {
+/// Immutable; a class so the hand-over to the coordinator costs one retain.
+public final class Submission: Sendable {
     let jobId: String
+    /// The coordinator's integer key for the job (see ``JobIdentifier/key(of:)``).
+    let key: UInt64
     let spec: JobSpec
     let input: JSONValue
     let priority: Int
     let createdAt: Double
     /// Called on the coordinator thread with the final result; must be quick.
     let completion: (@Sendable (JobResult) -> Void)?
+
+    init(jobId: String, key: UInt64, spec: JobSpec, input: JSONValue, priority: Int, createdAt: Double,
+         completion: (@Sendable (JobResult) -> Void)?) {
+        self.jobId = jobId
+        self.key = key
+        self.spec = spec
+        self.input = input
+        self.priority = priority
+        self.createdAt = createdAt
+        self.completion = completion
+    }
 }
 
 enum CoordinatorMessage: Sendable {
@@ -119,9 +133,17 @@ final class CoordinatorRuntime {
     private let retainFinished: Int
 
     private var outboxes: [Outbox<WorkerMessage>] = []
-    private var active: [String: RootJob] = [:]
-    private var finished: [String: (JobStatus, JobResult)] = [:]
-    private var finishedOrder = Deque<String>()
+    // Jobs are keyed by integers (cheap to hash); ids map to keys with `key(of:)`.
+    private var active: [UInt64: RootJob] = [:]
+    private var finished: [UInt64: FinishedJob] = [:]
+    private var finishedOrder = Deque<UInt64>()
+    /// Keys of jobs whose ids this process did not issue (given by the caller).
+    private var foreignKeys: [String: UInt64] = [:]
+
+    private struct FinishedJob {
+        let status: JobStatus
+        let result: JobResult
+    }
     private var leaves: [UInt64: GraphNode] = [:]
     private var nextToken: UInt64 = 1
 
@@ -133,6 +155,11 @@ final class CoordinatorRuntime {
         self.environment = environment
         self.shared = shared
         self.retainFinished = retainFinished
+        finished.reserveCapacity(min(retainFinished, 1 << 20) + 1)
+    }
+
+    private func key(of jobId: String) -> UInt64? {
+        JobIdentifier.key(of: jobId) ?? foreignKeys[jobId]
     }
 
     func connectWorkers() {
@@ -144,17 +171,19 @@ final class CoordinatorRuntime {
         case .submit(let submission): start(submission)
         case .report(let token, let report): receive(report, for: token)
         case .cancel(let jobId, let reply):
-            if let root = active[jobId] {
+            let key = key(of: jobId)
+            if let key, let root = active[key] {
                 cancel(root.node, error: JobError(.cancelled, "cancelled"))
                 reply(.cancelled)
             } else {
-                reply(finished[jobId] == nil ? .notFound : .alreadyFinal)
+                reply(key.flatMap { finished[$0] } == nil ? .notFound : .alreadyFinal)
             }
         case .whenFinished(let jobId, let reply):
-            if let root = active[jobId] {
+            let key = key(of: jobId)
+            if let key, let root = active[key] {
                 root.waiters.append(reply)
             } else {
-                reply(finished[jobId]?.1)
+                reply(key.flatMap { finished[$0]?.result })
             }
         }
     }
@@ -162,12 +191,13 @@ final class CoordinatorRuntime {
     // MARK: - Queries
 
     func status(_ jobId: String) -> JobStatus? {
-        if let root = active[jobId] { return status(of: root) }
-        return finished[jobId]?.0
+        guard let key = key(of: jobId) else { return nil }
+        if let root = active[key] { return status(of: root) }
+        return finished[key]?.status
     }
 
     func list(state: JobState?, limit: Int, after: String?) -> [JobStatus] {
-        var all = active.values.map(status(of:)) + finished.values.map(\.0)
+        var all = active.values.map(status(of:)) + finished.values.map(\.status)
         if let state { all = all.filter { $0.state == state } }
         all.sort { ($0.createdAt, $0.jobId) > ($1.createdAt, $1.jobId) }
         if let after, let i = all.firstIndex(where: { $0.jobId == after }) { all = Array(all[(i + 1)...]) }
@@ -182,13 +212,14 @@ final class CoordinatorRuntime {
     // MARK: - Starting
 
     private func start(_ submission: Submission) {
-        let root = RootJob(id: submission.jobId, priority: submission.priority, createdAt: submission.createdAt,
-                           totalSteps: submission.spec.leafCount)
+        let root = RootJob(id: submission.jobId, key: submission.key, priority: submission.priority,
+                           createdAt: submission.createdAt, totalSteps: submission.spec.leafCount)
+        if JobIdentifier.key(of: submission.jobId) == nil { foreignKeys[submission.jobId] = submission.key }
         let node = GraphNode(spec: submission.spec, path: "", index: 0, root: root, parent: nil,
                              scope: GraphScope(input: submission.input))
         root.node = node
         if let completion = submission.completion { root.waiters.append(completion) }
-        active[root.id] = root
+        active[root.key] = root
         emit(EventName.queued, node) { ["spec": submission.spec.summary] }
         run(node)
     }
@@ -399,13 +430,14 @@ final class CoordinatorRuntime {
     private func finishRoot(_ root: RootJob, error: JobError?) {
         let node = root.node!
         root.finishedAt = Date().timeIntervalSince1970
-        active[root.id] = nil
+        active[root.key] = nil
         let result = JobResult(jobId: root.id, state: node.state, result: node.result, error: error)
-        let status = status(of: root)
-        finished[root.id] = (status, result)
-        finishedOrder.append(root.id)
+        finished[root.key] = FinishedJob(status: status(of: root), result: result)
+        finishedOrder.append(root.key)
         if finishedOrder.count > retainFinished, let oldest = finishedOrder.popFirst() {
-            finished[oldest] = nil
+            if let gone = finished.removeValue(forKey: oldest), !foreignKeys.isEmpty {
+                foreignKeys[gone.result.jobId] = nil
+            }
         }
         for waiter in root.waiters { waiter(result) }
         root.waiters.removeAll()

@@ -13,7 +13,7 @@ final class GraphNode {
     let path: String
     /// Position in the parent's steps.
     let index: Int
-    unowned let root: RootJob
+    unowned(unsafe) let root: RootJob
     /// The parent group; nil for the root.
     unowned(unsafe) let parent: GraphNode?
     /// The graph this node belongs to (its `id` is recorded there).
@@ -82,6 +82,7 @@ final class GraphScope {
 /// A submitted job: the root node plus bookkeeping for status queries. Coordinator loop only.
 final class RootJob {
     let id: String
+    let key: UInt64
     let priority: Int
     let createdAt: Double
     var startedAt: Double?
@@ -91,8 +92,9 @@ final class RootJob {
     var node: GraphNode!
     var waiters: [@Sendable (JobResult) -> Void] = []
 
-    init(id: String, priority: Int, createdAt: Double, totalSteps: Int) {
+    init(id: String, key: UInt64, priority: Int, createdAt: Double, totalSteps: Int) {
         self.id = id
+        self.key = key
         self.priority = priority
         self.createdAt = createdAt
         self.totalSteps = totalSteps

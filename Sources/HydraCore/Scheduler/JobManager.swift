@@ -39,11 +39,20 @@ public struct WorkerContext: Sendable {
 }
 
 /// One leaf job handed to a worker: its spec with references resolved.
-public struct WorkTask: Sendable {
+/// Immutable; a class so that passing it between threads and queues costs one retain.
+public final class WorkTask: Sendable {
     /// Unique per engine; the coordinator's key for this step.
     public let token: UInt64
     public let spec: JobSpec
     public let jobId: String
     public let stepPath: String
     public let priority: Int
+
+    init(token: UInt64, spec: JobSpec, jobId: String, stepPath: String, priority: Int) {
+        self.token = token
+        self.spec = spec
+        self.jobId = jobId
+        self.stepPath = stepPath
+        self.priority = priority
+    }
 }

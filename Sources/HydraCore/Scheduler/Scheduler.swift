@@ -50,8 +50,8 @@ public final class Scheduler: Sendable {
                        jobId: String? = nil,
                        completion: (@Sendable (JobResult) -> Void)? = nil) throws(ValidationError) -> String {
         let prepared = try dispatcher.prepare(spec, path: path)
-        let id = jobId ?? JobIdentifier.next()
-        coordinator.submit(Submission(jobId: id, spec: prepared, input: input, priority: priority,
+        let (id, key) = jobId.map { ($0, JobIdentifier.nextKey()) } ?? JobIdentifier.next()
+        coordinator.submit(Submission(jobId: id, key: key, spec: prepared, input: input, priority: priority,
                                       createdAt: Date().timeIntervalSince1970, completion: completion))
         return id
     }
@@ -67,7 +67,8 @@ public final class Scheduler: Sendable {
         let now = Date().timeIntervalSince1970
         for (i, item) in batch.enumerated() {
             let prepared = try dispatcher.prepare(item.spec, path: "[\(i)]")
-            submissions.append(.submit(Submission(jobId: JobIdentifier.next(), spec: prepared, input: item.input,
+            let (id, key) = JobIdentifier.next()
+            submissions.append(.submit(Submission(jobId: id, key: key, spec: prepared, input: item.input,
                                                   priority: priority, createdAt: now, completion: completion)))
         }
         coordinator.inbox.send(contentsOf: submissions)
@@ -113,17 +114,28 @@ public final class Scheduler: Sendable {
     }
 }
 
-/// Job ids: a time-based prefix unique per process start, then a counter,
-/// so ids never repeat across restarts and sort by submission.
+/// Job ids: a prefix unique per process start (time-based), then a counter,
+/// so ids never repeat across restarts. The counter doubles as the
+/// coordinator's integer key for the job, recovered by ``key(of:)``.
 public enum JobIdentifier {
     private static let prefix: String = {
         let millis = UInt64(Date().timeIntervalSince1970 * 1000)
-        return "j" + String(millis, radix: 36) + String(UInt32.random(in: 0..<1296), radix: 36)
+        return "j" + String(millis, radix: 36) + String(UInt32.random(in: 36..<1296), radix: 36) + "-"
     }()
     private static let counter = Atomic<UInt64>(0)
 
-    public static func next() -> String {
-        let n = counter.add(1, ordering: .relaxed).newValue
-        return prefix + "-" + String(n, radix: 36)
+    /// A new id and its key.
+    public static func next() -> (id: String, key: UInt64) {
+        let key = nextKey()
+        return (prefix + String(key, radix: 36), key)
+    }
+
+    /// A new key for an id this process did not make.
+    static func nextKey() -> UInt64 { counter.add(1, ordering: .relaxed).newValue }
+
+    /// The key of an id made by this process, else nil.
+    public static func key(of id: String) -> UInt64? {
+        guard id.utf8.count > prefix.utf8.count, id.hasPrefix(prefix) else { return nil }
+        return UInt64(id.dropFirst(prefix.count), radix: 36)
     }
 }

@@ -5,7 +5,7 @@ import OrderedCollections
 /// `finish` may be called once; later calls are ignored.
 public final class TaskHandle {
     public let task: WorkTask
-    unowned let worker: WorkerRuntime
+    unowned(unsafe) let worker: WorkerRuntime
     /// True once `finish` ran.
     public private(set) var isFinished = false
     /// True when the scheduler asked the task to stop.
