@@ -75,7 +75,7 @@ final class Transfer {
         for header in request.headers {
             list = curl_slist_append(list, "\(header.name): \(header.value)")
         }
-        list = curl_slist_append(list, "Expect:")
+        if request.body != nil { list = curl_slist_append(list, "Expect:") }
         headerList = list
         hydra_easy_setopt_ptr(easy, CURLOPT_HTTPHEADER, list)
 
@@ -85,11 +85,11 @@ final class Transfer {
             set(CURLOPT_FOLLOWLOCATION, 1)
             set(CURLOPT_MAXREDIRS, request.maxRedirects)
         }
-        if request.acceptEncoding { set(CURLOPT_ACCEPT_ENCODING, "") }
+        if request.acceptEncoding { set(CURLOPT_ACCEPT_ENCODING, "gzip, deflate") }
         set(CURLOPT_SSL_VERIFYPEER, request.verifyTLS ? 1 : 0)
         set(CURLOPT_SSL_VERIFYHOST, request.verifyTLS ? 2 : 0)
         if let ca = request.caFile { set(CURLOPT_CAINFO, ca) }
-        set(CURLOPT_PIPEWAIT, 1)
+        if request.url.hasPrefix("https:") { set(CURLOPT_PIPEWAIT, 1) }
         set(CURLOPT_TCP_NODELAY, 1)
         if request.reportsProgress && progress != nil {
             set(CURLOPT_NOPROGRESS, 0)
@@ -121,21 +121,34 @@ final class Transfer {
         return count
     }
 
+    /// One header line (curl passes them whole, CRLF included). Parsed on raw
+    /// bytes: this runs several times per request on the worker's loop.
     private func receiveHeader(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
-        let line = data.withMemoryRebound(to: UInt8.self, capacity: count) {
-            String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self)
-        }
-        if line.hasPrefix("HTTP/") {
-            // A new response (after a redirect or a 100 Continue): forget the previous headers.
-            headers.removeAll(keepingCapacity: true)
-            return count
-        }
-        guard let colon = line.firstIndex(of: ":") else { return count }
-        let name = line[..<colon].lowercased()
-        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
-        headers.append(HTTPHeader(name, value))
-        if name == "content-length", file == nil, let length = Int(value), length > 0 {
-            body.reserveCapacity(min(length, 64 << 20))
+        data.withMemoryRebound(to: UInt8.self, capacity: count) { start in
+            let line = UnsafeBufferPointer(start: start, count: count)
+            if count >= 5, line[0] == UInt8(ascii: "H"), line[1] == UInt8(ascii: "T"), line[2] == UInt8(ascii: "T"),
+               line[3] == UInt8(ascii: "P"), line[4] == UInt8(ascii: "/") {
+                // A new response (after a redirect or a 100 Continue): forget the previous headers.
+                headers.removeAll(keepingCapacity: true)
+                return
+            }
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > 0 else { return }
+            let nameText = String(unsafeUninitializedCapacity: colon) { out in
+                for i in 0..<colon {
+                    let b = line[i]
+                    out[i] = b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z") ? b + 32 : b
+                }
+                return colon
+            }
+            var lower = colon + 1, upper = count
+            func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 || b == 0x0D || b == 0x0A }
+            while lower < upper && isSpace(line[lower]) { lower += 1 }
+            while upper > lower && isSpace(line[upper - 1]) { upper -= 1 }
+            let value = String(decoding: UnsafeBufferPointer(rebasing: line[lower..<upper]), as: UTF8.self)
+            headers.append(HTTPHeader(nameText, value))
+            if file == nil, nameText == "content-length", let length = Int(value), length > 0 {
+                body.reserveCapacity(min(length, 64 << 20))
+            }
         }
         return count
     }

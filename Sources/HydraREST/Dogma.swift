@@ -70,8 +70,12 @@ public struct RawDogma: Dogma {
 extension DogmaResponse {
     /// True when the Content-Type says JSON (`application/json`, `…+json`).
     var isJSON: Bool {
-        guard let type = contentType?.lowercased() else { return false }
-        let media = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-        return media == "application/json" || media.hasSuffix("+json")
+        guard let type = contentType else { return false }
+        // The media type: up to ';', without surrounding spaces, lowercased.
+        var media = Array(type.utf8.prefix { $0 != UInt8(ascii: ";") })
+        while let last = media.last, last == 0x20 || last == 0x09 { media.removeLast() }
+        let start = media.firstIndex { $0 != 0x20 && $0 != 0x09 } ?? media.endIndex
+        let lower = media[start...].map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }
+        return lower.elementsEqual("application/json".utf8) || lower.reversed().starts(with: "nosj+".utf8)
     }
 }

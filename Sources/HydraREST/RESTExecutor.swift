@@ -211,8 +211,8 @@ final class RESTExecutor: JobExecutor {
     }
 
     private func dummyReply(for request: PreparedRequest) -> DummyReply? {
+        guard manager.mayAnswerWithDummies else { return nil }
         let responder = manager.dummyResponder
-        guard responder.enabled || !responder.handlers.isEmpty else { return nil }
         let dummy = DummyRequest(server: request.serverKey, path: request.path, method: request.http.method,
                                  url: request.http.url, headers: request.http.headers.map { ($0.name, $0.value) },
                                  body: request.http.body)

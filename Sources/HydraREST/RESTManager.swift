@@ -13,6 +13,7 @@ public final class RESTManager: JobManager {
     let resolver: RouteResolver
     private let dogmas: Mutex<[String: any Dogma]>
     private let dummyHandlers = Mutex<[DummyHandler]>([])
+    private let dummyHandlerCount = Atomic<Int>(0)
     let statistics = RESTStatistics()
 
     public init(configuration: Configuration, stateDirectory: String) {
@@ -32,7 +33,15 @@ public final class RESTManager: JobManager {
 
     /// Adds a Swift dummy handler, asked before the configured dummy responses.
     public func register(dummy handler: @escaping DummyHandler) {
-        dummyHandlers.withLock { $0.append(handler) }
+        dummyHandlers.withLock {
+            $0.append(handler)
+            dummyHandlerCount.store($0.count, ordering: .releasing)
+        }
+    }
+
+    /// False when no dummy response can match (the common case): skips building the responder.
+    var mayAnswerWithDummies: Bool {
+        configuration.dummy.enabled || dummyHandlerCount.load(ordering: .acquiring) > 0
     }
 
     var dummyResponder: DummyResponder {

@@ -50,7 +50,7 @@ struct RouteResolver: Sendable {
         }
         if !spec.query.isEmpty {
             let query = RouteResolver.encodeQuery(spec.query)
-            if !query.isEmpty { url += (url.contains("?") ? "&" : "?") + query }
+            if !query.isEmpty { url += (url.utf8.contains(UInt8(ascii: "?")) ? "&" : "?") + query }
         }
         let server = serverKey.flatMap { configuration.servers[$0] }
 
@@ -156,11 +156,15 @@ struct RouteResolver: Sendable {
         text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
     }
 
+    /// The path (and query) of an absolute URL: what follows `scheme://host[:port]`.
     static func pathOf(url: String) -> String {
-        guard let scheme = url.range(of: "://") else { return url }
-        let rest = url[scheme.upperBound...]
-        guard let slash = rest.firstIndex(of: "/") else { return "/" }
-        return String(rest[slash...])
+        let bytes = Array(url.utf8)
+        var i = 0
+        while i + 2 < bytes.count && !(bytes[i] == UInt8(ascii: ":") && bytes[i + 1] == UInt8(ascii: "/")
+                                          && bytes[i + 2] == UInt8(ascii: "/")) { i += 1 }
+        guard i + 2 < bytes.count else { return url }
+        guard let slash = bytes[(i + 3)...].firstIndex(of: UInt8(ascii: "/")) else { return "/" }
+        return String(decoding: bytes[slash...], as: UTF8.self)
     }
 
     /// `saveAs` must stay inside the state folder: relative, no `..`.

@@ -38,7 +38,12 @@ public struct ReferenceError: Error, Sendable, CustomStringConvertible {
 /// reference is replaced by its text (strings as they are, other values as JSON).
 public enum Template {
     public static func containsReference(_ string: String) -> Bool {
-        string.utf8.count >= 3 && string.contains("${")
+        var dollar = false
+        for byte in string.utf8 {
+            if dollar && byte == UInt8(ascii: "{") { return true }
+            dollar = byte == UInt8(ascii: "$")
+        }
+        return false
     }
 
     public static func containsReference(_ value: JSONValue) -> Bool {
