@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "Hydra", targets: ["Hydra"]),
         .executable(name: "hydra", targets: ["hydra"]),
         .executable(name: "hydra-bench", targets: ["HydraBench"]),
+        .executable(name: "hydra-quickstart", targets: ["QuickStart"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -66,6 +67,11 @@ let package = Package(
             name: "HydraBench",
             dependencies: ["Hydra"],
             path: "Benchmarks/HydraBench",
+            swiftSettings: strict),
+        .executableTarget(
+            name: "QuickStart",
+            dependencies: ["Hydra"],
+            path: "Examples/QuickStart",
             swiftSettings: strict),
         .testTarget(
             name: "HydraTests",
