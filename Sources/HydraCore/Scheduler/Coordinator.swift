@@ -70,6 +70,8 @@ public final class Submission: Sendable {
     let jobId: String
     /// The coordinator's integer key for the job (see ``JobIdentifier/key(of:)``).
     let key: UInt64
+    /// True when the caller chose the id (it does not encode `key`).
+    let foreignID: Bool
     let spec: JobSpec
     let input: JSONValue
     let priority: Int
@@ -77,10 +79,11 @@ public final class Submission: Sendable {
     /// Called on the coordinator thread with the final result; must be quick.
     let completion: (@Sendable (JobResult) -> Void)?
 
-    init(jobId: String, key: UInt64, spec: JobSpec, input: JSONValue, priority: Int, createdAt: Double,
-         completion: (@Sendable (JobResult) -> Void)?) {
+    init(jobId: String, key: UInt64, foreignID: Bool = false, spec: JobSpec, input: JSONValue, priority: Int,
+         createdAt: Double, completion: (@Sendable (JobResult) -> Void)?) {
         self.jobId = jobId
         self.key = key
+        self.foreignID = foreignID
         self.spec = spec
         self.input = input
         self.priority = priority
@@ -214,7 +217,7 @@ final class CoordinatorRuntime {
     private func start(_ submission: Submission) {
         let root = RootJob(id: submission.jobId, key: submission.key, priority: submission.priority,
                            createdAt: submission.createdAt, totalSteps: submission.spec.leafCount)
-        if JobIdentifier.key(of: submission.jobId) == nil { foreignKeys[submission.jobId] = submission.key }
+        if submission.foreignID { foreignKeys[submission.jobId] = submission.key }
         let node = GraphNode(spec: submission.spec, path: "", index: 0, root: root, parent: nil,
                              scope: GraphScope(input: submission.input))
         root.node = node
@@ -313,6 +316,10 @@ final class CoordinatorRuntime {
         case .started(let worker):
             node.state = .running
             emit(EventName.started, node) { ["worker": .string(worker)] }
+        case .ran(let worker, let outcome):
+            node.state = .running
+            emit(EventName.started, node) { ["worker": .string(worker)] }
+            finish(node, outcome)
         case .progress(let bytes, let total):
             emit(EventName.progress, node) {
                 var fields: OrderedDictionary<String, JSONValue> = ["bytes": .int(Int(bytes))]

@@ -4,8 +4,9 @@
 /// Immutable after creation; thread-safe.
 public final class Dispatcher: Sendable {
     public let workers: [Worker]
-    private let managers: [JobKind: any JobManager]
-    private let defaultWorker: [JobKind: Int]
+    /// Indexed by `JobKind.index` (a switch, not a hash, on the submit path).
+    private let managers: [(any JobManager)?]
+    private let defaultWorker: [Int?]
     private let library: (any JobLibrary)?
 
     /// Nesting of named jobs deeper than this is refused (it is almost surely a cycle).
@@ -14,23 +15,23 @@ public final class Dispatcher: Sendable {
     init(workers: [Worker], managers: [any JobManager], library: (any JobLibrary)?) throws(ValidationError) {
         self.workers = workers
         self.library = library
-        var byKind: [JobKind: any JobManager] = [:]
+        var byKind = [(any JobManager)?](repeating: nil, count: JobKind.allCases.count)
         for manager in managers {
-            for kind in manager.kinds { byKind[kind] = manager }
+            for kind in manager.kinds { byKind[kind.index] = manager }
         }
         self.managers = byKind
-        var defaults: [JobKind: Int] = [:]
-        for (i, worker) in workers.enumerated() where defaults[worker.kind] == nil {
-            guard byKind[worker.kind] != nil else {
+        var defaults = [Int?](repeating: nil, count: JobKind.allCases.count)
+        for (i, worker) in workers.enumerated() where defaults[worker.kind.index] == nil {
+            guard byKind[worker.kind.index] != nil else {
                 throw ValidationError(path: "workers[\(i)].kind", "no manager runs \(worker.kind.rawValue) jobs")
             }
-            defaults[worker.kind] = i
+            defaults[worker.kind.index] = i
         }
         defaultWorker = defaults
     }
 
     /// The manager bound to workers of `kind`.
-    func manager(for kind: JobKind) -> (any JobManager)? { managers[kind] }
+    func manager(for kind: JobKind) -> (any JobManager)? { managers[kind.index] }
 
     /// The index of the worker that runs `spec` (a leaf).
     func workerIndex(for spec: JobSpec) -> Int? {
@@ -38,7 +39,7 @@ public final class Dispatcher: Sendable {
         if let name = spec.worker {
             return workers.firstIndex { $0.name == name && $0.kind == kind }
         }
-        return defaultWorker[kind]
+        return defaultWorker[kind.index]
     }
 
     /// Checks `spec` and everything in it, and loads named jobs. Errors name the
@@ -60,10 +61,10 @@ public final class Dispatcher: Sendable {
                     throw ValidationError(path: FieldReader.join(path, "worker"),
                                           "worker '\(name)' runs \(worker.kind.rawValue) jobs, not \(kind.rawValue)")
                 }
-            } else if defaultWorker[kind] == nil {
+            } else if defaultWorker[kind.index] == nil {
                 throw ValidationError(path: FieldReader.join(path, "type"), "no \(kind.rawValue) worker is configured")
             }
-            guard let manager = managers[kind] else {
+            guard let manager = managers[kind.index] else {
                 throw ValidationError(path: FieldReader.join(path, "type"), "no manager runs \(kind.rawValue) jobs")
             }
             try manager.validate(spec, path: path)

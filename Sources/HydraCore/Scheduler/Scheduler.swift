@@ -51,8 +51,9 @@ public final class Scheduler: Sendable {
                        completion: (@Sendable (JobResult) -> Void)? = nil) throws(ValidationError) -> String {
         let prepared = try dispatcher.prepare(spec, path: path)
         let (id, key) = jobId.map { ($0, JobIdentifier.nextKey()) } ?? JobIdentifier.next()
-        coordinator.submit(Submission(jobId: id, key: key, spec: prepared, input: input, priority: priority,
-                                      createdAt: Date().timeIntervalSince1970, completion: completion))
+        coordinator.submit(Submission(jobId: id, key: key, foreignID: jobId != nil, spec: prepared, input: input,
+                                      priority: priority, createdAt: Date().timeIntervalSince1970,
+                                      completion: completion))
         return id
     }
 

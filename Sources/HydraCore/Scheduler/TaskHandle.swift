@@ -10,6 +10,9 @@ public final class TaskHandle {
     public private(set) var isFinished = false
     /// True when the scheduler asked the task to stop.
     public internal(set) var isCancelled = false
+    /// Whether `job.started` went out; it is sent lazily so a task that finishes
+    /// inside `start` costs one message instead of two.
+    var announced = false
 
     init(task: WorkTask, worker: WorkerRuntime) {
         self.task = task
@@ -19,18 +22,21 @@ public final class TaskHandle {
     /// Bytes moved so far (downloads, uploads).
     public func progress(bytes: Int64, totalBytes: Int64?) {
         guard !isFinished else { return }
+        worker.announce(self)
         worker.report(task.token, .progress(bytes: bytes, total: totalBytes))
     }
 
     /// A failed attempt will be retried after `delayMs`; `attempt` is the number of the next attempt.
     public func retrying(attempt: Int, delayMs: Int, error: JobError) {
         guard !isFinished else { return }
+        worker.announce(self)
         worker.report(task.token, .retrying(attempt: attempt, delayMs: delayMs, error: error))
     }
 
     /// The job was answered without doing its work (`cache`, `dummy`); a final event follows.
     public func skipped(reason: String) {
         guard !isFinished else { return }
+        worker.announce(self)
         worker.report(task.token, .skipped(reason: reason))
     }
 
@@ -45,6 +51,8 @@ public final class TaskHandle {
 /// What a worker tells the coordinator about a task.
 public enum WorkerReport: Sendable {
     case started(worker: String)
+    /// Started and finished in one go (the task completed inside `start`).
+    case ran(worker: String, StepOutcome)
     case progress(bytes: Int64, total: Int64?)
     case retrying(attempt: Int, delayMs: Int, error: JobError)
     case skipped(reason: String)

@@ -108,7 +108,7 @@ final class WorkerRuntime {
 
     var stats: WorkerStats {
         WorkerStats(name: configuration.name, kind: configuration.kind, paused: paused,
-                    queued: queue.count - cancelledWhileQueued.count, active: active.count, done: done, failed: failed)
+                    queued: max(0, queue.count - cancelledWhileQueued.count), active: active.count, done: done, failed: failed)
     }
 
     func handle(_ message: WorkerMessage) {
@@ -135,10 +135,23 @@ final class WorkerRuntime {
         outbox?.post(.report(token, report))
     }
 
+    /// Sends `job.started` for `handle` unless it already went out.
+    func announce(_ handle: TaskHandle) {
+        guard !handle.announced else { return }
+        handle.announced = true
+        report(handle.task.token, .started(worker: configuration.name))
+    }
+
     func taskFinished(_ handle: TaskHandle, _ outcome: StepOutcome) {
-        active[handle.task.token] = nil
         if case .success = outcome { done += 1 } else { failed += 1 }
-        outbox?.post(.report(handle.task.token, .finished(outcome)))
+        if handle.announced {
+            active[handle.task.token] = nil
+            outbox?.post(.report(handle.task.token, .finished(outcome)))
+        } else {
+            // Finished inside `start`: never entered `active`.
+            handle.announced = true
+            outbox?.post(.report(handle.task.token, .ran(worker: configuration.name, outcome)))
+        }
         pump()
     }
 
@@ -147,13 +160,19 @@ final class WorkerRuntime {
     private func pump() {
         guard !pumping, let executor else { return }
         pumping = true
-        defer { pumping = false }
+        defer {
+            pumping = false
+            // A cancel can race with the task's own finish; such tokens match nothing queued.
+            if queue.count == 0 && !cancelledWhileQueued.isEmpty { cancelledWhileQueued.removeAll() }
+        }
         while !paused && active.count < configuration.maxActive, let task = queue.pop() {
             if !cancelledWhileQueued.isEmpty, cancelledWhileQueued.remove(task.token) != nil { continue }
             let handle = TaskHandle(task: task, worker: self)
-            active[task.token] = handle
-            report(task.token, .started(worker: configuration.name))
             executor.start(task, handle: handle)
+            if !handle.isFinished {
+                announce(handle)
+                active[task.token] = handle
+            }
         }
     }
 
