@@ -232,6 +232,10 @@ run_raw() { # c
     line="$(json_line raw-c "$out")"
     [[ -n "$line" ]] || die "rawbench produced no result at concurrency $1"
     record "$line"
+    "$RAWBENCH" "$URL" "$REQUESTS" "$1" --same-options > "$out" || true
+    line="$(json_line raw-c-same "$out")"
+    [[ -n "$line" ]] || die "rawbench --same-options produced no result at concurrency $1"
+    record "$line"
 }
 
 run_hydra() { # c
@@ -360,15 +364,20 @@ def fmt(r, base, missing):
 
 tools_missing = "–" if run_tools != "0" else "skipped (BENCH_TOOLS=0)"
 out = [machine, "",
-       "| concurrency | raw C req/s | hydra req/s (× raw C) | curl --parallel req/s (× raw C) | aria2c req/s (× raw C) |",
-       "|---:|---:|---:|---:|---:|"]
+       "| concurrency | raw C req/s | raw C, Hydra's options req/s (× raw C) | hydra req/s (× raw C) | hydra × raw C with Hydra's options | curl --parallel req/s (× raw C) | aria2c req/s (× raw C) |",
+       "|---:|---:|---:|---:|---:|---:|---:|"]
 for c in sorted(by):
     g = by[c]
     raw = g.get("raw-c")
     base = raw["rps"] if raw and raw["rps"] > 0 else None
-    out.append("| %d | %s | %s | %s | %s |" % (
-        c, fmt(raw, None, "–"),
-        fmt(g.get("hydra"), base, hydra_note or "–"),
+    same = g.get("raw-c-same")
+    hydra = g.get("hydra")
+    same_ratio = "–"
+    if same and hydra and same["rps"] > 0:
+        same_ratio = f"{hydra['rps'] / same['rps']:.2f}×"
+    out.append("| %d | %s | %s | %s | %s | %s | %s |" % (
+        c, fmt(raw, None, "–"), fmt(same, base, "–"),
+        fmt(hydra, base, hydra_note or "–"), same_ratio,
         fmt(g.get("curl-parallel"), base, tools_missing),
         fmt(g.get("aria2c"), base, tools_missing)))
 out.append("")

@@ -1,7 +1,13 @@
 /*
  * rawbench: the floor of Hydra's remote-worker stack, in plain C.
  *
- *   rawbench URL REQUESTS CONCURRENCY
+ *   rawbench URL REQUESTS CONCURRENCY [--same-options]
+ *
+ * With --same-options each transfer also gets the options Hydra sets for a
+ * default remote job (Accept-Encoding gzip/deflate with transparent decoding,
+ * redirects followed up to 5, 30 s total and 10 s connect timeouts, response
+ * header lines kept), and the result is named "raw-c-same": the same HTTP
+ * work in plain C, so the ratio to it measures Hydra's own overhead.
  *
  * One libuv loop drives one libcurl multi handle through the multi socket API
  * (CURLMOPT_SOCKETFUNCTION -> one uv_poll_t per socket, CURLMOPT_TIMERFUNCTION
@@ -31,7 +37,21 @@ typedef struct {
     char *buf;
     size_t len;
     size_t cap;
+    char headers[2048]; /* header lines of the current response (--same-options) */
+    size_t headers_len;
 } slot_t;
+
+/* Keeps each response's header lines, as a client that reports headers must. */
+static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata) {
+    slot_t *slot = userdata;
+    size_t n = size * nmemb;
+    if (n >= 5 && memcmp(ptr, "HTTP/", 5) == 0) slot->headers_len = 0;
+    if (slot->headers_len + n <= sizeof(slot->headers)) {
+        memcpy(slot->headers + slot->headers_len, ptr, n);
+        slot->headers_len += n;
+    }
+    return n;
+}
 
 typedef struct {
     uv_poll_t poll; /* must stay first: the close callback frees the handle */
@@ -192,8 +212,9 @@ static long parse_pos(const char *s, const char *what) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s URL REQUESTS CONCURRENCY\n", argv[0]);
+    int same_options = argc == 5 && strcmp(argv[4], "--same-options") == 0;
+    if (argc != 4 && !same_options) {
+        fprintf(stderr, "usage: %s URL REQUESTS CONCURRENCY [--same-options]\n", argv[0]);
         return 2;
     }
     const char *url = argv[1];
@@ -224,6 +245,15 @@ int main(int argc, char **argv) {
         curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
         curl_easy_setopt(e, CURLOPT_WRITEDATA, &slots[i]);
         curl_easy_setopt(e, CURLOPT_PRIVATE, &slots[i]);
+        if (same_options) {
+            curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "gzip, deflate");
+            curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+            curl_easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
+            curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 30000L);
+            curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+            curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+            curl_easy_setopt(e, CURLOPT_HEADERDATA, &slots[i]);
+        }
     }
 
     /* Untimed warm-up: one request per slot, all in flight, then wait. */
@@ -250,8 +280,8 @@ int main(int argc, char **argv) {
     }
 
     double seconds = (double)(t_end - t_start) / 1e9;
-    printf("{\"name\":\"raw-c\",\"concurrency\":%ld,\"requests\":%ld,\"failed\":%ld,"
-           "\"seconds\":%.6f,\"rps\":%.1f}\n",
+    printf("{\"name\":\"%s\",\"concurrency\":%ld,\"requests\":%ld,\"failed\":%ld,"
+           "\"seconds\":%.6f,\"rps\":%.1f}\n", same_options ? "raw-c-same" : "raw-c",
            concurrency, target, failed, seconds, seconds > 0 ? (double)target / seconds : 0.0);
     fflush(stdout);
 
