@@ -30,6 +30,9 @@ public final class HTTPClient {
     private var nextID: UInt64 = 1
     private var closed = false
     private var pendingCompletions: [(Transfer, CURLcode)] = []
+    private var completing: [(Transfer, CURLcode)] = []
+    /// The timer's action, made once (curl restarts the timer for every transfer).
+    private var timeoutAction: () -> Void
 
     /// Transfers started and not yet completed.
     public var activeCount: Int { transfers.count }
@@ -48,6 +51,7 @@ public final class HTTPClient {
         guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed") }
         self.multi = multi
         timer = LoopTimer(loop: loop)
+        timeoutAction = {}
         let me = Unmanaged.passUnretained(self).toOpaque()
         hydra_multi_setopt_ptr(multi, CURLMOPT_SOCKETDATA, me)
         hydra_multi_setopt_ptr(multi, CURLMOPT_TIMERDATA, me)
@@ -64,6 +68,7 @@ public final class HTTPClient {
         hydra_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, options.maxHostConnections))
         hydra_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(1, options.maxConnections))
         hydra_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        timeoutAction = { [unowned self] in self.socketAction(CURL_SOCKET_TIMEOUT, 0) }
     }
 
     /// Starts `request`. `completion` runs exactly once on the loop thread, never
@@ -152,9 +157,7 @@ public final class HTTPClient {
             timer.stop()
         } else {
             // 0 means "as soon as possible": a 0 ms libuv timer runs on the next iteration.
-            timer.start(afterMilliseconds: UInt64(timeoutMs)) { [unowned self] in
-                self.socketAction(CURL_SOCKET_TIMEOUT, 0)
-            }
+            timer.start(afterMilliseconds: UInt64(timeoutMs), timeoutAction)
         }
     }
 
@@ -181,10 +184,11 @@ public final class HTTPClient {
             }
         }
         guard !pendingCompletions.isEmpty else { return }
-        let done = pendingCompletions
-        pendingCompletions.removeAll(keepingCapacity: true)
-        for (transfer, _) in done { curl_multi_remove_handle(multi, transfer.easy) }
-        for (transfer, result) in done { complete(transfer, result) }
+        // Trade arrays instead of copying: completions may add to `pendingCompletions` again.
+        swap(&pendingCompletions, &completing)
+        for (transfer, _) in completing { curl_multi_remove_handle(multi, transfer.easy) }
+        for (transfer, result) in completing { complete(transfer, result) }
+        completing.removeAll(keepingCapacity: true)
     }
 
     private func complete(_ transfer: Transfer, _ result: CURLcode) {

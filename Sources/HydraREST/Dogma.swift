@@ -1,5 +1,6 @@
 import Foundation
 import HydraCore
+import HydraHTTP
 
 /// A codec between request/response bodies and values (the HJRestClientDogma
 /// idea): it may encode a request body and name its content type, decodes the
@@ -20,10 +21,18 @@ extension Dogma {
 /// What a dogma sees of a response.
 public struct DogmaResponse: Sendable {
     public var status: Int
-    /// Header names lowercased.
-    public var headers: [(name: String, value: String)]
+    let headerFields: [HTTPHeader]
     public var body: [UInt8]
-    public var contentType: String? { headers.first { $0.name == "content-type" }?.value }
+
+    init(status: Int, headers: [HTTPHeader], body: [UInt8]) {
+        self.status = status
+        self.headerFields = headers
+        self.body = body
+    }
+
+    /// Header names lowercased, in arrival order.
+    public var headers: [(name: String, value: String)] { headerFields.map { ($0.name, $0.value) } }
+    public var contentType: String? { headerFields.first { $0.name == "content-type" }?.value }
 }
 
 /// A body the dogma could not read.

@@ -150,8 +150,7 @@ final class RESTExecutor: JobExecutor {
     // MARK: - Judging responses
 
     private func judge(response: HTTPResponse, call: RemoteCall) -> StepOutcome {
-        let dogmaResponse = DogmaResponse(status: response.status, headers: response.headers.map { ($0.name, $0.value) },
-                                          body: response.body)
+        let dogmaResponse = DogmaResponse(status: response.status, headers: response.headers, body: response.body)
         let expected = call.request.expect.map { $0.contains(response.status) } ?? (200...299).contains(response.status)
         let saved = call.request.http.saveTo != nil
         let body: JSONValue
@@ -170,7 +169,7 @@ final class RESTExecutor: JobExecutor {
             }
         }
         guard expected else { return .failure(httpError(response.status, body: body)) }
-        var result = OrderedDictionary<String, JSONValue>()
+        var result = OrderedDictionary<String, JSONValue>(minimumCapacity: 8)
         result["status"] = .int(response.status)
         result["headers"] = .object(RESTExecutor.headerObject(response.headers))
         result["body"] = body
@@ -242,12 +241,12 @@ final class RESTExecutor: JobExecutor {
     }
 
     static func headerObject(_ headers: [HTTPHeader]) -> OrderedDictionary<String, JSONValue> {
-        var out = OrderedDictionary<String, JSONValue>()
+        var out = OrderedDictionary<String, JSONValue>(minimumCapacity: headers.count)
         for header in headers {
-            if case .string(let existing) = out[header.name] {
-                out[header.name] = .string(existing + ", " + header.value)
-            } else {
-                out[header.name] = .string(header.value)
+            let (original, index) = out.updateValue(.string(header.value), forKey: header.name, insertingAt: out.count)
+            if case .string(let existing)? = original {
+                // A repeated field: its values joined, as HTTP allows.
+                out.values[index] = .string(existing + ", " + header.value)
             }
         }
         return out
