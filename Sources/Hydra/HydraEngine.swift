@@ -45,7 +45,8 @@ public final class HydraEngine: Sendable {
             workers: configuration.workers,
             managers: [rest, LocalJobManager(registry: localJobs)],
             library: FileJobLibrary(folder: jobsDirectory ?? configuration.jobsPath),
-            environment: environment, shared: shared, lastSeq: lastSeq)
+            environment: environment, shared: shared, lastSeq: lastSeq,
+            maxQueuedJobs: configuration.maxQueuedJobs)
     }
 
     /// Starts an engine from a configuration file (errors name the file and key path).
@@ -142,8 +143,18 @@ public final class HydraEngine: Sendable {
     /// Counters of every worker.
     public func workerStats() -> [WorkerStats] { scheduler.workers.map { $0.stats() } }
 
-    /// Stops the threads; running jobs are abandoned (their transfers cancelled). Idempotent.
+    /// Stops the threads at once; running jobs are abandoned (their transfers cancelled). Idempotent.
     public func shutdown() { scheduler.shutdown() }
+
+    /// Graceful stop: new submissions are refused (kind `shuttingDown`), jobs
+    /// already submitted may finish within `gracePeriod`, then the threads stop.
+    /// Returns true when every job finished in time.
+    @discardableResult
+    public func shutdown(gracePeriod: Duration) async -> Bool {
+        let drained = await scheduler.drain(timeout: gracePeriod)
+        scheduler.shutdown()
+        return drained
+    }
 }
 
 /// Feeds bus events into an `AsyncStream`.

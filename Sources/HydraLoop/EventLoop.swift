@@ -62,22 +62,37 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Runs `work` on the loop thread, soon. Thread-safe; callable from the loop itself.
-    /// Work submitted after shutdown began is dropped.
-    public func execute(_ work: @escaping @Sendable () -> Void) {
-        if inbox.append(work) == true { inboxWakeup.signal() }
+    /// Returns false when the loop has shut down: the work was dropped.
+    /// Work accepted (true) always runs, even when shutdown begins meanwhile.
+    @discardableResult
+    public func execute(_ work: @escaping @Sendable () -> Void) -> Bool {
+        guard let wake = inbox.append(work) else { return false }
+        if wake { inboxWakeup.signal() }
+        return true
     }
 
-    /// Runs `work` on the loop thread and waits for its result. Never call it on the loop thread.
-    public func submitAndWait<T: Sendable>(_ work: @escaping @Sendable () -> T) -> T {
+    /// Runs `work` on the loop thread and waits for its result; `fallback` when
+    /// the loop has already shut down. Callable from the loop itself.
+    public func submitAndWait<T: Sendable>(ifStopped fallback: @autoclosure () -> T,
+                                           _ work: @escaping @Sendable () -> T) -> T {
         if inEventLoop { return work() }
         let done = DispatchSemaphore(value: 0)
         let box = ResultBox<T>()
-        execute {
+        let accepted = execute {
             box.value = work()
             done.signal()
         }
+        guard accepted else { return fallback() }
         done.wait()
         return box.value!
+    }
+
+    /// Runs `work` on the loop thread and waits for its result. Callable from the
+    /// loop itself. The loop must be running: calling it after shutdown is a
+    /// programming error and stops the process with a message (rather than hang).
+    public func submitAndWait<T: Sendable>(_ work: @escaping @Sendable () -> T) -> T {
+        let name = self.name
+        return submitAndWait(ifStopped: { () -> T in preconditionFailure("loop \(name) has shut down") }(), work)
     }
 
     /// Registers a hook to run on the loop thread when the loop shuts down,
@@ -134,7 +149,7 @@ public final class EventLoop: @unchecked Sendable {
         for hook in shutdownHooks.reversed() { hook() }
         shutdownHooks.removeAll()
         drainInbox()
-        inbox.close()
+        for work in inbox.close() { work() }
         inboxWakeup.close()
     }
 }

@@ -66,7 +66,9 @@ public final class Mailbox<Message: Sendable>: Sendable {
     static func close(storage: Storage, wakeup: AsyncHandle, handler: (Message) -> Void) {
         guard !wakeup.isClosing else { return }
         storage.drain(handler)
-        storage.close()
+        // Messages that raced with the drain are delivered too: a sender told
+        // "accepted" must see its message handled.
+        for message in storage.close() { handler(message) }
         wakeup.close()
     }
 
@@ -135,9 +137,14 @@ public final class Mailbox<Message: Sendable>: Sendable {
             }
         }
 
+        /// Refuses later appends and returns what was still pending.
         @inlinable
-        func close() {
-            buffer.withLock { $0.closed = true; $0.pending.removeAll() }
+        func close() -> [Message] {
+            buffer.withLock { b -> [Message] in
+                b.closed = true
+                defer { b.pending.removeAll() }
+                return b.pending
+            }
         }
     }
 }

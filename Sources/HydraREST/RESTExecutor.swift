@@ -50,7 +50,10 @@ final class RESTExecutor: JobExecutor {
         }
         let prepared: PreparedRequest
         do {
-            prepared = try manager.resolver.prepare(spec, timeoutMs: task.spec.timeoutMs)
+            let manager = self.manager
+            prepared = try manager.resolver.prepare(spec, timeoutMs: task.spec.timeoutMs) { name, body in
+                try manager.dogma(named: name)?.encode(body: body)
+            }
         } catch {
             handle.finish(.failure(error))
             return

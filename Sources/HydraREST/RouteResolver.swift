@@ -24,7 +24,11 @@ struct RouteResolver: Sendable {
     let configuration: Configuration
     let stateDirectory: String
 
-    func prepare(_ spec: RemoteSpec, timeoutMs: Int?) throws(JobError) -> PreparedRequest {
+    /// - Parameter encodeWithDogma: encodes a body with the named dogma; nil when that
+    ///   dogma leaves encoding to `bodyEncoding`.
+    func prepare(_ spec: RemoteSpec, timeoutMs: Int?,
+                 encodeWithDogma: (String, JSONValue) throws -> (bytes: [UInt8], contentType: String)? = { _, _ in nil })
+        throws(JobError) -> PreparedRequest {
         let api = spec.api.map { configuration.apis[$0] } ?? nil
         if let name = spec.api, api == nil { throw JobError(.invalid, "unknown api '\(name)'") }
 
@@ -64,9 +68,24 @@ struct RouteResolver: Sendable {
 
         // Body.
         let method = spec.method ?? api?.method ?? "GET"
+        let dogma = spec.dogma ?? api?.dogma ?? configuration.defaults.dogma
         var body: [UInt8]?
         if let value = spec.body {
-            let (bytes, contentType) = try encode(body: value, encoding: spec.bodyEncoding ?? .json)
+            var encoded: (bytes: [UInt8], contentType: String)?
+            if spec.bodyEncoding == nil, let dogma {
+                do {
+                    encoded = try encodeWithDogma(dogma, value)
+                } catch {
+                    throw JobError(.invalid, "dogma \(dogma) cannot encode the body: \(error)")
+                }
+            }
+            let bytes: [UInt8]
+            let contentType: String
+            if let encoded {
+                (bytes, contentType) = encoded
+            } else {
+                (bytes, contentType) = try encode(body: value, encoding: spec.bodyEncoding ?? .json)
+            }
             body = bytes
             if headers["content-type"] == nil { add("Content-Type", contentType) }
         }
@@ -84,7 +103,7 @@ struct RouteResolver: Sendable {
             verifyTLS: server?.verifyTLS ?? true, caFile: server?.caFile, acceptEncoding: true,
             saveTo: saveTo, reportsProgress: saveTo != nil)
         return PreparedRequest(http: request, serverKey: serverKey, path: path,
-                               dogma: spec.dogma ?? api?.dogma ?? configuration.defaults.dogma,
+                               dogma: dogma,
                                expect: spec.expect, retry: spec.retry ?? api?.retry ?? configuration.defaults.retry,
                                api: spec.api)
     }

@@ -65,6 +65,24 @@ import Testing
         engine.register(dogma: Upper())
         let custom = try await engine.run(spec(#"{"type":"remote","endpoint":"/text","dogma":"upper"}"#))
         #expect(custom.result?["body"] == "HELLO, HYDRA")
+
+        // A dogma that encodes request bodies: its bytes and content type go on the wire.
+        struct Pipes: Dogma {
+            let name = "pipes"
+            func encode(body: JSONValue) throws -> (bytes: [UInt8], contentType: String)? {
+                guard case .array(let items) = body else { throw DecodeError("pipes encodes arrays") }
+                return (Array(items.map { Template.text(of: $0) }.joined(separator: "|").utf8), "text/x-pipes")
+            }
+            func decode(_ response: DogmaResponse) throws -> JSONValue { try JSONDogma().decode(response) }
+        }
+        engine.register(dogma: Pipes())
+        let encoded = try await engine.run(spec(#"{"type":"remote","method":"POST","endpoint":"/echo","dogma":"pipes","body":["a",1,true]}"#))
+        #expect(encoded.result?["body"]?["body"] == "a|1|true")
+        #expect(encoded.result?["body"]?["headers"]?["content-type"] == "text/x-pipes")
+        let refused = try await engine.run(spec(#"{"type":"remote","method":"POST","endpoint":"/echo","dogma":"pipes","body":{"k":1}}"#))
+        #expect(refused.state == .failed)
+        #expect(refused.error?.kind == .invalid)
+        #expect(refused.error?.message.contains("pipes") == true)
     }
 
     @Test func failureKinds() async throws {

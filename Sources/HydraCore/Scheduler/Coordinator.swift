@@ -37,28 +37,33 @@ public final class Coordinator: Sendable {
 
     /// Cancels a job and its running steps. `reply` gets `.cancelled`, `.alreadyFinal` or `.notFound`.
     func cancel(_ jobId: String, reply: @escaping @Sendable (CancelReply) -> Void) {
-        inbox.send(.cancel(jobId, reply))
+        if !inbox.send(.cancel(jobId, reply)) { reply(.notFound) }
     }
 
     /// Calls `reply` with the job's result once it is final (at once if it already is;
-    /// nil for an unknown job). Thread-safe.
+    /// nil for an unknown job, or when the coordinator stops first). Thread-safe.
     func whenFinished(_ jobId: String, reply: @escaping @Sendable (JobResult?) -> Void) {
-        inbox.send(.whenFinished(jobId, reply))
+        if !inbox.send(.whenFinished(jobId, reply)) { reply(nil) }
     }
 
     /// The job's status, or nil. Never call on the coordinator thread.
     func status(_ jobId: String) -> JobStatus? {
         let runtime = self.runtime
-        return loop.submitAndWait { runtime.value.status(jobId) }
+        return loop.submitAndWait(ifStopped: nil) { runtime.value.status(jobId) }
     }
 
     /// Statuses of known jobs, newest first, optionally only those in `state`.
     func list(state: JobState?, limit: Int, after: String?) -> [JobStatus] {
         let runtime = self.runtime
-        return loop.submitAndWait { runtime.value.list(state: state, limit: limit, after: after) }
+        return loop.submitAndWait(ifStopped: []) { runtime.value.list(state: state, limit: limit, after: after) }
     }
 
-    func shutdown() { loop.shutdown() }
+    /// Stops the loop; waiters on unfinished jobs hear nil.
+    func shutdown() {
+        let runtime = self.runtime
+        loop.submitAndWait(ifStopped: ()) { runtime.value.abandonWaiters() }
+        loop.shutdown()
+    }
 }
 
 /// Answers to ``Coordinator/cancel(_:reply:)``.
@@ -221,7 +226,7 @@ final class CoordinatorRuntime {
         let node = GraphNode(spec: submission.spec, path: "", index: 0, root: root, parent: nil,
                              scope: GraphScope(input: submission.input))
         root.node = node
-        if let completion = submission.completion { root.waiters.append(completion) }
+        root.completion = submission.completion
         active[root.key] = root
         emit(EventName.queued, node) { ["spec": submission.spec.summary] }
         run(node)
@@ -446,8 +451,18 @@ final class CoordinatorRuntime {
                 foreignKeys[gone.result.jobId] = nil
             }
         }
+        root.completion?(result)
         for waiter in root.waiters { waiter(result) }
         root.waiters.removeAll()
+    }
+
+    /// The coordinator is stopping: whoever waits on an unfinished job hears nil.
+    /// Completions do not run: those jobs did not finish.
+    func abandonWaiters() {
+        for root in active.values {
+            for waiter in root.waiters { waiter(nil) }
+            root.waiters.removeAll()
+        }
     }
 
     // MARK: - Events and references

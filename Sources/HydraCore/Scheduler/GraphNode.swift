@@ -90,7 +90,10 @@ final class RootJob {
     let totalSteps: Int
     var doneSteps = 0
     var node: GraphNode!
-    var waiters: [@Sendable (JobResult) -> Void] = []
+    /// The submitter's completion: runs once, only when the job is final.
+    var completion: (@Sendable (JobResult) -> Void)?
+    /// Callers of `whenFinished`: the result, or nil if the coordinator stops first.
+    var waiters: [@Sendable (JobResult?) -> Void] = []
 
     init(id: String, key: UInt64, priority: Int, createdAt: Double, totalSteps: Int) {
         self.id = id

@@ -11,6 +11,11 @@ public final class Scheduler: Sendable {
     public let coordinator: Coordinator
     public let bus: EventBus
     private let stopped = Mutex(false)
+    /// Set once a graceful stop began: submits are refused.
+    private let draining = Atomic<Bool>(false)
+    /// Submitted and not yet final (for `limits.maxQueuedJobs`).
+    private let unfinished = Atomic<Int>(0)
+    private let maxQueuedJobs: Int
 
     /// Starts the worker and coordinator threads.
     /// - Parameters:
@@ -23,7 +28,8 @@ public final class Scheduler: Sendable {
     public init(workers configurations: [Configuration.Worker], managers: [any JobManager],
                 library: (any JobLibrary)?, environment: [String: String] = [:],
                 shared: (any SharedDataReader)? = nil, lastSeq: UInt64 = 0,
-                retainFinished: Int = 100_000) throws(ValidationError) {
+                retainFinished: Int = 100_000, maxQueuedJobs: Int = 1_000_000) throws(ValidationError) {
+        self.maxQueuedJobs = maxQueuedJobs
         guard !configurations.isEmpty else { throw ValidationError(path: "workers", "at least one worker is required") }
         let workers = configurations.map(Worker.init(configuration:))
         let dispatcher: Dispatcher
@@ -50,10 +56,11 @@ public final class Scheduler: Sendable {
                        jobId: String? = nil,
                        completion: (@Sendable (JobResult) -> Void)? = nil) throws(ValidationError) -> String {
         let prepared = try dispatcher.prepare(spec, path: path)
+        try admit(1)
         let (id, key) = jobId.map { ($0, JobIdentifier.nextKey()) } ?? JobIdentifier.next()
         coordinator.submit(Submission(jobId: id, key: key, foreignID: jobId != nil, spec: prepared, input: input,
                                       priority: priority, createdAt: Date().timeIntervalSince1970,
-                                      completion: completion))
+                                      completion: countedCompletion(completion)))
         return id
     }
 
@@ -63,20 +70,66 @@ public final class Scheduler: Sendable {
     @discardableResult
     public func submit(batch: [(spec: JobSpec, input: JSONValue)], priority: Int = 0,
                        completion: (@Sendable (JobResult) -> Void)? = nil) throws(ValidationError) -> [String] {
+        var prepared: [JobSpec] = []
+        prepared.reserveCapacity(batch.count)
+        for (i, item) in batch.enumerated() {
+            prepared.append(try dispatcher.prepare(item.spec, path: "[\(i)]"))
+        }
+        try admit(batch.count)
         var submissions: [CoordinatorMessage] = []
         submissions.reserveCapacity(batch.count)
         let now = Date().timeIntervalSince1970
-        for (i, item) in batch.enumerated() {
-            let prepared = try dispatcher.prepare(item.spec, path: "[\(i)]")
+        let counted = countedCompletion(completion)
+        for (spec, item) in zip(prepared, batch) {
             let (id, key) = JobIdentifier.next()
-            submissions.append(.submit(Submission(jobId: id, key: key, spec: prepared, input: item.input,
-                                                  priority: priority, createdAt: now, completion: completion)))
+            submissions.append(.submit(Submission(jobId: id, key: key, spec: spec, input: item.input,
+                                                  priority: priority, createdAt: now, completion: counted)))
         }
         coordinator.inbox.send(contentsOf: submissions)
         return submissions.map { if case .submit(let s) = $0 { return s.jobId } else { return "" } }
     }
 
-    /// Waits for a job's final result; nil for an unknown job.
+    /// Reserves room for `count` jobs, or refuses them all.
+    private func admit(_ count: Int) throws(ValidationError) {
+        if draining.load(ordering: .acquiring) {
+            throw ValidationError(path: "", "shutting down: no new work is accepted", kind: .shuttingDown)
+        }
+        let now = unfinished.add(count, ordering: .relaxed).newValue
+        if now > maxQueuedJobs {
+            unfinished.subtract(count, ordering: .relaxed)
+            throw ValidationError(path: "", "overloaded: \(maxQueuedJobs) jobs are queued (limits.maxQueuedJobs)",
+                                  kind: .overloaded)
+        }
+    }
+
+    /// Wraps a completion so the job leaves the unfinished count first.
+    private func countedCompletion(_ completion: (@Sendable (JobResult) -> Void)?) -> @Sendable (JobResult) -> Void {
+        return { [self] result in
+            unfinished.subtract(1, ordering: .relaxed)
+            completion?(result)
+        }
+    }
+
+    /// True once a graceful stop began.
+    public var isDraining: Bool { draining.load(ordering: .acquiring) }
+
+    /// Jobs submitted and not yet final.
+    public var unfinishedJobs: Int { unfinished.load(ordering: .relaxed) }
+
+    /// Stops taking new jobs and waits until every submitted job is final or
+    /// `timeout` passes. Returns true when all finished in time.
+    public func drain(timeout: Duration) async -> Bool {
+        draining.store(true, ordering: .releasing)
+        let deadline = ContinuousClock.now + timeout
+        while unfinished.load(ordering: .relaxed) > 0 {
+            if ContinuousClock.now >= deadline { return false }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return true
+    }
+
+    /// Waits for a job's final result; nil for an unknown job, or when the
+    /// scheduler stops before the job finishes.
     public func result(of jobId: String) async -> JobResult? {
         await withCheckedContinuation { continuation in
             coordinator.whenFinished(jobId) { continuation.resume(returning: $0) }

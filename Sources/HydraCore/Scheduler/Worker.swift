@@ -1,5 +1,6 @@
 import DequeModule
 import HydraLoop
+import Synchronization
 
 /// A named worker: a thread with its own libuv loop, a queue of tasks and an
 /// executor bound by the dispatcher (remote: HTTP transfers; local: local jobs).
@@ -15,6 +16,8 @@ public final class Worker: Sendable {
     public let loop: EventLoop
     let inbox: Mailbox<WorkerMessage>
     private let runtime: LoopBound<WorkerRuntime>
+    /// The counters at shutdown, for ``stats()`` once the loop is gone.
+    private let lastStats = Mutex<WorkerStats?>(nil)
 
     init(configuration: Configuration.Worker) {
         self.configuration = configuration
@@ -47,13 +50,18 @@ public final class Worker: Sendable {
     /// Counters and state, read on the worker's thread. Never call it on that thread.
     public func stats() -> WorkerStats {
         let runtime = self.runtime
-        return loop.submitAndWait { runtime.value.stats }
+        return loop.submitAndWait(ifStopped: lastStats.withLock { $0 }!) { runtime.value.stats }
     }
 
-    /// Closes the executor and stops the thread. Thread-safe; call once.
+    /// Closes the executor and stops the thread; ``stats()`` keeps answering with
+    /// the final counters. Thread-safe; call once.
     func shutdown() {
         let runtime = self.runtime
-        loop.execute { runtime.value.close() }
+        let last = loop.submitAndWait { () -> WorkerStats in
+            runtime.value.close()
+            return runtime.value.stats
+        }
+        lastStats.withLock { $0 = last }
         loop.shutdown()
     }
 }

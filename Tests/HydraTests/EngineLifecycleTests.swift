@@ -1,0 +1,71 @@
+import Foundation
+import Testing
+
+@testable import Hydra
+
+/// Admission limits and graceful stop of the embedded engine.
+@Suite struct EngineLifecycleTests {
+    @Test func refusesWorkBeyondMaxQueuedJobs() async throws {
+        let engine = try makeEngine(#", "limits": {"maxQueuedJobs": 2}"#)
+        defer { engine.shutdown() }
+        let slow = try spec(#"{"type":"local","name":"delay","input":{"ms":300}}"#)
+        let first = try engine.submit(slow)
+        _ = try engine.submit(slow)
+        #expect(throws: ValidationError.self) { try engine.submit(slow) }
+        do {
+            _ = try engine.submit(slow)
+        } catch {
+            #expect(error.kind == .overloaded)
+            #expect(error.description.contains("maxQueuedJobs"))
+        }
+        // A batch is admitted whole or not at all.
+        #expect(throws: ValidationError.self) { try engine.submit(batch: [slow]) { _ in } }
+        #expect(engine.scheduler.unfinishedJobs == 2)
+        _ = await engine.result(of: first)
+        // Room again once a job is final (its completion runs just before result waiters).
+        try await waitUntil { engine.scheduler.unfinishedJobs < 2 }
+        _ = try engine.submit(slow)
+    }
+
+    @Test func gracefulStopRefusesNewWorkAndLetsRunningJobsFinish() async throws {
+        let engine = try makeEngine()
+        let running = try engine.submit(spec(#"{"type":"remote","endpoint":"/delay/200"}"#))
+        async let result = engine.result(of: running)
+        let stop = Task { await engine.shutdown(gracePeriod: .seconds(5)) }
+        try await waitUntil { engine.scheduler.isDraining }
+        let echo = try spec(#"{"type":"local","name":"echo"}"#)
+        do {
+            _ = try engine.submit(echo)
+            Issue.record("a submit during shutdown was accepted")
+        } catch {
+            #expect(error.kind == .shuttingDown)
+        }
+        #expect(await stop.value == true)
+        #expect(await result?.state == .succeeded)
+        // Once stopped, queries answer instead of hanging.
+        #expect(await engine.result(of: running) == nil)
+        #expect(engine.status(of: running) == nil)
+        #expect(engine.workerStats().reduce(0) { $0 + $1.done } == 1)
+    }
+
+    @Test func gracefulStopGivesUpAfterTheGracePeriod() async throws {
+        let engine = try makeEngine()
+        let abandoned = try engine.submit(spec(#"{"type":"remote","endpoint":"/delay/3000"}"#))
+        let started = ContinuousClock.now
+        let finished = await engine.shutdown(gracePeriod: .milliseconds(200))
+        #expect(finished == false)
+        #expect(await engine.result(of: abandoned) == nil)
+        #expect(ContinuousClock.now - started < .seconds(2))
+    }
+}
+
+/// Polls `condition` every 5 ms for up to 5 s.
+func waitUntil(_ condition: () -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(5)
+    while !condition() {
+        guard ContinuousClock.now < deadline else { throw WaitTimeout() }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+}
+
+struct WaitTimeout: Error {}
