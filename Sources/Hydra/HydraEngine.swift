@@ -30,9 +30,12 @@ public final class HydraEngine: Sendable {
     ///   - configuration: workers, servers, apis, defaults, dummy responses (config.md).
     ///   - stateDirectory: overrides `state.path`.
     ///   - jobsDirectory: overrides `jobs.path`.
+    ///   - shared: where `${shared.KEY}` references read from.
+    ///   - journal: hears each finished step of jobs queued with `Scheduler.enqueue` (durable servers).
+    ///   - lastSeq: the seq of the last event already issued (events continue after it).
     public init(configuration: Configuration = Configuration(), stateDirectory: String? = nil,
                 jobsDirectory: String? = nil, shared: (any SharedDataReader)? = nil,
-                lastSeq: UInt64 = 0) throws(ValidationError) {
+                journal: (any StepJournal)? = nil, lastSeq: UInt64 = 0) throws(ValidationError) {
         HTTPClient.initializeLibrary()
         self.configuration = configuration
         self.stateDirectory = stateDirectory ?? configuration.state.path
@@ -45,7 +48,7 @@ public final class HydraEngine: Sendable {
             workers: configuration.workers,
             managers: [rest, LocalJobManager(registry: localJobs)],
             library: FileJobLibrary(folder: jobsDirectory ?? configuration.jobsPath),
-            environment: environment, shared: shared, lastSeq: lastSeq,
+            environment: environment, shared: shared, journal: journal, lastSeq: lastSeq,
             maxQueuedJobs: configuration.maxQueuedJobs)
     }
 

@@ -16,13 +16,13 @@ public final class Coordinator: Sendable {
     private let runtime: LoopBound<CoordinatorRuntime>
 
     init(dispatcher: Dispatcher, bus: EventBus, environment: [String: String],
-         shared: (any SharedDataReader)?, retainFinished: Int) {
+         shared: (any SharedDataReader)?, journal: (any StepJournal)?, retainFinished: Int) {
         self.bus = bus
         let loop = EventLoop(name: "hydra-coordinator")
         self.loop = loop
         (inbox, runtime) = loop.submitAndWait {
             let runtime = CoordinatorRuntime(loop: loop, dispatcher: dispatcher, bus: bus, environment: environment,
-                                             shared: shared, retainFinished: retainFinished)
+                                             shared: shared, journal: journal, retainFinished: retainFinished)
             let inbox = Mailbox<CoordinatorMessage>(loop: loop) { runtime.handle($0) }
             return (inbox, LoopBound(runtime, loop: loop))
         }
@@ -50,6 +50,12 @@ public final class Coordinator: Sendable {
     func status(_ jobId: String) -> JobStatus? {
         let runtime = self.runtime
         return loop.submitAndWait(ifStopped: nil) { runtime.value.status(jobId) }
+    }
+
+    /// Statuses of several jobs in one hop (nil for jobs it does not know). Never call on the coordinator thread.
+    func statuses(_ jobIds: [String]) -> [JobStatus?] {
+        let runtime = self.runtime
+        return loop.submitAndWait(ifStopped: jobIds.map { _ in nil }) { jobIds.map { runtime.value.status($0) } }
     }
 
     /// Statuses of known jobs, newest first, optionally only those in `state`.
@@ -83,9 +89,16 @@ public final class Submission: Sendable {
     let createdAt: Double
     /// Called on the coordinator thread with the final result; must be quick.
     let completion: (@Sendable (JobResult) -> Void)?
+    /// Journaled jobs report each finished leaf step to the scheduler's ``StepJournal``.
+    let journaled: Bool
+    /// Leaf outcomes recorded before a restart, by step path.
+    let recoveredSteps: [String: StoredStep]
 
     init(jobId: String, key: UInt64, foreignID: Bool = false, spec: JobSpec, input: JSONValue, priority: Int,
-         createdAt: Double, completion: (@Sendable (JobResult) -> Void)?) {
+         createdAt: Double, completion: (@Sendable (JobResult) -> Void)?, journaled: Bool = false,
+         recoveredSteps: [String: StoredStep] = [:]) {
+        self.journaled = journaled
+        self.recoveredSteps = recoveredSteps
         self.jobId = jobId
         self.key = key
         self.foreignID = foreignID
@@ -119,6 +132,17 @@ public struct JobStatus: Sendable {
     public var stepsDone: Int
     public var stepsTotal: Int
 
+    public init(jobId: String, state: JobState, createdAt: Double, startedAt: Double?, finishedAt: Double?,
+                stepsDone: Int, stepsTotal: Int) {
+        self.jobId = jobId
+        self.state = state
+        self.createdAt = createdAt
+        self.startedAt = startedAt
+        self.finishedAt = finishedAt
+        self.stepsDone = stepsDone
+        self.stepsTotal = stepsTotal
+    }
+
     public var json: JSONValue {
         var o: OrderedDictionary<String, JSONValue> = [
             "jobId": .string(jobId), "state": .string(state.rawValue),
@@ -138,6 +162,7 @@ final class CoordinatorRuntime {
     private let bus: EventBus
     private let environment: [String: String]
     private let shared: (any SharedDataReader)?
+    private let journal: (any StepJournal)?
     private let retainFinished: Int
 
     private var outboxes: [Outbox<WorkerMessage>] = []
@@ -156,8 +181,9 @@ final class CoordinatorRuntime {
     private var nextToken: UInt64 = 1
 
     init(loop: EventLoop, dispatcher: Dispatcher, bus: EventBus, environment: [String: String],
-         shared: (any SharedDataReader)?, retainFinished: Int) {
+         shared: (any SharedDataReader)?, journal: (any StepJournal)?, retainFinished: Int) {
         self.loop = loop
+        self.journal = journal
         self.dispatcher = dispatcher
         self.bus = bus
         self.environment = environment
@@ -227,6 +253,8 @@ final class CoordinatorRuntime {
                              scope: GraphScope(input: submission.input))
         root.node = node
         root.completion = submission.completion
+        root.journaled = submission.journaled && journal != nil
+        root.recoveredSteps = submission.recoveredSteps
         active[root.key] = root
         emit(EventName.queued, node) { ["spec": submission.spec.summary] }
         run(node)
@@ -262,6 +290,10 @@ final class CoordinatorRuntime {
     }
 
     private func dispatch(_ node: GraphNode) {
+        if !node.root.recoveredSteps.isEmpty, let step = node.root.recoveredSteps.removeValue(forKey: node.path) {
+            finish(node, step.outcome)
+            return
+        }
         var spec = node.effective
         if spec.ownStringsHaveReferences {
             do throws(ReferenceError) {
@@ -351,6 +383,9 @@ final class CoordinatorRuntime {
         if node.token != 0 {
             leaves[node.token] = nil
             node.root.doneSteps += 1
+        }
+        if node.root.journaled, node.isLeaf, node.parent != nil {
+            journal?.stepFinished(jobId: node.root.id, stepPath: node.path, outcome: StoredStep(outcome))
         }
         switch outcome {
         case .success(let result):

@@ -94,6 +94,10 @@ final class RootJob {
     var completion: (@Sendable (JobResult) -> Void)?
     /// Callers of `whenFinished`: the result, or nil if the coordinator stops first.
     var waiters: [@Sendable (JobResult?) -> Void] = []
+    /// Leaf outcomes recorded before a restart, by step path: reused, not run again.
+    var recoveredSteps: [String: StoredStep] = [:]
+    /// True when each finished leaf step goes to the step journal.
+    var journaled = false
 
     init(id: String, key: UInt64, priority: Int, createdAt: Double, totalSteps: Int) {
         self.id = id

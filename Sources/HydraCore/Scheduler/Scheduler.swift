@@ -27,7 +27,7 @@ public final class Scheduler: Sendable {
     ///   - retainFinished: finished jobs kept in memory for status queries.
     public init(workers configurations: [Configuration.Worker], managers: [any JobManager],
                 library: (any JobLibrary)?, environment: [String: String] = [:],
-                shared: (any SharedDataReader)? = nil, lastSeq: UInt64 = 0,
+                shared: (any SharedDataReader)? = nil, journal: (any StepJournal)? = nil, lastSeq: UInt64 = 0,
                 retainFinished: Int = 100_000, maxQueuedJobs: Int = 1_000_000) throws(ValidationError) {
         self.maxQueuedJobs = maxQueuedJobs
         guard !configurations.isEmpty else { throw ValidationError(path: "workers", "at least one worker is required") }
@@ -43,7 +43,7 @@ public final class Scheduler: Sendable {
         self.dispatcher = dispatcher
         bus = EventBus(lastSeq: lastSeq)
         coordinator = Coordinator(dispatcher: dispatcher, bus: bus, environment: environment, shared: shared,
-                                  retainFinished: retainFinished)
+                                  journal: journal, retainFinished: retainFinished)
         for worker in workers {
             worker.bind(manager: dispatcher.manager(for: worker.kind)!, reports: coordinator.inbox)
         }
@@ -87,6 +87,44 @@ public final class Scheduler: Sendable {
         }
         coordinator.inbox.send(contentsOf: submissions)
         return submissions.map { if case .submit(let s) = $0 { return s.jobId } else { return "" } }
+    }
+
+    // MARK: - Two-phase submit (durable callers)
+
+    /// Checks `spec` and assigns an id (`jobId` when given, e.g. a recovered
+    /// job's), without queueing anything: a durable caller records the job
+    /// first, then hands it to ``enqueue(_:)``.
+    public func prepare(_ spec: JobSpec, path: String = "", jobId: String? = nil) throws(ValidationError) -> PreparedJob {
+        let prepared = try dispatcher.prepare(spec, path: path)
+        if let jobId {
+            if let key = JobIdentifier.key(of: jobId) { return PreparedJob(jobId: jobId, key: key, foreignID: false, spec: prepared) }
+            return PreparedJob(jobId: jobId, key: JobIdentifier.nextKey(), foreignID: true, spec: prepared)
+        }
+        let (id, key) = JobIdentifier.next()
+        return PreparedJob(jobId: id, key: key, foreignID: false, spec: prepared)
+    }
+
+    /// Reserves room for `count` jobs (`limits.maxQueuedJobs`, shutdown), or
+    /// refuses them all. Each reservation is used by ``enqueue(_:)`` or given
+    /// back with ``release(_:)``.
+    public func reserve(_ count: Int) throws(ValidationError) { try admit(count) }
+
+    /// Gives back reservations that will not be enqueued.
+    public func release(_ count: Int) { unfinished.subtract(count, ordering: .relaxed) }
+
+    /// Queues reserved jobs with one hand-over to the coordinator. Jobs are
+    /// journaled (each finished leaf step reported to the ``StepJournal``).
+    public func enqueue(_ jobs: [QueuedJob]) {
+        var messages: [CoordinatorMessage] = []
+        messages.reserveCapacity(jobs.count)
+        for job in jobs {
+            let p = job.prepared
+            messages.append(.submit(Submission(
+                jobId: p.jobId, key: p.key, foreignID: p.foreignID, spec: p.spec, input: job.input,
+                priority: job.priority, createdAt: job.createdAt, completion: countedCompletion(job.completion),
+                journaled: true, recoveredSteps: job.recoveredSteps)))
+        }
+        coordinator.inbox.send(contentsOf: messages)
     }
 
     /// Reserves room for `count` jobs, or refuses them all.
@@ -149,6 +187,9 @@ public final class Scheduler: Sendable {
     }
 
     public func status(of jobId: String) -> JobStatus? { coordinator.status(jobId) }
+
+    /// Statuses of several jobs in one hop to the coordinator (nil where unknown).
+    public func statuses(of jobIds: [String]) -> [JobStatus?] { coordinator.statuses(jobIds) }
 
     public func jobs(state: JobState? = nil, limit: Int = 100, after: String? = nil) -> [JobStatus] {
         coordinator.list(state: state, limit: limit, after: after)

@@ -1,0 +1,33 @@
+/// A checked job with its id, not queued yet (see ``Scheduler/prepare(_:path:jobId:)``).
+public struct PreparedJob: Sendable {
+    public let jobId: String
+    let key: UInt64
+    let foreignID: Bool
+    let spec: JobSpec
+
+    /// How many leaf steps the job has (named jobs counted by their graph).
+    public var stepCount: Int { spec.leafCount }
+}
+
+/// A prepared job with what it runs with, for ``Scheduler/enqueue(_:)``.
+public struct QueuedJob: Sendable {
+    public var prepared: PreparedJob
+    public var input: JSONValue
+    public var priority: Int
+    /// Seconds since 1970 (kept across restarts).
+    public var createdAt: Double
+    /// Leaf outcomes recorded before a restart, by step path: reused, not run again.
+    public var recoveredSteps: [String: StoredStep]
+    /// Runs on the coordinator thread with the final result; keep it quick.
+    public var completion: (@Sendable (JobResult) -> Void)?
+
+    public init(prepared: PreparedJob, input: JSONValue, priority: Int, createdAt: Double,
+                recoveredSteps: [String: StoredStep] = [:], completion: (@Sendable (JobResult) -> Void)?) {
+        self.prepared = prepared
+        self.input = input
+        self.priority = priority
+        self.createdAt = createdAt
+        self.recoveredSteps = recoveredSteps
+        self.completion = completion
+    }
+}

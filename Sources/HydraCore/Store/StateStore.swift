@@ -1,0 +1,181 @@
+import Foundation
+
+/// Durable state for `hydra serve`: jobs, step results, events, idempotency
+/// keys, shared data and the response cache.
+///
+/// The core defines this protocol and a higher layer implements it (SQLite
+/// today; a PostgreSQL backend shared by several nodes is planned), so the
+/// scheduler and the RPC server never see a database.
+///
+/// Threading: every method is thread-safe. Writes are queued to one writer
+/// that commits them in batches (group commit); methods taking a `done`
+/// callback call it on the writer thread once the write is committed, so a
+/// caller that must not answer before the data is durable waits for it, and
+/// everyone else fires and forgets. Reads run on the calling thread on a
+/// connection of their own and see every write whose `done` already ran.
+public protocol StateStore: Sendable {
+    // MARK: Jobs
+
+    /// Records new jobs (state `queued`) in one transaction. With an
+    /// idempotency key already known, that job is not inserted again and the
+    /// outcome names the existing job instead.
+    func insert(_ jobs: [StoredJob], done: @escaping @Sendable (Result<[InsertOutcome], StoreError>) -> Void)
+
+    /// Records that a job started (state `running`, `startedAt`). Fire and forget.
+    func markStarted(jobId: String, at time: Double)
+
+    /// Records a job's final state and its `job.result` object. `done` runs once committed.
+    func finish(jobId: String, state: JobState, result: JSONValue, at time: Double,
+                done: (@Sendable (Result<Void, StoreError>) -> Void)?)
+
+    /// Records one finished step of a graph (its `stepPath`, `"1.0"`), so a
+    /// restarted server resumes a graph after its finished steps. `done` runs once committed.
+    func recordStep(jobId: String, stepPath: String, outcome: StoredStep,
+                    done: (@Sendable (Result<Void, StoreError>) -> Void)?)
+
+    /// One job, or nil.
+    func job(_ jobId: String) throws(StoreError) -> StoredJob?
+
+    /// Jobs newest first, optionally in one state; `after` is the cursor
+    /// returned with the previous page. Returns the page and the next cursor
+    /// (nil on the last page).
+    func jobs(state: JobState?, limit: Int, after cursor: String?) throws(StoreError) -> (jobs: [StoredJob], next: String?)
+
+    /// Jobs not yet final (queued or running), oldest first, with the steps
+    /// they already finished: what a restarted server must finish.
+    func unfinishedJobs() throws(StoreError) -> [(job: StoredJob, steps: [String: StoredStep])]
+
+    // MARK: Events
+
+    /// Appends events (already numbered, in `seq` order). Fire and forget.
+    func append(_ events: [HydraEvent])
+
+    /// Events with `seq > after`, oldest first, at most `limit`.
+    func events(after seq: UInt64, limit: Int) throws(StoreError) -> [HydraEvent]
+
+    /// The highest `seq` ever appended (0 for a new store).
+    func lastSeq() throws(StoreError) -> UInt64
+
+    // MARK: Shared data
+
+    /// The value under `key`, decrypted or decompressed; nil if absent.
+    func sharedValue(_ key: String) throws(StoreError) -> JSONValue?
+
+    /// Stores `value` under `key`, encoded with `cipher`. `done` runs once committed.
+    func setShared(_ key: String, value: JSONValue, cipher: SharedCipher,
+                   done: @escaping @Sendable (Result<Void, StoreError>) -> Void)
+
+    /// Removes `key`; `done` receives whether it existed.
+    func removeShared(_ key: String, done: @escaping @Sendable (Result<Bool, StoreError>) -> Void)
+
+    /// True when the value under `key` is stored encrypted (its events never carry the value).
+    func isEncrypted(_ key: String) -> Bool
+
+    // MARK: Response cache
+
+    /// The cached response for `key` when not older than its TTL, else nil.
+    func cachedResponse(_ key: String, now: Double) throws(StoreError) -> JSONValue?
+
+    /// Stores a response under `key` (with the api it belongs to) for `ttl` seconds. Fire and forget.
+    func storeResponse(_ key: String, api: String?, value: JSONValue, ttl: Double, now: Double)
+
+    /// Removes cached responses by api, exact key, or key prefix; `done` receives how many.
+    func removeResponses(api: String?, key: String?, prefix: String?,
+                         done: @escaping @Sendable (Result<Int, StoreError>) -> Void)
+
+    // MARK: Upkeep
+
+    /// Deletes finished jobs, their steps and events older than `time`. Fire and forget.
+    func prune(before time: Double)
+
+    /// Waits until every queued write is committed.
+    func flush()
+
+    /// Commits what is queued and closes the database. Later calls fail.
+    func close()
+}
+
+/// A job as the store keeps it.
+public struct StoredJob: Sendable, Equatable {
+    public var jobId: String
+    /// The spec as submitted (JSON), so a restart runs exactly what was acknowledged.
+    public var spec: JSONValue
+    public var input: JSONValue
+    public var priority: Int
+    public var idempotencyKey: String?
+    public var state: JobState
+    public var createdAt: Double
+    public var startedAt: Double?
+    public var finishedAt: Double?
+    /// The `job.result` object once final.
+    public var result: JSONValue?
+
+    public init(jobId: String, spec: JSONValue, input: JSONValue, priority: Int, idempotencyKey: String?,
+                state: JobState = .queued, createdAt: Double, startedAt: Double? = nil,
+                finishedAt: Double? = nil, result: JSONValue? = nil) {
+        self.jobId = jobId
+        self.spec = spec
+        self.input = input
+        self.priority = priority
+        self.idempotencyKey = idempotencyKey
+        self.state = state
+        self.createdAt = createdAt
+        self.startedAt = startedAt
+        self.finishedAt = finishedAt
+        self.result = result
+    }
+}
+
+/// What ``StateStore/insert(_:done:)`` did with one job.
+public enum InsertOutcome: Sendable, Equatable {
+    /// Recorded as new.
+    case inserted
+    /// Its idempotency key was already used, by `jobId`; `sameSpec` tells
+    /// whether that job had the same spec and input.
+    case existing(jobId: String, sameSpec: Bool)
+}
+
+/// A finished step of a graph.
+public struct StoredStep: Sendable, Equatable {
+    public var state: JobState
+    public var result: JSONValue?
+    public var error: JSONValue?
+
+    public init(state: JobState, result: JSONValue?, error: JSONValue?) {
+        self.state = state
+        self.result = result
+        self.error = error
+    }
+}
+
+/// How a shared value is kept at rest.
+public enum SharedCipher: String, Sendable, CaseIterable {
+    case none
+    /// AES-GCM with a key derived from `HYDRA_SHARED_KEY`: never stored or emitted in clear.
+    case aesGCM = "aes-gcm"
+    case gzip
+}
+
+/// A failure of the state store (disk full, corrupt file, missing key...).
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+extension StoredStep {
+    /// The record of a finished step.
+    init(_ outcome: StepOutcome) {
+        switch outcome {
+        case .success(let result): self.init(state: .succeeded, result: result, error: nil)
+        case .failure(let error, let partial):
+            self.init(state: error.kind == .cancelled ? .cancelled : .failed, result: partial, error: error.json)
+        }
+    }
+
+    /// The outcome to replay for a recovered step.
+    var outcome: StepOutcome {
+        if state == .succeeded { return .success(result ?? .null) }
+        let error = error.flatMap(JobError.init(json:)) ?? JobError(.internal, "step failed before a restart")
+        return .failure(error, result: result)
+    }
+}
