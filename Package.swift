@@ -1,11 +1,13 @@
 // swift-tools-version:6.0
 // Hydra: a worker-pool job scheduler. Layers, lowest first:
-//   CUV, CCurl            C bindings (system libraries + shims for variadic C)
-//   HydraLoop             one libuv loop per thread, inboxes, timers
+//   CUV, CCurl, CSQLite, CZlib  C bindings (system libraries + shims for variadic C)
+//   HydraLoop             one libuv loop per thread, inboxes, timers, TCP/Unix streams
 //   HydraHTTP             libcurl multi driven by a HydraLoop
-//   HydraCore             job model, workers, dispatcher, graphs, events
+//   HydraCore             job model, workers, dispatcher, graphs, events, the StateStore protocol
 //   HydraREST, HydraLocal managers bound to workers by the dispatcher
 //   Hydra                 the embeddable engine (wires the layers above)
+//   HydraStore            SQLiteStore: the StateStore on SQLite (writer thread, group commit)
+//   HydraRPC              the JSON-RPC 2.0 server and client of `hydra serve`
 //   hydra                 the command-line tool
 // Each target imports only targets listed before it.
 import PackageDescription
@@ -23,6 +25,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
     ],
     targets: [
         .systemLibrary(
@@ -31,6 +34,12 @@ let package = Package(
         .systemLibrary(
             name: "CCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "CZlib", pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]),
         .target(
             name: "HydraLoop",
             dependencies: ["CUV", .product(name: "DequeModule", package: "swift-collections")],
@@ -59,9 +68,21 @@ let package = Package(
             name: "Hydra",
             dependencies: ["HydraCore", "HydraREST", "HydraLocal", "HydraHTTP", "HydraLoop"],
             swiftSettings: strict),
+        .target(
+            name: "HydraStore",
+            dependencies: ["HydraCore", "CSQLite", "CZlib", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "OrderedCollections", package: "swift-collections")],
+            swiftSettings: strict),
+        .target(
+            name: "HydraRPC",
+            dependencies: ["Hydra", "HydraCore", "HydraLoop",
+                           .product(name: "OrderedCollections", package: "swift-collections")],
+            swiftSettings: strict),
         .executableTarget(
             name: "hydra",
-            dependencies: ["Hydra", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["Hydra", "HydraStore", "HydraRPC", "HydraLoop",
+                           .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                           .product(name: "OrderedCollections", package: "swift-collections")],
             swiftSettings: strict),
         .executableTarget(
             name: "HydraBench",
@@ -75,7 +96,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "HydraTests",
-            dependencies: ["Hydra"],
+            dependencies: ["Hydra", "HydraStore", "HydraRPC", "HydraLoop"],
             swiftSettings: strict),
     ]
 )

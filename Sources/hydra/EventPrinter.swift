@@ -66,6 +66,15 @@ struct ProgressTracker {
         }
     }
 
+    /// The same, for an event received as JSON (`hydra submit --follow`).
+    mutating func observe(json event: JSONValue) {
+        guard case .object(var fields) = event, let name = event["event"]?.stringValue else { return }
+        for key in ["seq", "event", "jobId", "rootJobId", "stepPath", "time"] { fields[key] = nil }
+        observe(HydraEvent(seq: UInt64(event["seq"]?.intValue ?? 0), name: name,
+                           jobId: event["jobId"]?.stringValue ?? "", rootJobId: event["rootJobId"]?.stringValue ?? "",
+                           stepPath: event["stepPath"]?.stringValue ?? "", time: 0, fields: fields))
+    }
+
     var line: String {
         let elapsed = String(format: "%.1fs", Date().timeIntervalSince(start))
         return "hydra: steps \(done) done · \(running.count) in flight · \(failed) failed · \(elapsed)"

@@ -1,0 +1,161 @@
+import Glibc
+
+/// A blocking, line-oriented client socket (POSIX), for the CLI and tests.
+/// Not thread-safe: one user thread at a time.
+public final class LineClient {
+    private var fd: Int32
+    private var buffer: [UInt8] = []
+    private let address: SocketAddress
+
+    /// Connects within `timeout`. Errors name the address: `cannot connect to
+    /// 127.0.0.1:7400: Connection refused`.
+    public init(connectingTo address: SocketAddress, timeout: Duration = .seconds(5)) throws(StreamError) {
+        self.address = address
+        func failure(_ reason: String) -> StreamError { StreamError("cannot connect to \(address): \(reason)") }
+        switch address {
+        case .tcp(let host, let port):
+            var storage = sockaddr_storage()
+            var length: socklen_t
+            let family: Int32
+            if host.contains(":") {
+                family = AF_INET6
+                length = socklen_t(MemoryLayout<sockaddr_in6>.size)
+                let ok = withUnsafeMutablePointer(to: &storage) {
+                    $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { a -> Bool in
+                        a.pointee.sin6_family = sa_family_t(AF_INET6)
+                        a.pointee.sin6_port = UInt16(port).bigEndian
+                        return inet_pton(AF_INET6, host, &a.pointee.sin6_addr) == 1
+                    }
+                }
+                guard ok else { throw failure("not an IP address") }
+            } else {
+                family = AF_INET
+                length = socklen_t(MemoryLayout<sockaddr_in>.size)
+                let ok = withUnsafeMutablePointer(to: &storage) {
+                    $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { a -> Bool in
+                        a.pointee.sin_family = sa_family_t(AF_INET)
+                        a.pointee.sin_port = UInt16(port).bigEndian
+                        return inet_pton(AF_INET, host, &a.pointee.sin_addr) == 1
+                    }
+                }
+                guard ok else { throw failure("not an IP address") }
+            }
+            fd = socket(family, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { throw failure(LineClient.errorText()) }
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            try connect(storage: &storage, length: length, timeout: timeout, failure: failure)
+        case .unix(let path):
+            var a = sockaddr_un()
+            a.sun_family = sa_family_t(AF_UNIX)
+            let bytes = Array(path.utf8)
+            guard bytes.count < MemoryLayout.size(ofValue: a.sun_path) else { throw failure("path too long") }
+            withUnsafeMutableBytes(of: &a.sun_path) { raw in
+                for (i, b) in bytes.enumerated() { raw[i] = b }
+                raw[bytes.count] = 0
+            }
+            fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { throw failure(LineClient.errorText()) }
+            var storage = sockaddr_storage()
+            withUnsafeMutableBytes(of: &storage) { dst in
+                withUnsafeBytes(of: &a) { src in dst.copyMemory(from: src) }
+            }
+            try connect(storage: &storage, length: socklen_t(MemoryLayout<sockaddr_un>.size), timeout: timeout,
+                        failure: failure)
+        }
+    }
+
+    private func connect(storage: inout sockaddr_storage, length: socklen_t, timeout: Duration,
+                         failure: (String) -> StreamError) throws(StreamError) {
+        let flags = fcntl(fd, F_GETFL)
+        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+        let status = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, length) }
+        }
+        if status != 0 {
+            guard errno == EINPROGRESS || errno == EAGAIN else {
+                let text = LineClient.errorText()
+                Glibc.close(fd)
+                throw failure(text)
+            }
+            guard wait(for: Int16(POLLOUT), timeout: timeout) else {
+                Glibc.close(fd)
+                throw failure("timed out")
+            }
+            var error: Int32 = 0
+            var size = socklen_t(MemoryLayout<Int32>.size)
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size)
+            if error != 0 {
+                Glibc.close(fd)
+                throw failure(String(cString: strerror(error)))
+            }
+        }
+        _ = fcntl(fd, F_SETFL, flags)
+    }
+
+    /// Sends `line`, adding `\n` when missing. Never raises SIGPIPE.
+    public func send(_ line: [UInt8]) throws(StreamError) {
+        var bytes = line
+        if bytes.last != UInt8(ascii: "\n") { bytes.append(UInt8(ascii: "\n")) }
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw StreamError("\(address): \(LineClient.errorText())")
+            }
+            offset += n
+        }
+    }
+
+    /// The next line without its terminator; nil at end of stream. Throws on
+    /// errors and when `timeout` passes ("timed out").
+    public func readLine(timeout: Duration? = nil) throws(StreamError) -> [UInt8]? {
+        var scanned = 0
+        while true {
+            if let i = buffer[scanned...].firstIndex(of: UInt8(ascii: "\n")) {
+                var line = Array(buffer[..<i])
+                buffer.removeFirst(i + 1)
+                if line.last == UInt8(ascii: "\r") { line.removeLast() }
+                return line
+            }
+            scanned = buffer.count
+            if let timeout, !wait(for: Int16(POLLIN), timeout: timeout) {
+                throw StreamError("\(address): timed out")
+            }
+            var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw StreamError("\(address): \(LineClient.errorText())")
+            }
+            if n == 0 {
+                if buffer.isEmpty { return nil }
+                defer { buffer = [] }
+                return buffer
+            }
+            buffer.append(contentsOf: chunk[..<n])
+        }
+    }
+
+    /// Closes the socket. Idempotent.
+    public func close() {
+        if fd >= 0 { Glibc.close(fd) }
+        fd = -1
+    }
+
+    deinit { close() }
+
+    private func wait(for events: Int16, timeout: Duration) -> Bool {
+        let (seconds, attoseconds) = timeout.components
+        let milliseconds = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+        var entry = pollfd(fd: fd, events: events, revents: 0)
+        while true {
+            let n = poll(&entry, 1, milliseconds)
+            if n < 0 && errno == EINTR { continue }
+            return n > 0
+        }
+    }
+
+    private static func errorText() -> String { String(cString: strerror(errno)) }
+}

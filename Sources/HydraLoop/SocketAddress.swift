@@ -1,0 +1,59 @@
+/// Where a server listens or a client connects: `HOST:PORT` (IPv4,
+/// `[v6]:PORT`, `localhost:PORT`) or `unix:PATH`.
+public enum SocketAddress: Sendable, Equatable, CustomStringConvertible {
+    case tcp(host: String, port: Int)
+    case unix(path: String)
+
+    /// Parses `HOST:PORT`, `[V6]:PORT` or `unix:PATH`; nil when malformed
+    /// (no port, a port outside 0...65535, an empty host or path).
+    public init?(parsing text: String) {
+        if text.hasPrefix("unix:") {
+            let path = String(text.dropFirst(5))
+            guard !path.isEmpty else { return nil }
+            self = .unix(path: path)
+            return
+        }
+        let host: Substring
+        let portText: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { return nil }
+            host = text[text.index(after: text.startIndex)..<close]
+            let rest = text[text.index(after: close)...]
+            guard rest.hasPrefix(":") else { return nil }
+            portText = rest.dropFirst()
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { return nil }
+            host = text[..<colon]
+            portText = text[text.index(after: colon)...]
+            if host.contains(":") { return nil }  // bare IPv6 needs brackets
+        }
+        guard !host.isEmpty, let port = Int(portText), (0...65535).contains(port) else { return nil }
+        self = .tcp(host: host == "localhost" ? "127.0.0.1" : String(host), port: port)
+    }
+
+    /// True for addresses only this machine can reach (127.0.0.0/8, ::1, Unix sockets).
+    public var isLoopback: Bool {
+        switch self {
+        case .unix: return true
+        case .tcp(let host, _): return host.hasPrefix("127.") || host == "::1"
+        }
+    }
+
+    public var isIPv6: Bool {
+        if case .tcp(let host, _) = self { return host.contains(":") }
+        return false
+    }
+
+    public var description: String {
+        switch self {
+        case .unix(let path): return "unix:\(path)"
+        case .tcp(let host, let port): return host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        }
+    }
+}
+
+/// A socket that could not listen, connect, read or write; the message names the address.
+public struct StreamError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}

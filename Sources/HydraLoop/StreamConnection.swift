@@ -1,0 +1,241 @@
+import CUV
+import Glibc
+
+/// One accepted connection (TCP or Unix socket), framing its input as lines:
+/// `\n`-terminated, a trailing `\r` stripped.
+///
+/// Loop thread only: every method, property and callback. Ownership: the
+/// connection owns its handle; the handle keeps the object alive (through
+/// `data`) until its close callback ran, so no callback reaches a freed
+/// object. Writes are coalesced: whatever is written during one loop
+/// iteration leaves in one system call.
+public final class StreamConnection {
+    private let loop: EventLoop
+    private let handle: UnsafeMutablePointer<uv_stream_t>
+    /// The peer, for logs: `127.0.0.1:54321` or `unix`.
+    public let peer: String
+
+    /// Lines longer than this (no `\n` within it) end reading: ``onLineTooLong`` runs once.
+    public var maxLineBytes = 1 << 20
+    /// One complete line, without its terminator.
+    public var onLine: ((ArraySlice<UInt8>) -> Void)?
+    /// The peer sent a line longer than ``maxLineBytes``; later input is ignored.
+    public var onLineTooLong: (() -> Void)?
+    /// Runs once, when the connection is gone (peer closed, error, or ``close()``).
+    public var onClose: (() -> Void)?
+    /// Runs when everything written has reached the kernel after a backlog.
+    public var onDrain: (() -> Void)?
+
+    private var input: [UInt8] = []
+    /// Where the search for `\n` resumes in `input`.
+    private var scanned = 0
+    private var readBuffer: UnsafeMutablePointer<CChar>?
+    private static let readBufferSize = 64 * 1024
+    private var reading = false
+    private var tooLong = false
+
+    private var outgoing: [UInt8] = []
+    private var inFlight = 0
+    private var flushScheduled = false
+    private var closeWhenFlushed = false
+    private var closing = false
+
+    /// Takes over an initialized, accepted stream handle. Loop thread only.
+    init(loop: EventLoop, handle: UnsafeMutablePointer<uv_stream_t>, peer: String) {
+        self.loop = loop
+        self.handle = handle
+        self.peer = peer
+        handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
+    }
+
+    /// True once closing began.
+    public var isClosed: Bool { closing }
+
+    /// Bytes accepted by ``write(_:)`` and not yet handed to the kernel.
+    public var queuedBytes: Int { outgoing.count + inFlight }
+
+    // MARK: - Reading
+
+    func startReading() {
+        guard !reading, !closing, !tooLong else { return }
+        reading = true
+        uv_read_start(handle, { handle, _, buf in
+            let me = Unmanaged<StreamConnection>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
+            if me.readBuffer == nil { me.readBuffer = .allocate(capacity: StreamConnection.readBufferSize) }
+            buf!.pointee = uv_buf_init(me.readBuffer, UInt32(StreamConnection.readBufferSize))
+        }, { handle, count, _ in
+            let me = Unmanaged<StreamConnection>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
+            if count < 0 {
+                me.closeNow()
+            } else if count > 0 {
+                me.received(count: count)
+            }
+        })
+    }
+
+    /// Stops reading (for example while a client's replies pile up).
+    public func pauseReading() {
+        guard reading, !closing else { return }
+        reading = false
+        uv_read_stop(handle)
+    }
+
+    /// Reads again after ``pauseReading()``.
+    public func resumeReading() { startReading() }
+
+    private func received(count: Int) {
+        guard !tooLong, let readBuffer else { return }
+        readBuffer.withMemoryRebound(to: UInt8.self, capacity: count) {
+            input.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
+        }
+        var start = 0
+        var i = scanned
+        let newline = UInt8(ascii: "\n")
+        while i < input.count {
+            if input[i] == newline {
+                var end = i
+                if end > start, input[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+                if i - start > maxLineBytes {
+                    lineTooLong()
+                    return
+                }
+                onLine?(input[start..<end])
+                if closing || tooLong { return }
+                start = i + 1
+            }
+            i += 1
+        }
+        if start > 0 { input.removeFirst(start) }
+        scanned = input.count
+        if input.count > maxLineBytes { lineTooLong() }
+    }
+
+    private func lineTooLong() {
+        tooLong = true
+        input = []
+        scanned = 0
+        if reading {
+            reading = false
+            uv_read_stop(handle)
+        }
+        onLineTooLong?()
+    }
+
+    // MARK: - Writing
+
+    /// Queues bytes; they leave with everything else written in this loop iteration.
+    public func write(_ bytes: [UInt8]) {
+        guard !closing, !bytes.isEmpty else { return }
+        outgoing.append(contentsOf: bytes)
+        scheduleFlush()
+    }
+
+    private func scheduleFlush() {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        let me = LoopBound(self, loop: loop)  // keeps the connection alive until the flush
+        loop.execute {
+            let connection = me.value
+            connection.flushScheduled = false
+            connection.flush()
+        }
+    }
+
+    private func flush() {
+        guard !closing || closeWhenFlushed, inFlight == 0, !outgoing.isEmpty else { return }
+        if uv_is_closing(uvHandle(handle)) != 0 { return }
+        var written = 0
+        outgoing.withUnsafeMutableBytes { raw in
+            var buf = uv_buf_init(raw.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(raw.count))
+            let n = uv_try_write(handle, &buf, 1)
+            if n > 0 { written = Int(n) }
+            else if n < 0 && n != UV_EAGAIN.rawValue { written = -1 }
+        }
+        if written < 0 {
+            closeNow()
+            return
+        }
+        if written == outgoing.count {
+            outgoing.removeAll(keepingCapacity: outgoing.capacity <= 1 << 20)
+            drained()
+            return
+        }
+        // The kernel took part: the rest goes with uv_write from a copy it owns.
+        let rest = outgoing.count - written
+        let copy = UnsafeMutablePointer<UInt8>.allocate(capacity: rest)
+        outgoing.withUnsafeBufferPointer { copy.initialize(from: $0.baseAddress! + written, count: rest) }
+        outgoing.removeAll(keepingCapacity: true)
+        inFlight = rest
+        let request = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
+        request.pointee.data = UnsafeMutableRawPointer(copy)
+        var buf = uv_buf_init(UnsafeMutableRawPointer(copy).assumingMemoryBound(to: CChar.self), UInt32(rest))
+        let status = uv_write(request, handle, &buf, 1) { request, status in
+            let copy = request!.pointee.data
+            let stream = request!.pointee.handle!
+            copy?.deallocate()
+            request!.deallocate()
+            let me = Unmanaged<StreamConnection>.fromOpaque(stream.pointee.data).takeUnretainedValue()
+            me.inFlight = 0
+            if status < 0 {
+                me.closeNow()
+            } else if me.outgoing.isEmpty {
+                me.drained()
+            } else {
+                me.flush()
+            }
+        }
+        if status < 0 {
+            copy.deallocate()
+            request.deallocate()
+            inFlight = 0
+            closeNow()
+        }
+    }
+
+    private func drained() {
+        if closeWhenFlushed {
+            closeNow()
+            return
+        }
+        onDrain?()
+    }
+
+    // MARK: - Closing
+
+    /// Closes once what is queued has been written. Idempotent.
+    public func close() {
+        guard !closing else { return }
+        closing = true
+        if reading {
+            reading = false
+            uv_read_stop(handle)
+        }
+        if queuedBytes == 0 {
+            closeNow()
+        } else {
+            closeWhenFlushed = true
+            if inFlight == 0 { scheduleFlush() }
+        }
+    }
+
+    /// Closes at once, dropping what is queued. Idempotent.
+    public func closeNow() {
+        closing = true
+        closeWhenFlushed = false
+        outgoing = []
+        let h = uvHandle(handle)
+        guard uv_is_closing(h) == 0 else { return }
+        uv_close(h) { handle in
+            let me = Unmanaged<StreamConnection>.fromOpaque(handle!.pointee.data).takeRetainedValue()
+            me.readBuffer?.deallocate()
+            me.readBuffer = nil
+            handle!.deallocate()
+            let onClose = me.onClose
+            me.onClose = nil
+            me.onLine = nil
+            me.onLineTooLong = nil
+            me.onDrain = nil
+            onClose?()
+        }
+    }
+}

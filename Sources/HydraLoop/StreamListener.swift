@@ -1,0 +1,169 @@
+import CUV
+import Glibc
+
+/// Accepts connections on a TCP address or a Unix socket (created with mode
+/// 0600, removed on close).
+///
+/// Loop thread only: created, used and closed there; `onConnection` runs
+/// there. The listener closes itself and the connections it accepted when
+/// its loop shuts down.
+public final class StreamListener {
+    private let loop: EventLoop
+    private let address: SocketAddress
+    private var handle: UnsafeMutablePointer<uv_stream_t>?
+    private let onConnection: (StreamConnection) -> Void
+    private var connections: [ObjectIdentifier: StreamConnection] = [:]
+    /// The bound TCP port (useful with port 0); nil for a Unix socket.
+    public private(set) var port: Int?
+
+    /// Binds and listens. Errors name the address: `cannot listen on
+    /// 127.0.0.1:7400: address already in use`.
+    public init(loop: EventLoop, address: SocketAddress, backlog: Int32 = 511,
+                onConnection: @escaping (StreamConnection) -> Void) throws(StreamError) {
+        loop.preconditionInEventLoop()
+        self.loop = loop
+        self.address = address
+        self.onConnection = onConnection
+        func failure(_ status: Int32) -> StreamError {
+            StreamError("cannot listen on \(address): \(uvErrorString(status))")
+        }
+        switch address {
+        case .tcp(let host, let port):
+            var storage = sockaddr_storage()
+            let parsed: Int32 = withUnsafeMutablePointer(to: &storage) { pointer in
+                if host.contains(":") {
+                    return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { uv_ip6_addr(host, Int32(port), $0) }
+                }
+                return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { uv_ip4_addr(host, Int32(port), $0) }
+            }
+            guard parsed == 0 else { throw StreamError("cannot listen on \(address): not an IP address") }
+            let tcp = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
+            uv_tcp_init(loop.uvLoop, tcp)
+            handle = UnsafeMutablePointer(OpaquePointer(tcp))
+            let status = withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { uv_tcp_bind(tcp, $0, 0) }
+            }
+            if status < 0 { closeHandle(); throw failure(status) }
+        case .unix(let path):
+            try StreamListener.removeStaleSocket(at: path, address: address)
+            let pipe = UnsafeMutablePointer<uv_pipe_t>.allocate(capacity: 1)
+            uv_pipe_init(loop.uvLoop, pipe, 0)
+            handle = UnsafeMutablePointer(OpaquePointer(pipe))
+            let status = uv_pipe_bind(pipe, path)
+            if status < 0 { closeHandle(); throw failure(status) }
+            chmod(path, 0o600)
+        }
+        handle!.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        let status = uv_listen(handle, backlog) { server, status in
+            guard status >= 0 else { return }
+            let me = Unmanaged<StreamListener>.fromOpaque(server!.pointee.data).takeUnretainedValue()
+            me.acceptOne()
+        }
+        if status < 0 {
+            closeHandle()
+            if case .unix(let path) = address { unlink(path) }
+            throw failure(status)
+        }
+        if case .tcp = address {
+            var storage = sockaddr_storage()
+            var length = Int32(MemoryLayout<sockaddr_storage>.size)
+            withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    _ = uv_tcp_getsockname(UnsafeMutablePointer(OpaquePointer(handle!)), $0, &length)
+                }
+            }
+            port = Int(UInt16(bigEndian: withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_port }
+            }))
+        }
+        loop.onShutdown { [weak self] in self?.closeAll() }
+    }
+
+    private func acceptOne() {
+        guard let handle else { return }
+        let client: UnsafeMutablePointer<uv_stream_t>
+        var peer = "unix"
+        switch address {
+        case .tcp:
+            let tcp = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
+            uv_tcp_init(loop.uvLoop, tcp)
+            client = UnsafeMutablePointer(OpaquePointer(tcp))
+        case .unix:
+            let pipe = UnsafeMutablePointer<uv_pipe_t>.allocate(capacity: 1)
+            uv_pipe_init(loop.uvLoop, pipe, 0)
+            client = UnsafeMutablePointer(OpaquePointer(pipe))
+        }
+        guard uv_accept(handle, client) == 0 else {
+            uvCloseAndFree(client)
+            return
+        }
+        if case .tcp = address {
+            let tcp = UnsafeMutablePointer<uv_tcp_t>(OpaquePointer(client))
+            uv_tcp_nodelay(tcp, 1)
+            peer = StreamListener.peerName(tcp)
+        }
+        let connection = StreamConnection(loop: loop, handle: client, peer: peer)
+        let key = ObjectIdentifier(connection)
+        connections[key] = connection
+        onConnection(connection)
+        // Chain after the owner's onClose so the listener forgets the connection.
+        let ownerClose = connection.onClose
+        connection.onClose = { [weak self] in
+            ownerClose?()
+            self?.connections[key] = nil
+        }
+        connection.startReading()
+    }
+
+    private static func peerName(_ tcp: UnsafeMutablePointer<uv_tcp_t>) -> String {
+        var storage = sockaddr_storage()
+        var length = Int32(MemoryLayout<sockaddr_storage>.size)
+        let ok = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { uv_tcp_getpeername(tcp, $0, &length) }
+        } == 0
+        guard ok, storage.ss_family == sa_family_t(AF_INET) else { return "tcp" }
+        var name = [CChar](repeating: 0, count: 64)
+        let port = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { pointer -> UInt16 in
+                uv_ip4_name(pointer, &name, name.count)
+                return UInt16(bigEndian: pointer.pointee.sin_port)
+            }
+        }
+        return String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + ":\(port)"
+    }
+
+    /// A socket file left by a process that died is removed; one a live server
+    /// still accepts on is "address already in use".
+    private static func removeStaleSocket(at path: String, address: SocketAddress) throws(StreamError) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }
+        guard (info.st_mode & S_IFMT) == S_IFSOCK else {
+            throw StreamError("cannot listen on \(address): the path exists and is not a socket")
+        }
+        if let probe = try? LineClient(connectingTo: address, timeout: .milliseconds(500)) {
+            probe.close()
+            throw StreamError("cannot listen on \(address): address already in use")
+        }
+        unlink(path)
+    }
+
+    private func closeHandle() {
+        if let handle { uvCloseAndFree(handle) }
+        handle = nil
+    }
+
+    /// Stops accepting; connections already accepted stay open. Idempotent.
+    public func close() {
+        loop.preconditionInEventLoop()
+        guard handle != nil else { return }
+        closeHandle()
+        if case .unix(let path) = address { unlink(path) }
+    }
+
+    /// Stops accepting and closes every accepted connection (loop shutdown).
+    private func closeAll() {
+        close()
+        for connection in connections.values { connection.closeNow() }
+        connections.removeAll()
+    }
+}

@@ -1,0 +1,98 @@
+import HydraCore
+import HydraLoop
+import OrderedCollections
+
+/// A blocking JSON-RPC client for `hydra serve` (the CLI's transport; usable
+/// from any one thread at a time). Notifications that arrive while waiting for
+/// a response are kept for ``nextNotification(timeout:)``.
+public final class RPCClient {
+    private let connection: LineClient
+    private var nextID = 1
+    private var notifications: [JSONValue] = []
+    public let address: SocketAddress
+
+    /// Connects, and authenticates with `secret` when one is given.
+    public init(address: SocketAddress, secret: String? = nil, timeout: Duration = .seconds(5)) throws(RPCClientError) {
+        self.address = address
+        do {
+            connection = try LineClient(connectingTo: address, timeout: timeout)
+        } catch {
+            throw RPCClientError(code: nil, message: error.description)
+        }
+        if let secret {
+            _ = try call("rpc.auth", ["token": .string(secret)])
+        }
+    }
+
+    /// Calls `method` and waits for its result; a JSON-RPC error is thrown with its code.
+    public func call(_ method: String, _ params: JSONValue = .object([:]),
+                     timeout: Duration? = nil) throws(RPCClientError) -> JSONValue {
+        let id = nextID
+        nextID += 1
+        let request: JSONValue = ["jsonrpc": "2.0", "id": .int(id), "method": .string(method), "params": params]
+        do {
+            try connection.send(JSONWriter.bytes(request))
+        } catch {
+            throw RPCClientError(code: nil, message: "\(address): \(error.description)")
+        }
+        while true {
+            let message = try readMessage(timeout: timeout)
+            if message["method"] != nil, message["id"] == nil {
+                notifications.append(message)
+                continue
+            }
+            guard message["id"] == .int(id) else { continue }
+            if let error = message["error"] {
+                throw RPCClientError(code: error["code"]?.intValue, message: error["message"]?.stringValue ?? "error",
+                                     data: error["data"])
+            }
+            return message["result"] ?? .null
+        }
+    }
+
+    /// The next notification (`hydra.event`, `hydra.dropped`), or nil after `timeout`.
+    public func nextNotification(timeout: Duration? = nil) throws(RPCClientError) -> JSONValue? {
+        if !notifications.isEmpty { return notifications.removeFirst() }
+        do {
+            let message = try readMessage(timeout: timeout)
+            return message
+        } catch let error where error.isTimeout {
+            return nil
+        }
+    }
+
+    public func close() { connection.close() }
+
+    private func readMessage(timeout: Duration?) throws(RPCClientError) -> JSONValue {
+        let line: [UInt8]?
+        do {
+            line = try connection.readLine(timeout: timeout)
+        } catch {
+            throw RPCClientError(code: nil, message: "\(address): \(error.description)",
+                                 isTimeout: error.description.contains("timed out"))
+        }
+        guard let line else { throw RPCClientError(code: nil, message: "\(address): the server closed the connection") }
+        do {
+            return try JSONParser.parse(line)
+        } catch {
+            throw RPCClientError(code: nil, message: "\(address): the server sent a line that is not JSON: \(error)")
+        }
+    }
+}
+
+/// A failed call: a JSON-RPC error (with its `code`) or a transport problem (`code` nil).
+public struct RPCClientError: Error, Sendable, CustomStringConvertible {
+    public var code: Int?
+    public var message: String
+    public var data: JSONValue?
+    public var isTimeout = false
+
+    public init(code: Int?, message: String, data: JSONValue? = nil, isTimeout: Bool = false) {
+        self.code = code
+        self.message = message
+        self.data = data
+        self.isTimeout = isTimeout
+    }
+
+    public var description: String { code.map { "\(message) (\($0))" } ?? message }
+}

@@ -1,0 +1,109 @@
+import HydraCore
+
+/// The methods of protocol §5, mapped onto ``HydraService``. RPC loop thread.
+///
+/// `now` answers on this loop at once; `later` may be called from any thread
+/// (the server hops back to its loop before writing).
+extension RPCServerRuntime {
+    func dispatch(_ request: RPCRequest, session: RPCSession,
+                  now: (Result<JSONValue, ServiceError>) -> Void,
+                  later: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+        let params = request.params
+        do throws(ServiceError) {
+            switch request.method {
+            case "hydra.ping":
+                now(.success(["version": .string(HydraVersion.string), "uptimeSec": .int(Int(service.uptime))]))
+
+            case "rpc.auth":
+                guard let token = params["token"]?.stringValue else { throw params.invalid("token", "required") }
+                now(authenticate(session, token: token))
+
+            case "job.submit":
+                guard let job = params["job"] else { throw params.invalid("job", "required") }
+                guard case .object = job else { throw params.invalid("job", "expected object") }
+                let request = HydraService.SubmitRequest(
+                    job: job, input: params["input"] ?? .null,
+                    idempotencyKey: try params.string("idempotencyKey"),
+                    priority: try params.int("priority") ?? 0)
+                service.submit(request) { result in later(result.map { ["jobId": .string($0)] }) }
+
+            case "job.status":
+                now(.success(try service.status(of: params.requiredString("jobId"))))
+
+            case "job.result":
+                let jobId = try params.requiredString("jobId")
+                let waitMs = try params.int("waitMs", min: 0, max: 3_600_000) ?? 0
+                service.result(of: jobId, waitMs: waitMs, reply: later)
+
+            case "job.cancel":
+                service.cancel(try params.requiredString("jobId"), reply: later)
+
+            case "job.list":
+                var state: JobState?
+                if let name = try params.string("state") {
+                    guard let s = JobState(rawValue: name) else {
+                        throw params.invalid("state", "expected one of queued, running, succeeded, failed, cancelled")
+                    }
+                    state = s
+                }
+                let limit = try params.int("limit", min: 1, max: 10_000) ?? 100
+                now(.success(try service.list(state: state, limit: limit, after: params.string("after"))))
+
+            case "events.subscribe":
+                var names = try params.stringSet("events")
+                if let unknown = names?.first(where: { !EventName.all.contains($0) && $0 != "hydra.dropped" }) {
+                    throw params.invalid("events", "unknown event \"\(unknown)\"")
+                }
+                if names?.isEmpty == true { names = nil }
+                let filter = EventFilter(jobId: try params.string("jobId"), events: names,
+                                         shared: try params.stringSet("shared"))
+                let from = try params.int("fromSeq", min: 0).map(UInt64.init)
+                now(subscribe(session, filter: filter, fromSeq: from))
+
+            case "events.unsubscribe":
+                now(unsubscribe(session, id: try params.requiredString("subscription")))
+
+            case "shared.get":
+                let key = try params.requiredString("key")
+                now(.success(["key": .string(key), "value": try service.sharedValue(key)]))
+
+            case "shared.set":
+                let key = try params.requiredString("key")
+                guard let value = params.values["value"] else { throw params.invalid("value", "required") }
+                let cipherName = try params.string("cipher") ?? "none"
+                guard let cipher = SharedCipher(rawValue: cipherName) else {
+                    throw params.invalid("cipher", "expected aes-gcm or gzip")
+                }
+                service.setShared(key, value: value, cipher: cipher) { later($0.map { ["ok": true] }) }
+
+            case "shared.remove":
+                service.removeShared(try params.requiredString("key")) { later($0.map { ["removed": .bool($0)] }) }
+
+            case "cache.remove":
+                service.removeCached(api: try params.string("api"), url: try params.string("url"),
+                                     prefix: try params.string("prefix")) { later($0.map { ["removed": .int($0)] }) }
+
+            case "worker.list":
+                now(.success(service.workers()))
+
+            case "worker.pause", "worker.resume":
+                try service.setPaused(request.method == "worker.pause", worker: params.requiredString("name"))
+                now(.success(["ok": true]))
+
+            case "hydra.stats":
+                var stats = service.stats()
+                if case .object(var o) = stats {
+                    o["connections"] = .int(sessions.count)
+                    o["subscriptions"] = .int(sessions.values.reduce(0) { $0 + $1.subscriptions.count })
+                    stats = .object(o)
+                }
+                now(.success(stats))
+
+            default:
+                now(.failure(ServiceError(.methodNotFound, "method not found: \(request.method)")))
+            }
+        } catch {
+            now(.failure(error))
+        }
+    }
+}

@@ -1,0 +1,380 @@
+import Foundation
+import Hydra
+import HydraCore
+import OrderedCollections
+import Synchronization
+
+/// The durable engine behind `hydra serve`: a ``HydraEngine`` whose jobs,
+/// steps, events and shared data live in a ``StateStore``, so nothing
+/// acknowledged is lost across a crash.
+///
+/// Thread-safe. Methods that wait on the store or on a job answer through a
+/// `reply` closure, called once on an arbitrary thread (the store writer or
+/// the coordinator); quick queries return directly.
+public final class HydraService: Sendable {
+    public let engine: HydraEngine
+    public let store: any StateStore
+    public let configuration: Configuration
+    private let journal: StoreJournal
+    private let started = Date()
+    private let counters = CounterBox()
+
+    /// A class around the counters so closures can capture them.
+    private final class CounterBox: Sendable {
+        let value = Mutex(Counters())
+    }
+
+    private struct Counters {
+        var submitted = 0
+        var succeeded = 0
+        var failed = 0
+        var cancelled = 0
+        var recovered = 0
+    }
+
+    /// Opens the engine over `store`. Event numbering continues after the
+    /// store's last event (plus `seqReserve` after an unclean stop, so a seq a
+    /// client saw before a crash is never issued again).
+    public init(configuration: Configuration, store: any StateStore, stateDirectory: String? = nil,
+                jobsDirectory: String? = nil, seqReserve: UInt64 = 0) throws {
+        self.configuration = configuration
+        self.store = store
+        let journal = StoreJournal(store: store)
+        self.journal = journal
+        let lastSeq = try store.lastSeq()
+        engine = try HydraEngine(configuration: configuration, stateDirectory: stateDirectory,
+                                 jobsDirectory: jobsDirectory, shared: journal, journal: journal,
+                                 lastSeq: lastSeq + seqReserve)
+        _ = engine.subscribe(sink: journal)
+        registerSharedJobs()
+    }
+
+    // MARK: - Jobs
+
+    /// What `job.submit` carries.
+    public struct SubmitRequest: Sendable {
+        public var job: JSONValue
+        public var input: JSONValue
+        public var idempotencyKey: String?
+        public var priority: Int
+
+        public init(job: JSONValue, input: JSONValue = .null, idempotencyKey: String? = nil, priority: Int = 0) {
+            self.job = job
+            self.input = input
+            self.idempotencyKey = idempotencyKey
+            self.priority = priority
+        }
+    }
+
+    /// Checks the spec (errors name `job.…` paths), records the job durably,
+    /// queues it, then replies with its id. A repeated idempotency key with the
+    /// same spec replies with the first job's id; with another spec, `conflict`.
+    public func submit(_ request: SubmitRequest, reply: @escaping @Sendable (Result<String, ServiceError>) -> Void) {
+        let prepared: PreparedJob
+        do throws(ValidationError) {
+            let spec = try JobSpec(json: request.job)
+            prepared = try engine.scheduler.prepare(spec)
+            try engine.scheduler.reserve(1)
+        } catch {
+            reply(.failure(ServiceError(error.kind == .invalid ? error.prefixed(with: "job") : error)))
+            return
+        }
+        let now = Date().timeIntervalSince1970
+        let stored = StoredJob(jobId: prepared.jobId, spec: request.job, input: request.input,
+                               priority: request.priority, idempotencyKey: request.idempotencyKey, createdAt: now)
+        let scheduler = engine.scheduler
+        store.insert([stored]) { [self] outcome in
+            switch outcome {
+            case .failure(let error):
+                scheduler.release(1)
+                reply(.failure(ServiceError(error)))
+            case .success(let outcomes):
+                switch outcomes.first {
+                case .existing(let jobId, let sameSpec):
+                    scheduler.release(1)
+                    if sameSpec {
+                        reply(.success(jobId))
+                    } else {
+                        reply(.failure(ServiceError(.conflict, "idempotencyKey \"\(request.idempotencyKey ?? "")\" was used by job \(jobId) with a different spec")))
+                    }
+                default:
+                    counters.value.withLock { $0.submitted += 1 }
+                    scheduler.enqueue([QueuedJob(prepared: prepared, input: request.input, priority: request.priority,
+                                                 createdAt: now, completion: finisher())])
+                    reply(.success(prepared.jobId))
+                }
+            }
+        }
+    }
+
+    /// Records a job's final result; runs on the coordinator thread.
+    private func finisher() -> @Sendable (JobResult) -> Void {
+        { [store, counters] result in
+            counters.value.withLock {
+                switch result.state {
+                case .succeeded: $0.succeeded += 1
+                case .cancelled: $0.cancelled += 1
+                default: $0.failed += 1
+                }
+            }
+            store.finish(jobId: result.jobId, state: result.state, result: result.json,
+                         at: Date().timeIntervalSince1970, done: nil)
+        }
+    }
+
+    /// Queues every job the store holds unfinished (after a restart): graphs
+    /// resume after their finished steps; steps that were in flight run again.
+    /// Returns how many jobs were recovered; a job whose spec no longer checks
+    /// (a named job removed meanwhile) is finished as failed, kind `invalid`.
+    @discardableResult
+    public func recover() throws -> Int {
+        let unfinished = try store.unfinishedJobs()
+        var queued: [QueuedJob] = []
+        for (job, steps) in unfinished {
+            do {
+                let spec = try JobSpec(json: job.spec)
+                let prepared = try engine.scheduler.prepare(spec, jobId: job.jobId)
+                queued.append(QueuedJob(prepared: prepared, input: job.input, priority: job.priority,
+                                        createdAt: job.createdAt, recoveredSteps: steps, completion: finisher()))
+            } catch {
+                let result = JobResult(jobId: job.jobId, state: .failed, result: nil,
+                                       error: JobError(.invalid, "cannot resume after a restart: \(error)"))
+                store.finish(jobId: job.jobId, state: .failed, result: result.json,
+                             at: Date().timeIntervalSince1970, done: nil)
+            }
+        }
+        try engine.scheduler.reserve(queued.count)
+        engine.scheduler.enqueue(queued)
+        counters.value.withLock { $0.recovered += queued.count }
+        return queued.count
+    }
+
+    /// `job.status`: live from the coordinator, else from the store.
+    public func status(of jobId: String) throws(ServiceError) -> JSONValue {
+        if let live = engine.status(of: jobId) { return live.json }
+        guard let stored = try storeJob(jobId) else { throw ServiceError(.notFound, "job \(jobId) not found") }
+        return statusJSON(stored)
+    }
+
+    /// `job.result`: the final result, waiting up to `waitMs` for it; before
+    /// that, `{jobId, state}` alone.
+    public func result(of jobId: String, waitMs: Int, reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+        let stored: StoredJob?
+        do { stored = try storeJob(jobId) } catch { reply(.failure(error)); return }
+        if let stored, stored.state.isFinal, let result = stored.result {
+            reply(.success(result))
+            return
+        }
+        let live = engine.status(of: jobId)
+        if stored == nil && live == nil {
+            reply(.failure(ServiceError(.notFound, "job \(jobId) not found")))
+            return
+        }
+        let current: JSONValue = ["jobId": .string(jobId), "state": .string((live?.state ?? stored?.state ?? .queued).rawValue)]
+        guard waitMs > 0 else {
+            engine.scheduler.whenFinished(jobId) { result in reply(.success(result?.json ?? current)) }
+            return
+        }
+        let once = Once()
+        engine.scheduler.whenFinished(jobId) { result in
+            if once.claim() { reply(.success(result?.json ?? current)) }
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(waitMs)) { [self] in
+            guard once.claim() else { return }
+            let state = engine.status(of: jobId)?.state ?? stored?.state ?? .queued
+            reply(.success(["jobId": .string(jobId), "state": .string(state.rawValue)]))
+        }
+    }
+
+    /// `job.cancel`.
+    public func cancel(_ jobId: String, reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+        let store = self.store
+        let scheduler = engine.scheduler
+        Task {
+            switch await scheduler.cancel(jobId) {
+            case .cancelled:
+                reply(.success(["cancelled": true]))
+            case .alreadyFinal:
+                reply(.failure(ServiceError(.conflict, "job \(jobId) is already final")))
+            case .notFound:
+                if let job = try? store.job(jobId) {
+                    reply(.failure(ServiceError(.conflict, "job \(jobId) is already \(job.state.rawValue)")))
+                } else {
+                    reply(.failure(ServiceError(.notFound, "job \(jobId) not found")))
+                }
+            }
+        }
+    }
+
+    /// `job.list`: newest first, with a cursor for the next page.
+    public func list(state: JobState?, limit: Int, after: String?) throws(ServiceError) -> JSONValue {
+        let page: (jobs: [StoredJob], next: String?)
+        do { page = try store.jobs(state: state, limit: limit, after: after) } catch { throw ServiceError(error) }
+        let live = engine.scheduler.statuses(of: page.jobs.map(\.jobId))
+        var jobs: [JSONValue] = []
+        for (stored, status) in zip(page.jobs, live) {
+            jobs.append(status?.json ?? statusJSON(stored))
+        }
+        var out: OrderedDictionary<String, JSONValue> = ["jobs": .array(jobs)]
+        if let next = page.next { out["next"] = .string(next) }
+        return .object(out)
+    }
+
+    private func storeJob(_ jobId: String) throws(ServiceError) -> StoredJob? {
+        do { return try store.job(jobId) } catch { throw ServiceError(error) }
+    }
+
+    private func statusJSON(_ job: StoredJob) -> JSONValue {
+        let total = (try? JobSpec(json: job.spec)).flatMap { try? engine.scheduler.prepare($0).stepCount } ?? 0
+        return JobStatus(jobId: job.jobId, state: job.state, createdAt: job.createdAt, startedAt: job.startedAt,
+                         finishedAt: job.finishedAt, stepsDone: job.state.isFinal ? total : 0,
+                         stepsTotal: total).json
+    }
+
+    // MARK: - Shared data
+
+    /// `shared.get`.
+    public func sharedValue(_ key: String) throws(ServiceError) -> JSONValue {
+        let value: JSONValue?
+        do { value = try store.sharedValue(key) } catch { throw ServiceError(error) }
+        guard let value else { throw ServiceError(.notFound, "shared key \"\(key)\" not found") }
+        return value
+    }
+
+    /// `shared.set`: stores durably, then emits `shared.updated` (without the
+    /// value when it is encrypted).
+    public func setShared(_ key: String, value: JSONValue, cipher: SharedCipher,
+                          reply: @escaping @Sendable (Result<Void, ServiceError>) -> Void) {
+        let bus = engine.scheduler.bus
+        store.setShared(key, value: value, cipher: cipher) { result in
+            switch result {
+            case .success:
+                bus.emit(EventName.sharedUpdated, jobId: "", rootJobId: "", stepPath: "") {
+                    cipher == .aesGCM ? ["key": .string(key)] : ["key": .string(key), "value": value]
+                }
+                reply(.success(()))
+            case .failure(let error):
+                if error.description.contains("HYDRA_SHARED_KEY") {
+                    reply(.failure(ServiceError(.invalidParams, error.description,
+                                                data: ["field": "cipher", "reason": .string(error.description)])))
+                } else {
+                    reply(.failure(ServiceError(error)))
+                }
+            }
+        }
+    }
+
+    /// `shared.remove`: replies whether the key existed; emits `shared.removed` if it did.
+    public func removeShared(_ key: String, reply: @escaping @Sendable (Result<Bool, ServiceError>) -> Void) {
+        let bus = engine.scheduler.bus
+        store.removeShared(key) { result in
+            switch result {
+            case .success(let removed):
+                if removed {
+                    bus.emit(EventName.sharedRemoved, jobId: "", rootJobId: "", stepPath: "") { ["key": .string(key)] }
+                }
+                reply(.success(removed))
+            case .failure(let error):
+                reply(.failure(ServiceError(error)))
+            }
+        }
+    }
+
+    /// The `shared.set {key, value, cipher?}` and `shared.get {key}` local jobs.
+    private func registerSharedJobs() {
+        engine.register(localJob: "shared.set", .async { [self] call in
+            guard let key = call.input["key"]?.stringValue else {
+                throw JobError(.invalid, "shared.set: input.key: expected string")
+            }
+            let cipherName = call.input["cipher"]?.stringValue ?? "none"
+            guard let cipher = SharedCipher(rawValue: cipherName) else {
+                throw JobError(.invalid, "shared.set: input.cipher: expected none, gzip or aes-gcm")
+            }
+            let value = call.input["value"] ?? .null
+            let outcome: Result<Void, ServiceError> = await withCheckedContinuation { continuation in
+                setShared(key, value: value, cipher: cipher) { continuation.resume(returning: $0) }
+            }
+            if case .failure(let error) = outcome { throw JobError(.invalid, "shared.set: \(error.message)") }
+            return ["key": .string(key)]
+        })
+        engine.register(localJob: "shared.get", .inline { [store] call in
+            guard let key = call.input["key"]?.stringValue else {
+                throw JobError(.invalid, "shared.get: input.key: expected string")
+            }
+            let value: JSONValue?
+            do { value = try store.sharedValue(key) } catch { throw JobError(.internal, "shared.get: \(error)") }
+            guard let value else { throw JobError(.invalid, "shared.get: key \"\(key)\" not found") }
+            return value
+        })
+    }
+
+    // MARK: - Cache, workers, stats
+
+    /// `cache.remove`: replies with how many cached responses were removed.
+    public func removeCached(api: String?, url: String?, prefix: String?,
+                             reply: @escaping @Sendable (Result<Int, ServiceError>) -> Void) {
+        let bus = engine.scheduler.bus
+        store.removeResponses(api: api, key: url, prefix: prefix) { result in
+            switch result {
+            case .success(let count):
+                if count > 0 {
+                    bus.emit(EventName.cacheRemoved, jobId: "", rootJobId: "", stepPath: "") {
+                        ["key": .string(api ?? url ?? prefix ?? "*"), "removed": .int(count)]
+                    }
+                }
+                reply(.success(count))
+            case .failure(let error):
+                reply(.failure(ServiceError(error)))
+            }
+        }
+    }
+
+    /// `worker.list`.
+    public func workers() -> JSONValue {
+        ["workers": .array(engine.workerStats().map(\.json))]
+    }
+
+    /// `worker.pause` / `worker.resume`.
+    public func setPaused(_ paused: Bool, worker name: String) throws(ServiceError) {
+        guard let worker = engine.scheduler.worker(named: name) else {
+            throw ServiceError(.notFound, "worker \"\(name)\" not found")
+        }
+        if paused { worker.pause() } else { worker.resume() }
+    }
+
+    /// `hydra.stats`.
+    public func stats() -> JSONValue {
+        let c = counters.value.withLock { $0 }
+        let workers = engine.workerStats()
+        let queued = workers.reduce(0) { $0 + $1.queued }
+        let active = workers.reduce(0) { $0 + $1.active }
+        return [
+            "uptimeSec": .int(Int(Date().timeIntervalSince(started))),
+            "jobs": ["submitted": .int(c.submitted), "recovered": .int(c.recovered),
+                     "unfinished": .int(engine.scheduler.unfinishedJobs),
+                     "succeeded": .int(c.succeeded), "failed": .int(c.failed), "cancelled": .int(c.cancelled)],
+            "steps": ["queued": .int(queued), "active": .int(active),
+                      "done": .int(workers.reduce(0) { $0 + $1.done }), "failed": .int(workers.reduce(0) { $0 + $1.failed })],
+            "events": ["lastSeq": .int(Int(engine.scheduler.bus.lastSeq))],
+        ]
+    }
+
+    /// Seconds since the service started.
+    public var uptime: Double { Date().timeIntervalSince(started) }
+
+    /// Graceful stop: refuse new work, let running jobs finish within
+    /// `gracePeriod` (the rest stay in the store and resume at the next start),
+    /// stop the engine, flush and close the store.
+    public func shutdown(gracePeriod: Duration) async -> Bool {
+        let drained = await engine.shutdown(gracePeriod: gracePeriod)
+        store.flush()
+        store.close()
+        return drained
+    }
+}
+
+/// A flag that lets exactly one of several racing callers through.
+final class Once: Sendable {
+    private let done = Atomic(false)
+    func claim() -> Bool { done.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged }
+}

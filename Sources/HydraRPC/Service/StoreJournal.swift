@@ -1,0 +1,28 @@
+import HydraCore
+
+/// Connects the engine to the state store: finished steps (for resuming
+/// graphs after a restart), every event (for `fromSeq` replay) and the start
+/// of each job, and `${shared.KEY}` reads.
+///
+/// Every method runs on the thread that calls it (the coordinator, or the
+/// emitting thread under the bus lock) and only queues a write.
+final class StoreJournal: StepJournal, EventSink, SharedDataReader {
+    let store: any StateStore
+
+    init(store: any StateStore) { self.store = store }
+
+    func stepFinished(jobId: String, stepPath: String, outcome: StoredStep) {
+        store.recordStep(jobId: jobId, stepPath: stepPath, outcome: outcome, done: nil)
+    }
+
+    func receive(_ event: HydraEvent) {
+        store.append([event])
+        if event.name == EventName.started, event.stepPath.isEmpty {
+            store.markStarted(jobId: event.rootJobId, at: event.time)
+        }
+    }
+
+    func value(forKey key: String) -> JSONValue? {
+        try? store.sharedValue(key)
+    }
+}

@@ -1,0 +1,80 @@
+import HydraCore
+
+/// The schema, as an ordered list of migrations. A database records the
+/// versions it applied in `migrations`; opening applies the missing ones in
+/// one transaction.
+///
+/// Never edit a migration that has shipped: add a new one at the end.
+enum Migrations {
+    static let all: [String] = [
+        // 1: jobs, steps, events, shared data, response cache.
+        """
+        CREATE TABLE jobs (
+            job_id TEXT PRIMARY KEY,
+            spec TEXT NOT NULL,
+            input TEXT NOT NULL,
+            canonical TEXT NOT NULL,
+            priority INTEGER NOT NULL DEFAULT 0,
+            idempotency_key TEXT UNIQUE,
+            state TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            started_at REAL,
+            finished_at REAL,
+            result TEXT
+        );
+        CREATE INDEX jobs_by_created ON jobs (created_at DESC, job_id DESC);
+        CREATE INDEX jobs_by_state ON jobs (state, created_at DESC, job_id DESC);
+        CREATE TABLE steps (
+            job_id TEXT NOT NULL,
+            step_path TEXT NOT NULL,
+            state TEXT NOT NULL,
+            result TEXT,
+            error TEXT,
+            PRIMARY KEY (job_id, step_path)
+        );
+        CREATE TABLE events (
+            seq INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            job_id TEXT NOT NULL,
+            root_job_id TEXT NOT NULL,
+            step_path TEXT NOT NULL,
+            time REAL NOT NULL,
+            fields TEXT NOT NULL
+        );
+        CREATE INDEX events_by_time ON events (time);
+        CREATE TABLE shared (
+            key TEXT PRIMARY KEY,
+            cipher TEXT NOT NULL,
+            value BLOB NOT NULL
+        );
+        CREATE TABLE cache (
+            key TEXT PRIMARY KEY,
+            api TEXT,
+            value TEXT NOT NULL,
+            stored_at REAL NOT NULL,
+            ttl REAL NOT NULL
+        );
+        CREATE INDEX cache_by_api ON cache (api);
+        """,
+    ]
+
+    /// Applies the migrations `connection` has not seen yet.
+    static func apply(to connection: SQLiteConnection) throws(StoreError) {
+        try connection.execute("CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)")
+        var applied = 0
+        try connection.run("SELECT COALESCE(MAX(version), 0) FROM migrations") { row in applied = row.int(0) }
+        guard applied < all.count else { return }
+        try connection.execute("BEGIN IMMEDIATE")
+        do {
+            for version in (applied + 1)...all.count {
+                try connection.execute(all[version - 1])
+                try connection.run("INSERT INTO migrations (version, applied_at) VALUES (?, julianday('now'))",
+                                   [.int(version)])
+            }
+            try connection.execute("COMMIT")
+        } catch {
+            try? connection.execute("ROLLBACK")
+            throw error
+        }
+    }
+}

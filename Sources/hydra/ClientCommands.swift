@@ -1,0 +1,291 @@
+import ArgumentParser
+import Foundation
+import Hydra
+import HydraLoop
+import HydraRPC
+import OrderedCollections
+
+/// A JSON object being built.
+typealias OrderedJSON = OrderedDictionary<String, JSONValue>
+
+/// Where client commands connect: `--connect HOST:PORT` or `unix:PATH`; the
+/// secret comes from `HYDRA_RPC_SECRET`.
+struct ConnectOptions: ParsableArguments {
+    @Option(help: "Server address: HOST:PORT or unix:PATH (default 127.0.0.1:7400).")
+    var connect = "127.0.0.1:7400"
+
+    /// Connects (and authenticates); exits 2 for a malformed address, 1 when the server cannot be reached.
+    func client() -> RPCClient {
+        guard let address = SocketAddress(parsing: connect) else {
+            failStartup("--connect: \"\(connect)\" is not HOST:PORT or unix:PATH")
+        }
+        let secret = ProcessInfo.processInfo.environment["HYDRA_RPC_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
+        do {
+            return try RPCClient(address: address, secret: secret)
+        } catch {
+            exitWith(error)
+        }
+    }
+}
+
+/// Prints an RPC failure and exits: 2 for invalid params or a malformed
+/// request, 1 for everything else (not found, conflict, unreachable server).
+func exitWith(_ error: RPCClientError) -> Never {
+    FileHandle.standardError.write(Data("hydra: \(error)\n".utf8))
+    Foundation.exit(error.code == -32602 || error.code == -32600 || error.code == -32700 ? 2 : 1)
+}
+
+/// Calls one method and returns its result, exiting on failure.
+func call(_ client: RPCClient, _ method: String, _ params: JSONValue = .object([:]),
+          timeout: Duration? = nil) -> JSONValue {
+    do {
+        return try client.call(method, params, timeout: timeout)
+    } catch {
+        exitWith(error)
+    }
+}
+
+/// Reads a JSON document from a file or `-` (stdin); exits 2 naming the file when it is not JSON.
+func readJSONFile(_ path: String) -> JSONValue {
+    let data: Data
+    if path == "-" {
+        data = FileHandle.standardInput.readDataToEndOfFile()
+    } else {
+        guard let contents = FileManager.default.contents(atPath: path) else { failStartup("\(path): cannot read the file") }
+        data = contents
+    }
+    do {
+        return try JSONParser.parse([UInt8](data))
+    } catch {
+        failStartup("\(path == "-" ? "stdin" : path): not JSON: \(error)")
+    }
+}
+
+/// Parses a JSON option value; exits 2 naming the option.
+func parseJSONOption(_ text: String, name: String) -> JSONValue {
+    do { return try JSONParser.parse(text) } catch { failStartup("\(name): not JSON: \(error)") }
+}
+
+struct PingCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ping", abstract: "Check that the server answers; prints its version and uptime.")
+    @OptionGroup var connection: ConnectOptions
+
+    func run() {
+        writeLine(JSONWriter.string(call(connection.client(), "hydra.ping")))
+    }
+}
+
+struct SubmitCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "submit",
+        abstract: "Submit a job spec to the server.",
+        discussion: """
+            Prints {"jobId": "..."} once the server has recorded the job durably. With --follow,
+            waits for the end: on a terminal a live progress line on stderr; otherwise every
+            event as one JSON line. The last line is then the job's result, and the exit status
+            is 0 succeeded, 1 failed or cancelled, 2 invalid spec.
+
+            Examples:
+              hydra submit jobs/login-and-fetch.json --input '{"user": "gandalf"}'
+              hydra submit jobs/fan-out.json --follow
+              echo '{"type":"local","name":"echo","input":1}' | hydra submit - --follow
+            """)
+    @Argument(help: "The job spec file (JSON), or - for standard input.") var spec: String
+    @Option(help: "The job's input as JSON.") var input: String?
+    @Option(help: "Priority: higher goes ahead of waiting jobs.") var priority: Int?
+    @Option(help: "Idempotency key: a repeated submit returns the first job's id.") var idempotencyKey: String?
+    @Flag(help: "Wait for the end and show progress or events.") var follow = false
+    @OptionGroup var connection: ConnectOptions
+
+    func run() throws {
+        var params: OrderedJSON = ["job": readJSONFile(spec)]
+        if let input { params["input"] = parseJSONOption(input, name: "--input") }
+        if let priority { params["priority"] = .int(priority) }
+        if let idempotencyKey { params["idempotencyKey"] = .string(idempotencyKey) }
+        let client = connection.client()
+        let before = call(client, "hydra.stats")["events"]?["lastSeq"]?.intValue ?? 0
+        let submitted = call(client, "job.submit", .object(params))
+        guard follow, let jobId = submitted["jobId"]?.stringValue else {
+            writeLine(JSONWriter.string(submitted))
+            return
+        }
+        _ = call(client, "events.subscribe", ["jobId": .string(jobId), "fromSeq": .int(before)])
+        let terminal = isatty(STDERR_FILENO) != 0
+        var tracker = ProgressTracker()
+        var lastDraw = Date.distantPast
+        while true {
+            let note: JSONValue?
+            do { note = try client.nextNotification(timeout: .milliseconds(200)) } catch { exitWith(error) }
+            if let note, note["method"] == "hydra.event", let event = note["params"] {
+                if terminal {
+                    tracker.observe(json: event)
+                } else {
+                    writeLine(JSONWriter.string(event))
+                }
+                if event["jobId"]?.stringValue == jobId, event["stepPath"] == "",
+                   let name = event["event"]?.stringValue,
+                   [EventName.succeeded, EventName.failed, EventName.cancelled].contains(name) {
+                    break
+                }
+            }
+            if terminal, Date().timeIntervalSince(lastDraw) > 0.1 {
+                lastDraw = Date()
+                FileHandle.standardError.write(Data("\r\u{1B}[K\(tracker.line)".utf8))
+            }
+        }
+        if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K\(tracker.line)\n".utf8)) }
+        let result = call(client, "job.result", ["jobId": .string(jobId), "waitMs": 60_000])
+        writeLine(JSONWriter.string(result))
+        if result["state"] != "succeeded" { throw ExitCode(1) }
+    }
+}
+
+struct StatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "status", abstract: "Show a job's state and step counts.")
+    @Argument(help: "The job id.") var jobId: String
+    @OptionGroup var connection: ConnectOptions
+    func run() { writeLine(JSONWriter.string(call(connection.client(), "job.status", ["jobId": .string(jobId)]))) }
+}
+
+struct ResultCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "result", abstract: "Print a job's result (exit 0 succeeded, 1 otherwise).")
+    @Argument(help: "The job id.") var jobId: String
+    @Option(help: "Wait up to this many milliseconds for the job to finish.") var wait = 0
+    @OptionGroup var connection: ConnectOptions
+    func run() throws {
+        let result = call(connection.client(), "job.result", ["jobId": .string(jobId), "waitMs": .int(wait)],
+                          timeout: .milliseconds(wait + 10_000))
+        writeLine(JSONWriter.string(result))
+        if result["state"] != "succeeded" { throw ExitCode(1) }
+    }
+}
+
+struct CancelCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Cancel a job and its running steps.")
+    @Argument(help: "The job id.") var jobId: String
+    @OptionGroup var connection: ConnectOptions
+    func run() { writeLine(JSONWriter.string(call(connection.client(), "job.cancel", ["jobId": .string(jobId)]))) }
+}
+
+struct JobsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "jobs", abstract: "List jobs, newest first (one JSON status per line).",
+        discussion: "Example: hydra jobs --state failed --limit 20")
+    @Option(help: "Only jobs in this state: queued, running, succeeded, failed, cancelled.") var state: String?
+    @Option(help: "How many jobs (all pages are fetched up to this many).") var limit = 100
+    @OptionGroup var connection: ConnectOptions
+    func run() {
+        let client = connection.client()
+        var after: String?
+        var printed = 0
+        repeat {
+            var params: OrderedJSON = ["limit": .int(min(1000, limit - printed))]
+            if let state { params["state"] = .string(state) }
+            if let after { params["after"] = .string(after) }
+            let page = call(client, "job.list", .object(params))
+            for job in page["jobs"]?.arrayValue ?? [] {
+                writeLine(JSONWriter.string(job))
+                printed += 1
+            }
+            after = page["next"]?.stringValue
+        } while after != nil && printed < limit
+    }
+}
+
+struct EventsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "events", abstract: "Stream events as JSON lines until interrupted.",
+        discussion: """
+            Examples:
+              hydra events                       everything from now on
+              hydra events --job j1 --from 0     that job's retained events, then live ones
+              hydra events --event job.failed
+            """)
+    @Option(help: "Only this job and its steps.") var job: String?
+    @Option(help: "Replay retained events after this seq first.") var from: Int?
+    @Option(help: "Only events with this name (repeatable).") var event: [String] = []
+    @OptionGroup var connection: ConnectOptions
+    func run() {
+        let client = connection.client()
+        var params: OrderedJSON = [:]
+        if let job { params["jobId"] = .string(job) }
+        if let from { params["fromSeq"] = .int(from) }
+        if !event.isEmpty { params["events"] = .array(event.map { .string($0) }) }
+        _ = call(client, "events.subscribe", .object(params))
+        while true {
+            do {
+                if let note = try client.nextNotification(timeout: nil) {
+                    writeLine(JSONWriter.string(note["method"] == "hydra.event" ? (note["params"] ?? note) : note))
+                }
+            } catch {
+                exitWith(error)
+            }
+        }
+    }
+}
+
+struct SharedCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "shared", abstract: "Read and write shared data.",
+        subcommands: [Get.self, Set.self, Remove.self])
+
+    struct Get: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print a shared value.")
+        @Argument var key: String
+        @OptionGroup var connection: ConnectOptions
+        func run() {
+            let reply = call(connection.client(), "shared.get", ["key": .string(key)])
+            writeLine(JSONWriter.string(reply["value"] ?? .null))
+        }
+    }
+
+    struct Set: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Store a shared value (JSON).",
+            discussion: "Example: hydra shared set token '\"abc\"' --cipher aes-gcm")
+        @Argument var key: String
+        @Argument(help: "The value as JSON.") var value: String
+        @Option(help: "aes-gcm (needs HYDRA_SHARED_KEY on the server) or gzip.") var cipher: String?
+        @OptionGroup var connection: ConnectOptions
+        func run() {
+            var params: OrderedJSON = ["key": .string(key), "value": parseJSONOption(value, name: "VALUE")]
+            if let cipher { params["cipher"] = .string(cipher) }
+            writeLine(JSONWriter.string(call(connection.client(), "shared.set", .object(params))))
+        }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove a shared value.")
+        @Argument var key: String
+        @OptionGroup var connection: ConnectOptions
+        func run() { writeLine(JSONWriter.string(call(connection.client(), "shared.remove", ["key": .string(key)]))) }
+    }
+}
+
+struct WorkersCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "workers", abstract: "List workers, or pause/resume one.",
+        discussion: """
+            Examples:
+              hydra workers
+              hydra workers pause rest
+              hydra workers resume rest
+            """)
+    @Argument(help: "pause or resume (omit to list).") var action: String?
+    @Argument(help: "The worker's name.") var name: String?
+    @OptionGroup var connection: ConnectOptions
+    func run() {
+        let client = connection.client()
+        switch action {
+        case nil:
+            for worker in call(client, "worker.list")["workers"]?.arrayValue ?? [] { writeLine(JSONWriter.string(worker)) }
+        case "pause", "resume":
+            guard let name else { failStartup("workers \(action!): the worker's name is missing") }
+            writeLine(JSONWriter.string(call(client, "worker.\(action!)", ["name": .string(name)])))
+        case let other?:
+            failStartup("workers: unknown action \"\(other)\" (expected pause or resume)")
+        }
+    }
+}

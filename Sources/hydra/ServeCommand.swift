@@ -1,0 +1,185 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Hydra
+import HydraLoop
+import HydraRPC
+import HydraStore
+
+/// `hydra serve`: the long-running server (JSON-RPC control interface, durable state).
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the Hydra server: JSON-RPC 2.0 control interface and durable job state.",
+        discussion: """
+            Reads the configuration (default: config/hydra.json when it exists), opens the state
+            folder (SQLite in WAL mode), finishes the jobs a previous run left unfinished, and
+            listens for JSON-RPC clients (one JSON message per line).
+
+            Secrets come from the environment: HYDRA_RPC_SECRET (clients must call rpc.auth)
+            and HYDRA_SHARED_KEY (the passphrase for shared values stored with aes-gcm).
+
+            SIGTERM or SIGINT stops accepting work (-32005), lets running jobs finish within
+            the grace period, keeps the rest for the next start, and exits 0.
+
+            Exit status: 0 after a clean stop, 2 for a bad config file, a bad address or an
+            address in use.
+
+            Examples:
+              hydra serve
+              hydra serve --config config/hydra.json --listen 127.0.0.1:7401 --state /tmp/hydra
+            """)
+
+    @Option(help: "Configuration file (default: config/hydra.json when it exists).")
+    var config: String?
+
+    @Option(help: "TCP address to listen on (HOST:PORT); overrides rpc.listen.")
+    var listen: String?
+
+    @Option(help: "Unix socket path to listen on as well; overrides rpc.unixSocket.")
+    var unixSocket: String?
+
+    @Option(help: "State folder; overrides state.path.")
+    var state: String?
+
+    @Option(help: "Seconds running jobs get to finish on SIGTERM/SIGINT.")
+    var grace: Double = 10
+
+    func run() async throws {
+        var configuration: Configuration
+        do {
+            configuration = try loadServerConfiguration(config)
+        } catch {
+            failStartup(error)
+        }
+        if let listen { configuration.rpc.listen = listen }
+        if let unixSocket { configuration.rpc.unixSocket = unixSocket }
+        if let state { configuration.state.path = state }
+        if let secret = ProcessInfo.processInfo.environment["HYDRA_RPC_SECRET"], !secret.isEmpty {
+            configuration.rpc.secret = secret
+        }
+
+        var addresses: [SocketAddress] = []
+        guard let tcp = SocketAddress(parsing: configuration.rpc.listen), case .tcp = tcp else {
+            failStartup("rpc.listen: \"\(configuration.rpc.listen)\" is not HOST:PORT")
+        }
+        if !tcp.isLoopback && configuration.rpc.secret == nil && !configuration.rpc.allowInsecure {
+            failStartup("rpc.listen: \(tcp) is not a loopback address: set rpc.secret (or HYDRA_RPC_SECRET), or rpc.allowInsecure")
+        }
+        addresses.append(tcp)
+        if let path = configuration.rpc.unixSocket {
+            addresses.append(.unix(path: absolutePath(path)))
+        }
+
+        let statePath = absolutePath(configuration.state.path)
+        let cleanMarker = statePath + "/clean-shutdown"
+        let store: SQLiteStore
+        do {
+            store = try SQLiteStore(directory: statePath,
+                                    sync: configuration.state.sync == .full ? .full : .normal,
+                                    sharedKey: ProcessInfo.processInfo.environment["HYDRA_SHARED_KEY"])
+        } catch {
+            failStartup("state.path: \(error)")
+        }
+        // After a crash, events issued but not yet committed may have been seen
+        // by clients: skip ahead so no seq is ever issued twice.
+        let crashed = !FileManager.default.fileExists(atPath: cleanMarker) && ((try? store.lastSeq()) ?? 0) > 0
+        try? FileManager.default.removeItem(atPath: cleanMarker)
+
+        let service: HydraService
+        let recovered: Int
+        let server: RPCServer
+        do {
+            service = try HydraService(configuration: configuration, store: store, stateDirectory: statePath,
+                                       seqReserve: crashed ? 100_000 : 0)
+            recovered = try service.recover()
+            server = try RPCServer(service: service, addresses: addresses, options: configuration.rpc)
+        } catch {
+            store.close()
+            failStartup(error)
+        }
+
+        store.prune(before: Date().timeIntervalSince1970 - Double(configuration.retentionHours) * 3600)
+        writeLine("hydra \(HydraVersion.string) serving on \(server.listening.joined(separator: " and "))")
+        writeLine("state: \(statePath)/hydra.db\(recovered > 0 ? " (\(recovered) unfinished jobs resumed)" : "")")
+
+        let retention = Double(configuration.retentionHours) * 3600
+        let signal = await Self.waitForTermination(pruneEvery: 3600) {
+            store.prune(before: Date().timeIntervalSince1970 - retention)
+        }
+        FileHandle.standardError.write(Data("hydra: \(signal): stopping (grace period \(grace) s)\n".utf8))
+        server.stopListening()
+        let finished = await service.shutdown(gracePeriod: .milliseconds(Int(grace * 1000)))
+        server.shutdown()
+        _ = FileManager.default.createFile(atPath: cleanMarker, contents: Data())
+        FileHandle.standardError.write(Data(
+            "hydra: stopped\(finished ? "" : "; unfinished jobs are kept and resume at the next start")\n".utf8))
+    }
+
+    /// Waits for SIGTERM or SIGINT; runs `upkeep` every `pruneEvery` seconds meanwhile.
+    private static func waitForTermination(pruneEvery: Double, upkeep: @escaping @Sendable () -> Void) async -> String {
+        signal(SIGTERM, SIG_IGN)
+        signal(SIGINT, SIG_IGN)
+        signal(SIGPIPE, SIG_IGN)
+        let queue = DispatchQueue(label: "hydra-signals")
+        return await withCheckedContinuation { continuation in
+            let once = SignalOnce(continuation)
+            var sources: [DispatchSourceSignal] = []
+            for (number, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
+                let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+                source.setEventHandler { once.fire(name) }
+                source.resume()
+                sources.append(source)
+            }
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.schedule(deadline: .now() + pruneEvery, repeating: pruneEvery)
+            timer.setEventHandler(handler: upkeep)
+            timer.resume()
+            once.keep(sources + [timer])
+        }
+    }
+}
+
+/// Resumes the signal wait once and keeps the dispatch sources alive.
+private final class SignalOnce: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<String, Never>?
+    private var sources: [any DispatchSourceProtocol] = []
+
+    init(_ continuation: CheckedContinuation<String, Never>) { self.continuation = continuation }
+
+    func keep(_ sources: [any DispatchSourceProtocol]) {
+        lock.lock()
+        self.sources = sources
+        lock.unlock()
+    }
+
+    func fire(_ name: String) {
+        lock.lock()
+        let c = continuation
+        continuation = nil
+        lock.unlock()
+        c?.resume(returning: name)
+    }
+}
+
+/// The configuration for server-side commands: `--config`, else
+/// config/hydra.json when present, else the defaults.
+func loadServerConfiguration(_ path: String?) throws -> Configuration {
+    if let path { return try Configuration.load(path: path) }
+    if FileManager.default.fileExists(atPath: "config/hydra.json") {
+        return try Configuration.load(path: "config/hydra.json")
+    }
+    return Configuration()
+}
+
+/// `path` made absolute against the current directory.
+func absolutePath(_ path: String) -> String {
+    path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+}
+
+/// Prints `hydra: MESSAGE` on stderr and exits with status 2.
+func failStartup(_ error: Any) -> Never {
+    FileHandle.standardError.write(Data("hydra: \(error)\n".utf8))
+    Foundation.exit(2)
+}

@@ -1,0 +1,349 @@
+import Foundation
+import HydraLoop
+import HydraRPC
+import Testing
+
+@testable import Hydra
+
+/// `hydra serve` as clients see it: the real binary over TCP and Unix sockets.
+@Suite(.serialized) struct ServerTests {
+    @Test func pingSubmitStatusResultAndList() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let client = try server.client()
+        let ping = try client.call("hydra.ping")
+        #expect(ping["version"] == .string(HydraVersion.string))
+        #expect(ping["uptimeSec"]?.intValue != nil)
+
+        let submitted = try client.call("job.submit", ["job": ["type": "serial", "steps": [
+            ["type": "remote", "api": "items", "id": "items"],
+            ["type": "local", "name": "pick", "input": ["from": "${steps.items.body}", "path": "items.1.name"]],
+        ]]])
+        let jobId = try #require(submitted["jobId"]?.stringValue)
+        let result = try client.call("job.result", ["jobId": .string(jobId), "waitMs": 5000])
+        #expect(result["state"] == "succeeded")
+        #expect(result["result"]?["results"]?[1] == "two")
+
+        let status = try client.call("job.status", ["jobId": .string(jobId)])
+        #expect(status["state"] == "succeeded")
+        #expect(status["steps"] == ["done": 2, "total": 2])
+        #expect(status["createdAt"]?.stringValue?.hasSuffix("Z") == true)
+
+        let list = try client.call("job.list", ["state": "succeeded"])
+        #expect(list["jobs"]?[0]?["jobId"] == .string(jobId))
+    }
+
+    @Test func errorCodesNameTheField() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let client = try server.client()
+        func code(_ method: String, _ params: JSONValue) -> (Int?, String) {
+            do {
+                _ = try client.call(method, params)
+                return (nil, "")
+            } catch {
+                return (error.code, error.message)
+            }
+        }
+        let invalid = code("job.submit", ["job": ["type": "serial", "steps": [
+            ["type": "local", "name": "echo"], ["type": "local", "name": "echo"], ["type": "remote", "url": 3]]]])
+        #expect(invalid.0 == -32602)
+        #expect(invalid.1.contains("job.steps[2].url: expected string"))
+        #expect(code("job.submit", [:]).0 == -32602)
+        #expect(code("job.status", ["jobId": "nope"]).0 == -32002)
+        #expect(code("job.submit", ["job": ["type": "job", "name": "no-such-job"]]).0 == -32002)
+        #expect(code("no.such.method", [:]).0 == -32601)
+        #expect(code("job.list", ["limit": "ten"]).1.contains("limit: expected integer"))
+        #expect(code("worker.pause", ["name": "nobody"]).0 == -32002)
+        #expect(code("shared.get", ["key": "absent"]).0 == -32002)
+        #expect(code("events.unsubscribe", ["subscription": "s999"]).0 == -32002)
+
+        let done = try client.call("job.submit", ["job": ["type": "local", "name": "echo"]])
+        _ = try client.call("job.result", ["jobId": done["jobId"]!, "waitMs": 5000])
+        #expect(code("job.cancel", ["jobId": done["jobId"]!]).0 == -32003)
+
+        // Framing errors over a raw connection: the connection stays open after each.
+        let raw = try server.raw()
+        #expect(try rawCall(raw, "{not json")["error"]?["code"] == -32700)
+        #expect(try rawCall(raw, "[]")["error"]?["code"] == -32600)
+        #expect(try rawCall(raw, #"{"jsonrpc":"1.0","id":1,"method":"hydra.ping"}"#)["error"]?["code"] == -32600)
+        #expect(try rawCall(raw, #"{"jsonrpc":"2.0","id":"a","method":5}"#)["id"] == "a")
+        #expect(try rawCall(raw, #"{"jsonrpc":"2.0","id":7,"method":"hydra.ping"}"# + "\r")["id"] == 7)
+    }
+
+    @Test func batchesAndNotifications() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let raw = try server.raw()
+        let reply = try rawCall(raw, """
+            [{"jsonrpc":"2.0","id":1,"method":"hydra.ping"},
+             {"jsonrpc":"2.0","method":"hydra.ping"},
+             {"jsonrpc":"2.0","id":2,"method":"job.submit","params":{"job":{"type":"local","name":"echo","input":5}}},
+             {"jsonrpc":"2.0","id":3,"method":"nope"}, 42]
+            """.replacingOccurrences(of: "\n", with: ""))
+        let items = try #require(reply.arrayValue)
+        #expect(items.count == 4)  // the notification gets no answer
+        #expect(items.contains { $0["id"] == 1 && $0["result"]?["version"] != nil })
+        #expect(items.contains { $0["id"] == 2 && $0["result"]?["jobId"] != nil })
+        #expect(items.contains { $0["id"] == 3 && $0["error"]?["code"] == -32601 })
+        #expect(items.contains { $0["id"] == .null && $0["error"]?["code"] == -32600 })
+        // All notifications: no answer at all; the next call is answered normally.
+        try raw.send(Array(#"[{"jsonrpc":"2.0","method":"hydra.ping"}]"#.utf8))
+        #expect(try rawCall(raw, #"{"jsonrpc":"2.0","id":9,"method":"hydra.ping"}"#)["id"] == 9)
+    }
+
+    @Test func oversizedMessageClosesOnlyThatConnection() throws {
+        let server = try ServerProcess(config: #""rpc": {"listen": "127.0.0.1:0", "maxMessageBytes": 1024}"#)
+        defer { server.terminate() }
+        let other = try server.client()
+        let raw = try server.raw()
+        let reply = try rawCall(raw, #"{"jsonrpc":"2.0","id":1,"method":"hydra.ping","params":{"pad":""# + String(repeating: "x", count: 4096) + "\"}}")
+        #expect(reply["error"]?["code"] == -32600)
+        #expect(reply["id"] == .null)
+        #expect(try raw.readLine(timeout: .seconds(5)) == nil)  // closed
+        #expect(try other.call("hydra.ping")["version"] != nil)
+    }
+
+    @Test func authWithSecretFromTheEnvironment() throws {
+        let server = try ServerProcess(environment: ["HYDRA_RPC_SECRET": "s3cret-value"])
+        defer { server.terminate() }
+        let anonymous = try server.client()
+        #expect(try anonymous.call("hydra.ping")["version"] != nil)
+        #expect(throws: RPCClientError.self) { try anonymous.call("worker.list") }
+        do { _ = try anonymous.call("worker.list") } catch { #expect(error.code == -32001) }
+        do {
+            _ = try anonymous.call("rpc.auth", ["token": "wrong"])
+            Issue.record("a wrong token was accepted")
+        } catch {
+            #expect(error.code == -32001)
+            #expect(!error.message.contains("s3cret"))
+        }
+        let authed = try server.client(secret: "s3cret-value")
+        #expect(try authed.call("worker.list")["workers"]?.arrayValue?.isEmpty == false)
+        let (status, stderr) = server.terminate()
+        #expect(status == 0)
+        #expect(!stderr.contains("s3cret"))
+    }
+
+    @Test func unixSocketWithMode0600() throws {
+        let path = NSTemporaryDirectory() + "hydra-\(UUID().uuidString.prefix(8)).sock"
+        let server = try ServerProcess(arguments: ["--unix-socket", path])
+        defer { server.terminate() }
+        var info = stat()
+        #expect(stat(path, &info) == 0)
+        #expect(info.st_mode & 0o777 == 0o600)
+        let client = try server.client(address: .unix(path: path))
+        #expect(try client.call("hydra.ping")["version"] != nil)
+    }
+
+    @Test func idempotencyKeys() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let client = try server.client()
+        let job: JSONValue = ["type": "local", "name": "echo", "input": 1]
+        let first = try client.call("job.submit", ["job": job, "idempotencyKey": "k1"])
+        let again = try client.call("job.submit", ["job": job, "idempotencyKey": "k1"])
+        #expect(first["jobId"] == again["jobId"])
+        do {
+            _ = try client.call("job.submit", ["job": ["type": "local", "name": "echo", "input": 2], "idempotencyKey": "k1"])
+            Issue.record("a different spec under the same key was accepted")
+        } catch {
+            #expect(error.code == -32003)
+        }
+    }
+
+    @Test func eventsStreamAndReplayWithoutGapOrDuplicate() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let watcher = try server.client()
+        let subscribed = try watcher.call("events.subscribe", [:])
+        let start = try #require(subscribed["seq"]?.intValue)
+        let client = try server.client()
+        let submitted = try client.call("job.submit", ["job": ["type": "serial", "steps": [
+            ["type": "local", "name": "echo", "input": 1], ["type": "local", "name": "echo", "input": 2]]]])
+        let jobId = try #require(submitted["jobId"])
+        _ = try client.call("job.result", ["jobId": jobId, "waitMs": 5000])
+        var live: [JSONValue] = []
+        while let note = try watcher.nextNotification(timeout: .seconds(2)) {
+            live.append(try #require(note["params"]))
+            if note["params"]?["event"] == "job.succeeded" && note["params"]?["stepPath"] == "" { break }
+        }
+        let seqs = live.compactMap { $0["seq"]?.intValue }
+        #expect(seqs == Array((start + 1)...(start + seqs.count)))
+        #expect(live.first?["event"] == "job.queued")
+        #expect(live.allSatisfy { $0["rootJobId"] == jobId && $0["subscription"] != nil })
+        #expect(live.contains { $0["event"] == "group.done" })
+
+        // A client that reconnects replays from a seq: the same events, same order.
+        let again = try server.client()
+        _ = try again.call("events.subscribe", ["jobId": jobId, "fromSeq": .int(start)])
+        var replayed: [JSONValue] = []
+        while replayed.count < live.count, let note = try again.nextNotification(timeout: .seconds(2)) {
+            replayed.append(note["params"]!)
+        }
+        #expect(replayed.map { $0["seq"] } == live.map { $0["seq"] })
+        #expect(try again.nextNotification(timeout: .milliseconds(200)) == nil)
+
+        // Filters by name.
+        let failures = try server.client()
+        _ = try failures.call("events.subscribe", ["events": ["job.failed"], "fromSeq": .int(start)])
+        #expect(try failures.nextNotification(timeout: .milliseconds(300)) == nil)
+    }
+
+    @Test func sharedDataCiphersAndReferences() throws {
+        let server = try ServerProcess(environment: ["HYDRA_SHARED_KEY": "correct horse battery staple"])
+        defer { server.terminate() }
+        let client = try server.client()
+        let watcher = try server.client()
+        _ = try watcher.call("events.subscribe", ["shared": ["token", "plain"]])
+        _ = try client.call("shared.set", ["key": "plain", "value": ["a": 1], "cipher": "gzip"])
+        _ = try client.call("shared.set", ["key": "token", "value": "top-secret-token", "cipher": "aes-gcm"])
+        #expect(try client.call("shared.get", ["key": "plain"])["value"] == ["a": 1])
+        #expect(try client.call("shared.get", ["key": "token"])["value"] == "top-secret-token")
+        let first = try #require(try watcher.nextNotification(timeout: .seconds(2)))
+        let second = try #require(try watcher.nextNotification(timeout: .seconds(2)))
+        #expect(first["params"]?["value"] == ["a": 1])
+        #expect(second["params"]?["key"] == "token")
+        #expect(second["params"]?["value"] == nil)  // never emitted for encrypted keys
+
+        // ${shared.KEY} references and the shared.set / shared.get local jobs.
+        let job = try client.call("job.submit", ["job": ["type": "serial", "steps": [
+            ["type": "local", "name": "shared.set", "input": ["key": "n", "value": 41]],
+            ["type": "local", "name": "echo", "input": "${shared.n}"],
+            ["type": "local", "name": "shared.get", "input": ["key": "plain"]]]]])
+        let result = try client.call("job.result", ["jobId": job["jobId"]!, "waitMs": 5000])
+        #expect(result["result"]?["results"]?[1] == 41)
+        #expect(result["result"]?["results"]?[2] == ["a": 1])
+
+        #expect(try client.call("shared.remove", ["key": "plain"])["removed"] == true)
+        #expect(try client.call("shared.remove", ["key": "plain"])["removed"] == false)
+        server.terminate()
+        let db = try Data(contentsOf: URL(fileURLWithPath: server.stateDirectory + "/hydra.db"))
+        #expect(db.range(of: Data("top-secret-token".utf8)) == nil)
+    }
+
+    @Test func aesGCMWithoutAKeyIsRefused() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let client = try server.client()
+        do {
+            _ = try client.call("shared.set", ["key": "k", "value": "v", "cipher": "aes-gcm"])
+            Issue.record("stored without a key")
+        } catch {
+            #expect(error.code == -32602)
+            #expect(error.message.contains("HYDRA_SHARED_KEY"))
+        }
+        #expect(throws: RPCClientError.self) { try client.call("shared.get", ["key": "k"]) }
+    }
+
+    @Test func workersPauseAndResume() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let client = try server.client()
+        _ = try client.call("worker.pause", ["name": "local"])
+        let job = try client.call("job.submit", ["job": ["type": "local", "name": "echo", "input": 1]])
+        let waiting = try client.call("job.result", ["jobId": job["jobId"]!, "waitMs": 200])
+        #expect(waiting["state"] == "queued")
+        #expect(waiting["result"] == nil)
+        let workers = try client.call("worker.list")["workers"]?.arrayValue ?? []
+        #expect(workers.contains { $0["name"] == "local" && $0["state"] == "paused" && $0["queued"] == 1 })
+        _ = try client.call("worker.resume", ["name": "local"])
+        #expect(try client.call("job.result", ["jobId": job["jobId"]!, "waitMs": 5000])["state"] == "succeeded")
+        let stats = try client.call("hydra.stats")
+        #expect(stats["jobs"]?["succeeded"] == 1)
+    }
+
+    @Test func cancelAJobInFlight() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let client = try server.client()
+        let job = try client.call("job.submit", ["job": ["type": "remote", "endpoint": "/delay/5000"]])
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(try client.call("job.cancel", ["jobId": job["jobId"]!])["cancelled"] == true)
+        let result = try client.call("job.result", ["jobId": job["jobId"]!, "waitMs": 5000])
+        #expect(result["state"] == "cancelled")
+    }
+
+    @Test func survivesKill9AndFinishesAcknowledgedJobs() throws {
+        let state = NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
+        var server = try ServerProcess(state: state)
+        var client = try server.client()
+        // A serial graph: step 0 finishes (a counted hit), step 1 is in flight when the server dies.
+        let key = "k9-\(UUID().uuidString.prefix(8))"
+        let graph = try client.call("job.submit", ["job": ["type": "serial", "steps": [
+            ["type": "remote", "endpoint": .string("/hits/\(key)")],
+            ["type": "remote", "endpoint": "/delay/1500"],
+            ["type": "local", "name": "echo", "input": "${prev.body.delayedMs}"]]]])
+        var ids: [JSONValue] = [graph["jobId"]!]
+        for i in 0..<50 {
+            ids.append(try client.call("job.submit", ["job": ["type": "local", "name": "delay", "input": ["ms": .int(100 + i)]]])["jobId"]!)
+        }
+        let before = try client.call("hydra.stats")["events"]?["lastSeq"]?.intValue ?? 0
+        Thread.sleep(forTimeInterval: 0.5)
+        server.kill9()
+
+        server = try ServerProcess(state: state)
+        defer { server.terminate() }
+        #expect(server.banner[1].contains("resumed"))
+        client = try server.client()
+        for id in ids {
+            let result = try client.call("job.result", ["jobId": id, "waitMs": 10_000])
+            #expect(result["state"] == "succeeded", "\(id): \(result)")
+        }
+        let graphResult = try client.call("job.result", ["jobId": graph["jobId"]!, "waitMs": 10_000])
+        #expect(graphResult["result"]?["results"]?[0]?["body"] == ["hits": 1])
+        #expect(graphResult["result"]?["results"]?[2] == 1500)
+        // The finished step was not run again: the server counted one hit.
+        let count = try client.call("job.result", ["jobId": client.call("job.submit", ["job": [
+            "type": "remote", "endpoint": .string("/count/\(key)")]])["jobId"]!, "waitMs": 5000])
+        #expect(count["result"]?["body"] == ["count": 1])
+        let after = try client.call("hydra.stats")["events"]?["lastSeq"]?.intValue ?? 0
+        #expect(after > before)
+    }
+
+    @Test func badConfigAndAddressInUseExitTwo() throws {
+        let bad = NSTemporaryDirectory() + "hydra-bad-\(UUID().uuidString).json"
+        try #"{"rpc": {"listn": "x"}}"#.write(toFile: bad, atomically: true, encoding: .utf8)
+        let run = try RunCommandTests().hydra(["serve", "--config", bad])
+        #expect(run.status == 2)
+        #expect(run.err.contains(bad))
+        #expect(run.err.contains("rpc.listn"))
+        #expect(run.err.split(separator: "\n").count == 1)
+
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let port: Int
+        if case .tcp(_, let p) = server.address! { port = p } else { port = 0 }
+        let state = NSTemporaryDirectory() + "hydra-inuse-\(UUID().uuidString)"
+        let inUse = try RunCommandTests().hydra(["serve", "--listen", "127.0.0.1:\(port)", "--state", state])
+        #expect(inUse.status == 2)
+        #expect(inUse.err.contains("127.0.0.1:\(port)"))
+        #expect(inUse.err.contains("in use"))
+
+        let open = try RunCommandTests().hydra(["serve", "--listen", "0.0.0.0:0", "--state", state])
+        #expect(open.status == 2)
+        #expect(open.err.contains("rpc.secret"))
+    }
+
+    @Test func gracefulShutdownRefusesNewWorkAndExitsZero() throws {
+        let server = try ServerProcess(arguments: ["--grace", "5"])
+        let client = try server.client()
+        let job = try client.call("job.submit", ["job": ["type": "remote", "endpoint": "/delay/500"]])
+        let other = try server.client()
+        kill(server.process.processIdentifier, SIGTERM)
+        Thread.sleep(forTimeInterval: 0.1)
+        do {
+            _ = try other.call("job.submit", ["job": ["type": "local", "name": "echo"]])
+            Issue.record("accepted work while shutting down")
+        } catch {
+            #expect(error.code == -32005)
+        }
+        let (status, _) = server.terminate()
+        #expect(status == 0)
+        // The job that was running finished and its result was kept.
+        let restarted = try ServerProcess(state: server.stateDirectory)
+        defer { restarted.terminate() }
+        let result = try restarted.client().call("job.result", ["jobId": job["jobId"]!])
+        #expect(result["state"] == "succeeded")
+    }
+}
