@@ -1,6 +1,7 @@
 import Foundation
 import HydraLoop
 import HydraRPC
+import Synchronization
 import Testing
 
 @testable import Hydra
@@ -345,5 +346,96 @@ import Testing
         defer { restarted.terminate() }
         let result = try restarted.client().call("job.result", ["jobId": job["jobId"]!])
         #expect(result["state"] == "succeeded")
+    }
+
+    @Test func aClientThatStopsReadingLosesItsSubscriptionsOthersKeepFullSpeed() throws {
+        let server = try ServerProcess(config: #""rpc": {"listen": "127.0.0.1:0", "maxOutboundBytes": 65536}"#)
+        defer { server.terminate() }
+        let stalled = try server.client()
+        _ = try stalled.call("events.subscribe", [:])  // then never reads
+        let watcher = try server.client()
+        _ = try watcher.call("events.subscribe", ["events": ["job.succeeded"]])
+        // The watcher reads as events come, on a thread of its own.
+        let seen = Mutex(0)
+        let reading = Thread {
+            while seen.withLock({ $0 }) < 128, let note = try? watcher.nextNotification(timeout: .seconds(10)) {
+                if note["params"]?["event"] == "job.succeeded", note["params"]?["stepPath"] == "" {
+                    seen.withLock { $0 += 1 }
+                }
+            }
+        }
+        reading.start()
+        let client = try server.client()
+        // About 16 MB of events for the stalled client: far more than socket buffers hold.
+        let big = String(repeating: "x", count: 60_000)
+        let started = ContinuousClock.now
+        var ids: [JSONValue] = []
+        for _ in 0..<128 {
+            ids.append(try client.call("job.submit", ["job": ["type": "local", "name": "echo", "input": .string(big)]])["jobId"]!)
+        }
+        for id in ids { _ = try client.call("job.result", ["jobId": id, "waitMs": 10_000]) }
+        try waitUntilBlocking(timeout: .seconds(10)) { seen.withLock { $0 } == 128 }
+        #expect(seen.withLock { $0 } == 128)
+        #expect(ContinuousClock.now - started < .seconds(20))
+        let stats = try client.call("hydra.stats")
+        #expect(stats["subscriptions"] == 1)  // the stalled client's subscription was dropped
+        // When the stalled client reads at last, it finds the drop notice.
+        var dropped = false
+        while let note = try stalled.nextNotification(timeout: .seconds(2)) {
+            if note["method"] == "hydra.dropped" { dropped = true; break }
+        }
+        #expect(dropped)
+    }
+
+    @Test func tenThousandJobsSurviveKill9MidRun() throws {
+        let state = NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
+        var server = try ServerProcess(state: state)
+        var client = try server.client()
+        var acknowledged: [JSONValue] = []
+        for batch in 0..<20 {
+            let calls: [(method: String, params: JSONValue)] = (0..<500).map { i in
+                ("job.submit", ["job": ["type": "local", "name": "delay", "input": ["ms": .int((batch * 500 + i) % 200)]]])
+            }
+            for reply in try client.callBatch(calls, timeout: .seconds(30)) {
+                acknowledged.append(try reply.get()["jobId"]!)
+            }
+        }
+        #expect(acknowledged.count == 10_000)
+        server.kill9()
+
+        server = try ServerProcess(state: state)
+        defer { server.terminate() }
+        client = try server.client()
+        // Every acknowledged job is known after the restart, and all of them finish.
+        let deadline = ContinuousClock.now + .seconds(60)
+        var unfinished = -1
+        while ContinuousClock.now < deadline {
+            let queued = try client.call("job.list", ["state": "queued", "limit": 10_000])["jobs"]?.arrayValue?.count ?? 0
+            let running = try client.call("job.list", ["state": "running", "limit": 10_000])["jobs"]?.arrayValue?.count ?? 0
+            unfinished = queued + running
+            if unfinished == 0 { break }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        #expect(unfinished == 0)
+        var succeeded = 0
+        var after: JSONValue = .null
+        repeat {
+            let page = try client.call("job.list", ["state": "succeeded", "limit": 5000, "after": after])
+            succeeded += page["jobs"]?.arrayValue?.count ?? 0
+            after = page["next"] ?? .null
+        } while after != .null
+        #expect(succeeded == 10_000)
+        for id in acknowledged.prefix(20) + acknowledged.suffix(20) {
+            #expect(try client.call("job.status", ["jobId": id])["state"] == "succeeded")
+        }
+    }
+}
+
+/// Polls `condition` every 10 ms (blocking the thread) until it holds or `timeout` passes.
+func waitUntilBlocking(timeout: Duration, _ condition: () -> Bool) throws {
+    let deadline = ContinuousClock.now + timeout
+    while !condition() {
+        guard ContinuousClock.now < deadline else { return }
+        Thread.sleep(forTimeInterval: 0.01)
     }
 }

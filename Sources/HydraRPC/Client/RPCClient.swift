@@ -3,9 +3,9 @@ import HydraLoop
 import OrderedCollections
 
 /// A blocking JSON-RPC client for `hydra serve` (the CLI's transport; usable
-/// from any one thread at a time). Notifications that arrive while waiting for
+/// from one thread at a time; it may move between threads). Notifications that arrive while waiting for
 /// a response are kept for ``nextNotification(timeout:)``.
-public final class RPCClient {
+public final class RPCClient: @unchecked Sendable {
     private let connection: LineClient
     private var nextID = 1
     private var notifications: [JSONValue] = []
@@ -33,7 +33,7 @@ public final class RPCClient {
         do {
             try connection.send(JSONWriter.bytes(request))
         } catch {
-            throw RPCClientError(code: nil, message: "\(address): \(error.description)")
+            throw RPCClientError(code: nil, message: error.description)
         }
         while true {
             let message = try readMessage(timeout: timeout)
@@ -47,6 +47,46 @@ public final class RPCClient {
                                      data: error["data"])
             }
             return message["result"] ?? .null
+        }
+    }
+
+    /// Sends several calls as one JSON-RPC batch (one line) and returns their
+    /// outcomes in the order given.
+    public func callBatch(_ calls: [(method: String, params: JSONValue)],
+                          timeout: Duration? = nil) throws(RPCClientError) -> [Result<JSONValue, RPCClientError>] {
+        guard !calls.isEmpty else { return [] }
+        let first = nextID
+        nextID += calls.count
+        let requests: [JSONValue] = calls.enumerated().map { i, call in
+            ["jsonrpc": "2.0", "id": .int(first + i), "method": .string(call.method), "params": call.params]
+        }
+        do {
+            try connection.send(JSONWriter.bytes(.array(requests)))
+        } catch {
+            throw RPCClientError(code: nil, message: error.description)
+        }
+        while true {
+            let message = try readMessage(timeout: timeout)
+            guard case .array(let replies) = message else {
+                if message["method"] != nil { notifications.append(message) }
+                if let error = message["error"], message["id"] == .null {
+                    throw RPCClientError(code: error["code"]?.intValue, message: error["message"]?.stringValue ?? "error")
+                }
+                continue
+            }
+            var results = [Result<JSONValue, RPCClientError>](
+                repeating: .failure(RPCClientError(code: nil, message: "no reply")), count: calls.count)
+            for reply in replies {
+                guard let id = reply["id"]?.intValue, id >= first, id < first + calls.count else { continue }
+                if let error = reply["error"] {
+                    results[id - first] = .failure(RPCClientError(code: error["code"]?.intValue,
+                                                                  message: error["message"]?.stringValue ?? "error",
+                                                                  data: error["data"]))
+                } else {
+                    results[id - first] = .success(reply["result"] ?? .null)
+                }
+            }
+            return results
         }
     }
 
@@ -68,7 +108,7 @@ public final class RPCClient {
         do {
             line = try connection.readLine(timeout: timeout)
         } catch {
-            throw RPCClientError(code: nil, message: "\(address): \(error.description)",
+            throw RPCClientError(code: nil, message: error.description,
                                  isTimeout: error.description.contains("timed out"))
         }
         guard let line else { throw RPCClientError(code: nil, message: "\(address): the server closed the connection") }
