@@ -86,7 +86,7 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(
             name: "HydraBench",
-            dependencies: ["Hydra"],
+            dependencies: ["Hydra", "HydraRPC", "HydraLoop"],
             path: "Benchmarks/HydraBench",
             swiftSettings: strict),
         .executableTarget(

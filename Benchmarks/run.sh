@@ -157,8 +157,8 @@ else
         if ! command -v swift >/dev/null; then
             HYDRA_NOTE="skipped (no swift toolchain)"
         else
-            log "swift build -c release --product hydra-bench"
-            if ! swift build -c release --product hydra-bench >&2; then
+            log "swift build -c release --product hydra-bench, hydra"
+            if ! { swift build -c release --product hydra-bench >&2 && swift build -c release --product hydra >&2; }; then
                 # Never benchmark a stale binary from an earlier build.
                 HYDRA_NOTE="skipped (swift build failed)"
             fi
@@ -330,6 +330,53 @@ if [[ "$HYDRA_OK" == 1 ]]; then
     if [[ -n "$line" ]]; then record "$line"; else warn "hydra-bench local printed no result"; fi
 fi
 
+# --- hydra serve over JSON-RPC ---------------------------------------------------
+# The real server (release build) with its state in a temp folder; clients
+# from hydra-bench. Remote jobs go to the same nginx, 64 in flight, so the
+# ratio is to raw C at concurrency 64 from the runs above.
+HYDRA_BIN="$ROOT/.build/release/hydra"
+if [[ "$HYDRA_OK" == 1 && -x "$HYDRA_BIN" && "${BENCH_SERVER:-1}" != 0 ]]; then
+    RPC_PORT="${BENCH_RPC_PORT:-17400}"
+    cat > "$TMP/hydra.json" <<EOF
+{"rpc": {"listen": "127.0.0.1:$RPC_PORT", "maxConnections": 4096},
+ "state": {"path": "$TMP/state"},
+ "workers": [{"name": "rest", "kind": "remote", "maxConnections": 64, "maxHostConnections": 64, "maxActive": 64},
+             {"name": "local", "kind": "local", "threads": 2}],
+ "defaults": {"headers": {}}}
+EOF
+    log "starting hydra serve on 127.0.0.1:$RPC_PORT"
+    "$HYDRA_BIN" serve --config "$TMP/hydra.json" > "$TMP/serve.out" 2> "$TMP/serve.err" &
+    SERVE_PID=$!
+    for _ in $(seq 100); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$RPC_PORT") 2>/dev/null; then break; fi
+        sleep 0.05
+    done
+    rpc_run() { # name, args...
+        local name="$1" line; shift
+        if "$HYDRA_BENCH" "$@" --connect "127.0.0.1:$RPC_PORT" > "$TMP/out.txt"; then
+            line="$(json_line "$name" "$TMP/out.txt")"
+            if [[ -n "$line" ]]; then record "$line"; else warn "hydra-bench $name printed no result"; fi
+        else
+            warn "hydra-bench $* failed"
+        fi
+    }
+    RPC_JOBS="${BENCH_RPC_JOBS:-20000}"
+    for clients in 1 16; do
+        log "durable submits over RPC: $clients client(s), single calls"
+        rpc_run rpc-submit rpc-submit --jobs "$RPC_JOBS" --clients "$clients" --batch 1
+        log "durable submits over RPC: $clients client(s), batches of 500"
+        rpc_run rpc-submit rpc-submit --jobs "$((RPC_JOBS * 5))" --clients "$clients" --batch 500
+    done
+    for r in $(seq "$REPEAT"); do
+        log "remote jobs over RPC (batches of 500, 64 in flight), run $r/$REPEAT"
+        rpc_run rpc-remote rpc-remote --url "$URL" --jobs "$REQUESTS" --clients 1 --batch 500
+    done
+    log "event fan-out to 100 subscribers"
+    rpc_run fanout fanout --subscribers 100 --jobs 2000
+    kill -TERM "$SERVE_PID" 2>/dev/null || true
+    wait "$SERVE_PID" 2>/dev/null || true
+fi
+
 # --- report ------------------------------------------------------------------
 python3 - "$RESULTS_JSONL" "$RESULTS_MD" "$HYDRA_NOTE" "$RUN_TOOLS" "$MACHINE" <<'PY'
 import json, statistics, sys
@@ -387,6 +434,26 @@ if local:
         local.get("p50us", "?"), local.get("p99us", "?")))
 else:
     out.append("Local no-op: " + (hydra_note or "no result"))
+
+submits = [r for r in rows if r.get("name") == "rpc-submit"]
+remote_rpc = [r for r in rows if r.get("name") == "rpc-remote"]
+fan = next((r for r in rows if r.get("name") == "fanout"), None)
+if submits or remote_rpc or fan:
+    out += ["", "hydra serve over JSON-RPC (durable: each submit answered after its SQLite commit):", "",
+            "| measure | clients | per call | result |", "|---|---:|---:|---:|"]
+    for r in submits:
+        out.append("| durable submits | %d | %d | %s jobs/s%s |" % (
+            r["clients"], r["batch"], f"{r['rps']:,}", f" [{r['failed']} failed]" if r.get("failed") else ""))
+    if remote_rpc:
+        med = statistics.median(r["rps"] for r in remote_rpc)
+        raw64 = by.get(64, {}).get("raw-c")
+        ratio = f" ({med / raw64['rps']:.2f}× raw C at c=64)" if raw64 and raw64["rps"] else ""
+        failed = sum(r.get("failed", 0) for r in remote_rpc)
+        out.append("| remote jobs end to end, 64 in flight | 1 | %d | %s jobs/s%s%s |" % (
+            remote_rpc[0]["batch"], f"{med:,.0f}", ratio, f" [{failed} failed]" if failed else ""))
+    if fan:
+        out.append("| event fan-out, %d subscribers | 1 | 500 | %s events/s delivered (%s of %s) |" % (
+            fan["subscribers"], f"{fan['eventsPerSecond']:,}", f"{fan['events']:,}", f"{fan['expected']:,}"))
 text = "\n".join(out) + "\n"
 open(md_path, "w").write(text)
 sys.stdout.write("\n" + text)

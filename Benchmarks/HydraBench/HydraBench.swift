@@ -2,6 +2,7 @@
 //
 //   hydra-bench remote --url URL --requests N --concurrency C
 //   hydra-bench local --jobs N
+//   hydra-bench rpc-submit | rpc-remote | fanout ...   (clients of `hydra serve`, RPCBench.swift)
 //
 // Each prints one JSON line (see Benchmarks/README.md).
 import Dispatch
@@ -17,19 +18,34 @@ struct HydraBench {
             guard let i = args.firstIndex(of: name), i + 1 < args.count, let v = Int(args[i + 1]) else { return fallback }
             return v
         }
+        func text(_ name: String) -> String? {
+            guard let i = args.firstIndex(of: name), i + 1 < args.count else { return nil }
+            return args[i + 1]
+        }
         switch args.first {
         case "remote":
             guard let i = args.firstIndex(of: "--url"), i + 1 < args.count else { usage() }
             try remote(url: args[i + 1], requests: option("--requests", 20000), concurrency: option("--concurrency", 64))
         case "local":
             try local(jobs: option("--jobs", 1_000_000))
+        case "rpc-submit":
+            RPCBench.submit(connect: text("--connect") ?? "127.0.0.1:7400", jobs: option("--jobs", 100_000),
+                            clients: option("--clients", 1), batch: option("--batch", 1))
+        case "rpc-remote":
+            guard let url = text("--url") else { usage() }
+            try RPCBench.remote(connect: text("--connect") ?? "127.0.0.1:7400", url: url,
+                                jobs: option("--jobs", 20_000), clients: option("--clients", 1),
+                                batch: option("--batch", 500))
+        case "fanout":
+            try RPCBench.fanout(connect: text("--connect") ?? "127.0.0.1:7400",
+                                subscribers: option("--subscribers", 100), jobs: option("--jobs", 2000))
         default:
             usage()
         }
     }
 
     static func usage() -> Never {
-        FileHandle.standardError.write(Data("usage: hydra-bench remote --url URL [--requests N] [--concurrency C] | local [--jobs N]\n".utf8))
+        FileHandle.standardError.write(Data("usage: hydra-bench remote --url URL [--requests N] [--concurrency C] | local [--jobs N] | rpc-submit --connect ADDR [--jobs N --clients C --batch B] | rpc-remote --connect ADDR --url URL [--jobs N --clients C --batch B] | fanout --connect ADDR [--subscribers S --jobs N]\n".utf8))
         exit(2)
     }
 
