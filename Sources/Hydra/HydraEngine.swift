@@ -32,14 +32,16 @@ public final class HydraEngine: Sendable {
     ///   - jobsDirectory: overrides `jobs.path`.
     ///   - shared: where `${shared.KEY}` references read from.
     ///   - journal: hears each finished step of jobs queued with `Scheduler.enqueue` (durable servers).
+    ///   - responseCache: where responses of apis with a `cacheTTL` are kept (none: no caching).
     ///   - lastSeq: the seq of the last event already issued (events continue after it).
     public init(configuration: Configuration = Configuration(), stateDirectory: String? = nil,
                 jobsDirectory: String? = nil, shared: (any SharedDataReader)? = nil,
-                journal: (any StepJournal)? = nil, lastSeq: UInt64 = 0) throws(ValidationError) {
+                journal: (any StepJournal)? = nil, responseCache: (any ResponseCache)? = nil,
+                lastSeq: UInt64 = 0) throws(ValidationError) {
         HTTPClient.initializeLibrary()
         self.configuration = configuration
         self.stateDirectory = stateDirectory ?? configuration.state.path
-        rest = RESTManager(configuration: configuration, stateDirectory: self.stateDirectory)
+        rest = RESTManager(configuration: configuration, stateDirectory: self.stateDirectory, cache: responseCache)
         localJobs = LocalJobRegistry()
         var environment: [String: String] = [:]
         let processEnvironment = ProcessInfo.processInfo.environment

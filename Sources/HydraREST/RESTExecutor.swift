@@ -23,6 +23,9 @@ final class RESTExecutor: JobExecutor {
         var attempts = 0
         var transfer: HTTPTransferID?
         var timer: ScheduledTask?
+        /// Where a successful response is cached, and for how long.
+        var cacheKey: String?
+        var cacheTTL: Double = 0
 
         init(task: WorkTask, handle: TaskHandle, request: PreparedRequest) {
             self.task = task
@@ -70,7 +73,42 @@ final class RESTExecutor: JobExecutor {
             }
             return
         }
+        if let cache = manager.cache, let plan = cachePlan(spec, prepared) {
+            if plan.mode == .use || plan.mode == .only,
+               case .object(var hit)? = cache.cachedResponse(plan.key, now: Date().timeIntervalSince1970) {
+                manager.statistics.countCacheHit()
+                handle.skipped(reason: "cache")
+                hit["fromCache"] = true
+                hit["attempts"] = 0
+                hit["elapsedMs"] = .double(call.elapsedMs)
+                finish(call, .success(.object(hit)))
+                return
+            }
+            manager.statistics.countCacheMiss()
+            if plan.mode == .only {
+                finish(call, .failure(JobError(.invalid, "cache: no fresh cached response (cache.mode only)")))
+                return
+            }
+            if plan.mode != .bypass, plan.ttl > 0 {
+                call.cacheKey = plan.key
+                call.cacheTTL = plan.ttl
+            }
+        }
         attempt(call)
+    }
+
+    /// How a job uses the cache: its `cache` spec, else its api's `cacheTTL`
+    /// (mode `use`). Only GET responses are cached. The key is the method and
+    /// the URL (without the query when the api says `cacheIgnoreQuery`).
+    private func cachePlan(_ spec: RemoteSpec, _ request: PreparedRequest)
+        -> (mode: CacheSpec.Mode, ttl: Double, key: String)?
+    {
+        let api = request.api.flatMap { manager.configuration.apis[$0] }
+        let ttl = spec.cache?.ttlSec ?? api?.cacheTTL
+        guard request.http.method == "GET", spec.cache != nil || (ttl ?? 0) > 0 else { return nil }
+        var url = request.http.url
+        if api?.cacheIgnoreQuery == true, let q = url.firstIndex(of: "?") { url = String(url[..<q]) }
+        return (spec.cache?.mode ?? .use, Double(ttl ?? 0), "GET " + url)
     }
 
     func cancel(_ task: WorkTask, handle: TaskHandle) {
@@ -147,6 +185,21 @@ final class RESTExecutor: JobExecutor {
 
     private func finish(_ call: RemoteCall, _ outcome: StepOutcome) {
         calls[call.task.token] = nil
+        if case .success(let result) = outcome, let cache = manager.cache {
+            if let key = call.cacheKey {
+                var stored = result
+                if case .object(var o) = result {
+                    o["attempts"] = nil
+                    o["elapsedMs"] = nil
+                    stored = .object(o)
+                }
+                cache.storeResponse(key, api: call.request.api, value: stored, ttl: call.cacheTTL,
+                                    now: Date().timeIntervalSince1970)
+            }
+            if let api = call.request.api, let invalidates = manager.configuration.apis[api]?.invalidates {
+                for other in invalidates { cache.invalidate(api: other) }
+            }
+        }
         call.handle.finish(outcome)
     }
 

@@ -15,9 +15,12 @@ public final class RESTManager: JobManager {
     private let dummyHandlers = Mutex<[DummyHandler]>([])
     private let dummyHandlerCount = Atomic<Int>(0)
     let statistics = RESTStatistics()
+    /// Where cached responses live; nil: caching is off (the embedded default).
+    let cache: (any ResponseCache)?
 
-    public init(configuration: Configuration, stateDirectory: String) {
+    public init(configuration: Configuration, stateDirectory: String, cache: (any ResponseCache)? = nil) {
         resolver = RouteResolver(configuration: configuration, stateDirectory: stateDirectory)
+        self.cache = cache
         let builtIn: [any Dogma] = [JSONDogma(), TextDogma(), RawDogma()]
         dogmas = Mutex(Dictionary(uniqueKeysWithValues: builtIn.map { ($0.name, $0) }))
     }
@@ -109,21 +112,28 @@ public final class RESTStatistics: Sendable {
     private let retries = Atomic<Int>(0)
     private let dummies = Atomic<Int>(0)
     private let failures = Atomic<Int>(0)
+    private let cacheHits = Atomic<Int>(0)
+    private let cacheMisses = Atomic<Int>(0)
 
     public struct Snapshot: Sendable {
         public var requests: Int
         public var retries: Int
         public var dummyResponses: Int
         public var failedRequests: Int
+        public var cacheHits: Int
+        public var cacheMisses: Int
     }
 
     func countRequest() { requests.add(1, ordering: .relaxed) }
     func countRetry() { retries.add(1, ordering: .relaxed) }
     func countDummy() { dummies.add(1, ordering: .relaxed) }
     func countFailure() { failures.add(1, ordering: .relaxed) }
+    func countCacheHit() { cacheHits.add(1, ordering: .relaxed) }
+    func countCacheMiss() { cacheMisses.add(1, ordering: .relaxed) }
 
     var snapshot: Snapshot {
         Snapshot(requests: requests.load(ordering: .relaxed), retries: retries.load(ordering: .relaxed),
-                 dummyResponses: dummies.load(ordering: .relaxed), failedRequests: failures.load(ordering: .relaxed))
+                 dummyResponses: dummies.load(ordering: .relaxed), failedRequests: failures.load(ordering: .relaxed),
+                 cacheHits: cacheHits.load(ordering: .relaxed), cacheMisses: cacheMisses.load(ordering: .relaxed))
     }
 }

@@ -429,6 +429,41 @@ import Testing
             #expect(try client.call("job.status", ["jobId": id])["state"] == "succeeded")
         }
     }
+
+    @Test func apiResponsesAreCachedAndInvalidated() throws {
+        let server = try ServerProcess(config: #""apis": {"counted": {"server": "testsvr", "endpoint": "/hits/:k", "cacheTTL": 60}, "writer": {"server": "testsvr", "endpoint": "/echo", "method": "POST", "invalidates": ["counted"]}}"#)
+        defer { server.terminate() }
+        let client = try server.client()
+        let key = "c-\(UUID().uuidString.prefix(8))"
+        func run(_ job: JSONValue) throws -> JSONValue {
+            let id = try client.call("job.submit", ["job": job])["jobId"]!
+            return try client.call("job.result", ["jobId": id, "waitMs": 5000])
+        }
+        let counted: JSONValue = ["type": "remote", "api": "counted", "pathVars": ["k": .string(key)]]
+        let first = try run(counted)
+        #expect(first["result"]?["fromCache"] == false)
+        #expect(first["result"]?["body"] == ["hits": 1])
+        let second = try run(counted)
+        #expect(second["result"]?["fromCache"] == true)
+        #expect(second["result"]?["body"] == ["hits": 1])
+        // A job may bypass the cache (and then does not touch it).
+        let bypass = try run(["type": "remote", "api": "counted", "pathVars": ["k": .string(key)], "cache": ["mode": "bypass"]])
+        #expect(bypass["result"]?["body"] == ["hits": 2])
+        // cache.remove by api empties it: the next call goes to the server.
+        #expect(try client.call("cache.remove", ["api": "counted"])["removed"] == 1)
+        #expect(try run(counted)["result"]?["body"] == ["hits": 3])
+        #expect(try run(counted)["result"]?["fromCache"] == true)
+        // An api listed in another's `invalidates` loses its cache when that one succeeds.
+        _ = try run(["type": "remote", "api": "writer", "body": ["x": 1]])
+        Thread.sleep(forTimeInterval: 0.1)
+        #expect(try run(counted)["result"]?["body"] == ["hits": 4])
+        // Mode only: a miss fails without the network.
+        _ = try client.call("cache.remove", [:])
+        let only = try run(["type": "remote", "api": "counted", "pathVars": ["k": .string(key)], "cache": ["mode": "only"]])
+        #expect(only["state"] == "failed")
+        let stats = try client.call("hydra.stats")
+        #expect(stats["cache"]?["hits"] == 2)
+    }
 }
 
 /// Polls `condition` every 10 ms (blocking the thread) until it holds or `timeout` passes.

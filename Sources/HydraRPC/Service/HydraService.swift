@@ -42,9 +42,11 @@ public final class HydraService: Sendable {
         let journal = StoreJournal(store: store)
         self.journal = journal
         let lastSeq = try store.lastSeq()
+        let cache = StoreResponseCache(store: store, events: EventRelay())
         engine = try HydraEngine(configuration: configuration, stateDirectory: stateDirectory,
                                  jobsDirectory: jobsDirectory, shared: journal, journal: journal,
-                                 lastSeq: lastSeq + seqReserve)
+                                 responseCache: cache, lastSeq: lastSeq + seqReserve)
+        cache.events.bus.withLock { $0 = engine.scheduler.bus }
         _ = engine.subscribe(sink: journal)
         registerSharedJobs()
     }
@@ -314,7 +316,8 @@ public final class HydraService: Sendable {
     public func removeCached(api: String?, url: String?, prefix: String?,
                              reply: @escaping @Sendable (Result<Int, ServiceError>) -> Void) {
         let bus = engine.scheduler.bus
-        store.removeResponses(api: api, key: url, prefix: prefix) { result in
+        // Cache keys are "GET URL" (only GET responses are cached).
+        store.removeResponses(api: api, key: url.map { "GET " + $0 }, prefix: prefix.map { "GET " + $0 }) { result in
             switch result {
             case .success(let count):
                 if count > 0 {
@@ -346,6 +349,7 @@ public final class HydraService: Sendable {
     public func stats() -> JSONValue {
         let c = counters.value.withLock { $0 }
         let workers = engine.workerStats()
+        let rest = engine.rest.stats
         let queued = workers.reduce(0) { $0 + $1.queued }
         let active = workers.reduce(0) { $0 + $1.active }
         return [
@@ -356,6 +360,9 @@ public final class HydraService: Sendable {
             "steps": ["queued": .int(queued), "active": .int(active),
                       "done": .int(workers.reduce(0) { $0 + $1.done }), "failed": .int(workers.reduce(0) { $0 + $1.failed })],
             "events": ["lastSeq": .int(Int(engine.scheduler.bus.lastSeq))],
+            "requests": ["sent": .int(rest.requests), "retries": .int(rest.retries), "failed": .int(rest.failedRequests),
+                         "dummy": .int(rest.dummyResponses)],
+            "cache": ["hits": .int(rest.cacheHits), "misses": .int(rest.cacheMisses)],
         ]
     }
 

@@ -1,0 +1,12 @@
+/// Where the REST manager keeps responses of apis with a `cacheTTL` (and of
+/// jobs with a `cache` spec). The core defines it; the service layer backs it
+/// with the state store. Thread-safe; reads run on the calling worker's loop,
+/// so implementations keep them quick (one indexed lookup), writes are queued.
+public protocol ResponseCache: Sendable {
+    /// The stored result for `key` when younger than its TTL, else nil.
+    func cachedResponse(_ key: String, now: Double) -> JSONValue?
+    /// Keeps `value` under `key` for `ttl` seconds.
+    func storeResponse(_ key: String, api: String?, value: JSONValue, ttl: Double, now: Double)
+    /// Forgets every response of `api` (an api listed in another's `invalidates` succeeded).
+    func invalidate(api: String)
+}

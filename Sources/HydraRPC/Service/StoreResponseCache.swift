@@ -1,0 +1,44 @@
+import HydraCore
+import OrderedCollections
+import Synchronization
+
+/// The REST manager's response cache, kept in the state store's cache table;
+/// emits `cache.updated` and `cache.removed`. Thread-safe.
+final class StoreResponseCache: ResponseCache {
+    let store: any StateStore
+    let events: EventRelay
+
+    init(store: any StateStore, events: EventRelay) {
+        self.store = store
+        self.events = events
+    }
+
+    func cachedResponse(_ key: String, now: Double) -> JSONValue? {
+        (try? store.cachedResponse(key, now: now)) ?? nil
+    }
+
+    func storeResponse(_ key: String, api: String?, value: JSONValue, ttl: Double, now: Double) {
+        store.storeResponse(key, api: api, value: value, ttl: ttl, now: now)
+        events.emit(EventName.cacheUpdated, ["key": .string(key)])
+    }
+
+    func invalidate(api: String) {
+        let events = self.events
+        store.removeResponses(api: api, key: nil, prefix: nil) { result in
+            if case .success(let count) = result, count > 0 {
+                events.emit(EventName.cacheRemoved, ["key": .string(api), "removed": .int(count)])
+            }
+        }
+    }
+}
+
+/// Emits events on a bus set after construction (the engine, and so its bus,
+/// is created after the cache it is given).
+final class EventRelay: Sendable {
+    let bus = Mutex<EventBus?>(nil)
+
+    func emit(_ name: String, _ fields: OrderedDictionary<String, JSONValue>) {
+        guard let bus = bus.withLock({ $0 }) else { return }
+        bus.emit(name, jobId: "", rootJobId: "", stepPath: "") { fields }
+    }
+}
