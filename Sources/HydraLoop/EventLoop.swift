@@ -37,7 +37,9 @@ public final class EventLoop: @unchecked Sendable {
         self.inbox = Mailbox<@Sendable () -> Void>.Storage()
         let thread = Thread { [unowned self] in self.threadMain() }
         thread.name = name
-        thread.stackSize = 1 << 20
+        // 8 MiB (reserved, not committed): specs and results nest up to
+        // JSONParser.maxDepth levels, and parsing, graph walks and encoding recurse.
+        thread.stackSize = 8 << 20
         thread.start()
         ready.wait()
     }

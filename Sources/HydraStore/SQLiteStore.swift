@@ -60,6 +60,7 @@ public final class SQLiteStore: StateStore {
         let box = WriterBox(writer)
         let thread = Thread { [self] in self.writerLoop(box) }
         thread.name = "hydra-store"
+        thread.stackSize = 8 << 20  // JSON of deeply nested specs is written recursively
         thread.start()
     }
 

@@ -464,6 +464,30 @@ import Testing
         let stats = try client.call("hydra.stats")
         #expect(stats["cache"]?["hits"] == 2)
     }
+
+    @Test func hostileMessagesNeverTakeTheServerDown() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let raw = try server.raw()
+        // A graph nested as deep as the JSON limit allows, then deeper.
+        for depth in [250, 300] {
+            var spec = #"{"type":"local","name":"echo","input":1}"#
+            for _ in 0..<depth { spec = #"{"type":"serial","steps":["# + spec + "]}" }
+            let reply = try rawCall(raw, #"{"jsonrpc":"2.0","id":1,"method":"job.submit","params":{"job":"# + spec + "}}")
+            #expect(reply["result"]?["jobId"] != nil || reply["error"]?["code"] == -32700, "\(reply)")
+            if let id = reply["result"]?["jobId"] {
+                let client = try server.client()
+                #expect(try client.call("job.result", ["jobId": id, "waitMs": 10_000])["state"] == "succeeded")
+            }
+        }
+        #expect(try rawCall(raw, String(repeating: "[", count: 5000) + String(repeating: "]", count: 5000))["error"]?["code"] == -32700)
+        #expect(try rawCall(raw, #"{"jsonrpc":"2.0","id":2,"method":"job.status","params":{"jobId":""# + String(repeating: "x", count: 100_000) + "\"}}")["error"]?["code"] == -32002)
+        #expect(try rawCall(raw, #"{"jsonrpc":"2.0","id":3,"method":"job.list","params":{"after":"zz|x"}}"#)["error"] != nil)
+        #expect(try rawCall(raw, #"{"jsonrpc":"2.0","id":4,"method":"events.subscribe","params":{"fromSeq":-1}}"#)["error"]?["code"] == -32602)
+        #expect(try rawCall(raw, #"{"jsonrpc":"2.0","id":5,"method":"hydra.ping","params":"x"}"#)["error"]?["code"] == -32602)
+        #expect(try rawCall(raw, "\u{FF}\u{FE}garbage")["error"]?["code"] == -32700)
+        #expect(try rawCall(raw, #"{"jsonrpc":"2.0","id":6,"method":"hydra.ping"}"#)["result"]?["version"] != nil)
+    }
 }
 
 /// Polls `condition` every 10 ms (blocking the thread) until it holds or `timeout` passes.

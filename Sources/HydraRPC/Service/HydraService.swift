@@ -211,7 +211,13 @@ public final class HydraService: Sendable {
     /// `job.list`: newest first, with a cursor for the next page.
     public func list(state: JobState?, limit: Int, after: String?) throws(ServiceError) -> JSONValue {
         let page: (jobs: [StoredJob], next: String?)
-        do { page = try store.jobs(state: state, limit: limit, after: after) } catch { throw ServiceError(error) }
+        do {
+            page = try store.jobs(state: state, limit: limit, after: after)
+        } catch where error.description.hasPrefix("after:") {
+            throw ServiceError(.invalidParams, error.description, data: ["field": "after", "reason": "not a cursor returned by job.list"])
+        } catch {
+            throw ServiceError(error)
+        }
         let live = engine.scheduler.statuses(of: page.jobs.map(\.jobId))
         var jobs: [JSONValue] = []
         for (stored, status) in zip(page.jobs, live) {
