@@ -121,14 +121,23 @@ public final class SQLiteStore: StateStore {
                 outcomes.append((operation, .success(.none)))
                 continue
             }
+            // Writes someone waits for get a savepoint, so one failing write
+            // fails alone; fire-and-forget writes (events, most updates) skip
+            // that cost: if one fails, the batch fails.
+            let isolated = operation.hasCallback
             do {
-                try db.execute("SAVEPOINT op")
+                if isolated { try db.run("SAVEPOINT op") }
                 let output = try apply(operation, on: db)
-                try db.execute("RELEASE op")
+                if isolated { try db.run("RELEASE op") }
                 outcomes.append((operation, .success(output)))
             } catch {
-                try? db.execute("ROLLBACK TO op")
-                try? db.execute("RELEASE op")
+                guard isolated else {
+                    try? db.execute("ROLLBACK")
+                    for operation in batch { operation.fail(error) }
+                    return
+                }
+                try? db.run("ROLLBACK TO op")
+                try? db.run("RELEASE op")
                 outcomes.append((operation, .failure(error)))
             }
         }
@@ -150,7 +159,8 @@ public final class SQLiteStore: StateStore {
         case .insert(let jobs, _):
             var outcomes: [InsertOutcome] = []
             for job in jobs {
-                let canonical = JSONWriter.string([job.spec, job.input])
+                // Only a job with an idempotency key is ever compared with another.
+                let canonical = job.idempotencyKey == nil ? "" : JSONWriter.string([job.spec, job.input])
                 if let key = job.idempotencyKey {
                     var existing: (String, String)?
                     try db.run("SELECT job_id, canonical FROM jobs WHERE idempotency_key = ?", [.text(key)]) { row in
@@ -446,6 +456,15 @@ enum WriteOperation: @unchecked Sendable {
     }
 
     func fail(_ error: StoreError) { complete(.failure(error)) }
+
+    /// True when someone waits for this write's outcome.
+    var hasCallback: Bool {
+        switch self {
+        case .insert, .setShared, .removeShared, .removeResponses: return true
+        case .finish(_, _, _, _, let done), .step(_, _, _, let done): return done != nil
+        case .markStarted, .events, .storeResponse, .prune, .barrier: return false
+        }
+    }
 
     /// Calls the operation's callback with its outcome.
     func complete(_ outcome: Result<Output, StoreError>) {
