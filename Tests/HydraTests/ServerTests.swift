@@ -246,6 +246,8 @@ import Testing
         let waiting = try client.call("job.result", ["jobId": job["jobId"]!, "waitMs": 200])
         #expect(waiting["state"] == "queued")
         #expect(waiting["result"] == nil)
+        // Without waitMs the answer comes at once.
+        #expect(try client.call("job.result", ["jobId": job["jobId"]!], timeout: .seconds(2))["state"] == "queued")
         let workers = try client.call("worker.list")["workers"]?.arrayValue ?? []
         #expect(workers.contains { $0["name"] == "local" && $0["state"] == "paused" && $0["queued"] == 1 })
         _ = try client.call("worker.resume", ["name": "local"])

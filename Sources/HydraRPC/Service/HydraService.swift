@@ -174,7 +174,12 @@ public final class HydraService: Sendable {
         }
         let current: JSONValue = ["jobId": .string(jobId), "state": .string((live?.state ?? stored?.state ?? .queued).rawValue)]
         guard waitMs > 0 else {
-            engine.scheduler.whenFinished(jobId) { result in reply(.success(result?.json ?? current)) }
+            if live?.state.isFinal == true {
+                // Final in memory (its store write may still be queued): answered at once.
+                engine.scheduler.whenFinished(jobId) { result in reply(.success(result?.json ?? current)) }
+            } else {
+                reply(.success(current))
+            }
             return
         }
         let once = Once()
