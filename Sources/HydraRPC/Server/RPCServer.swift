@@ -145,7 +145,8 @@ final class RPCServerRuntime {
             connection.close()
             return
         }
-        let session = RPCSession(id: nextSessionID, connection: connection, authenticated: secret == nil)
+        let session = RPCSession(id: nextSessionID, connection: connection, authenticated: secret == nil,
+                                 outboundCap: options.maxOutboundBytes)
         nextSessionID += 1
         sessions[session.id] = session
         connection.maxLineBytes = options.maxMessageBytes
@@ -264,8 +265,6 @@ final class RPCServerRuntime {
                 "subscriptions": .array(ids),
                 "reason": .string("outgoing buffer above rpc.maxOutboundBytes (\(options.maxOutboundBytes) bytes): the client is not reading"),
             ]))
-        } else if queued > 2 * options.maxOutboundBytes {
-            session.connection.closeNow()
         }
     }
 

@@ -14,10 +14,16 @@ final class RPCSession {
     /// Replies still being computed (async methods); for diagnostics.
     var pending = 0
 
-    init(id: UInt64, connection: StreamConnection, authenticated: Bool) {
+    /// `rpc.maxOutboundBytes`: past it the session stops reading requests (and
+    /// the server drops its subscriptions); past twice it, it is disconnected.
+    let outboundCap: Int
+
+    init(id: UInt64, connection: StreamConnection, authenticated: Bool, outboundCap: Int) {
         self.id = id
         self.connection = connection
         self.authenticated = authenticated
+        self.outboundCap = outboundCap
+        connection.onDrain = { [unowned connection] in connection.resumeReading() }
     }
 
     /// Writes one message and its newline.
@@ -25,12 +31,19 @@ final class RPCSession {
         guard !closed else { return }
         var bytes = JSONWriter.bytes(message)
         bytes.append(UInt8(ascii: "\n"))
-        connection.write(bytes)
+        send(raw: bytes)
     }
 
-    /// Writes prepared bytes (already framed).
+    /// Writes prepared bytes (already framed), applying the outbound cap: a
+    /// client that does not read its replies is not read from until it does.
     func send(raw bytes: [UInt8]) {
         guard !closed else { return }
         connection.write(bytes)
+        let queued = connection.queuedBytes
+        if queued > 2 * outboundCap {
+            connection.closeNow()
+        } else if queued > outboundCap {
+            connection.pauseReading()
+        }
     }
 }
