@@ -4,7 +4,9 @@ import HydraCore
 /// versions it applied in `migrations`; opening applies the missing ones in
 /// one transaction.
 ///
-/// Never edit a migration that has shipped: add a new one at the end.
+/// Never edit (nor reorder, nor remove) a migration that has shipped: a
+/// database that already applied it would never see the change. Add a new
+/// one at the end instead.
 enum Migrations {
     static let all: [String] = [
         // 1: jobs, steps, events, shared data, response cache.
@@ -56,25 +58,43 @@ enum Migrations {
         );
         CREATE INDEX cache_by_api ON cache (api);
         """,
+        // 2: prune finds finished jobs without scanning the table.
+        """
+        CREATE INDEX jobs_by_finished ON jobs (finished_at) WHERE finished_at IS NOT NULL;
+        """,
     ]
 
-    /// Applies the migrations `connection` has not seen yet.
+    /// Applies the migrations `connection` has not seen yet, all in one
+    /// transaction (on the write connection, before the writer thread starts).
+    /// A database migrated by a newer Hydra (a version this build does not
+    /// know) is refused rather than used with a schema it cannot describe.
     static func apply(to connection: SQLiteConnection) throws(StoreError) {
+        // `applied_at` is a Julian day (UTC), as SQLite's julianday('now').
         try connection.execute("CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)")
-        var applied = 0
-        try connection.run("SELECT COALESCE(MAX(version), 0) FROM migrations") { row in applied = row.int(0) }
-        guard applied < all.count else { return }
-        try connection.execute("BEGIN IMMEDIATE")
+        if try version(of: connection) == all.count { return }
+        try connection.run("BEGIN IMMEDIATE")
         do {
-            for version in (applied + 1)...all.count {
+            // Read again under the write lock: another process may have migrated meanwhile.
+            let applied = try version(of: connection)
+            guard applied <= all.count else {
+                throw StoreError("\(connection.path): the schema is at version \(applied), written by a newer Hydra; this build knows versions up to \(all.count)")
+            }
+            for version in (applied + 1)..<(all.count + 1) {
                 try connection.execute(all[version - 1])
                 try connection.run("INSERT INTO migrations (version, applied_at) VALUES (?, julianday('now'))",
                                    [.int(version)])
             }
-            try connection.execute("COMMIT")
+            try connection.run("COMMIT")
         } catch {
-            try? connection.execute("ROLLBACK")
+            if !connection.isAutocommit { try? connection.run("ROLLBACK") }
             throw error
         }
+    }
+
+    /// The highest migration applied (0 for a new database).
+    static func version(of connection: SQLiteConnection) throws(StoreError) -> Int {
+        var applied = 0
+        try connection.query("SELECT COALESCE(MAX(version), 0) FROM migrations") { row in applied = row.int(0) }
+        return applied
     }
 }

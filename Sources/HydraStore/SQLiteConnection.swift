@@ -1,95 +1,146 @@
 import CSQLite
 import HydraCore
 
-/// One SQLite connection with cached prepared statements: the only place the
-/// store touches SQLite's C API. Not thread-safe: its owner serialises use
-/// (the writer thread, or the reader lock).
+/// One SQLite connection with its cached prepared statements: the only place
+/// the store touches SQLite's C API and raw pointers.
+///
+/// Not thread-safe: its owner serialises every use (the write connection
+/// belongs to the writer thread, the read connection sits behind a lock).
+/// Every connection gets the same settings: WAL, the chosen `synchronous`,
+/// a busy timeout and foreign keys.
 final class SQLiteConnection {
     private var db: OpaquePointer?
-    private let path: String
+    /// The database file, named in every error.
+    let path: String
+    /// Statements prepared once per connection and reused (`sqlite3_prepare_v2`).
     private var statements: [String: OpaquePointer] = [:]
 
-    init(path: String, sync: SQLiteStore.SyncMode) throws(StoreError) {
+    /// How long a statement waits for another process's lock before failing with "database is locked".
+    static let busyTimeoutMilliseconds: Int32 = 5000
+
+    /// Opens (creating when missing) the database at `path` and applies the settings.
+    /// `queryOnly` makes the connection refuse writes (the read connection).
+    init(path: String, sync: SQLiteStore.SyncMode, queryOnly: Bool = false) throws(StoreError) {
         self.path = path
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let status = sqlite3_open_v2(path, &db, flags, nil)
-        guard status == SQLITE_OK else {
-            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
-            sqlite3_close(db)
+        guard status == SQLITE_OK, db != nil else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(status))
+            sqlite3_close_v2(db)
             db = nil
-            throw StoreError("\(path): \(message)")
+            throw StoreError("\(path): cannot open the database: \(message)")
         }
-        sqlite3_busy_timeout(db, 5000)
-        try execute("PRAGMA journal_mode=WAL")
-        try execute("PRAGMA synchronous=\(sync == .full ? "FULL" : "NORMAL")")
-        try execute("PRAGMA foreign_keys=ON")
+        sqlite3_extended_result_codes(db, 1)
+        sqlite3_busy_timeout(db, Self.busyTimeoutMilliseconds)
+        var mode = ""
+        try query("PRAGMA journal_mode=WAL") { row in mode = row.text(0) ?? "" }
+        guard mode.lowercased() == "wal" else {
+            close()
+            throw StoreError("\(path): cannot switch the database to WAL mode (journal_mode is \"\(mode)\")")
+        }
+        try execute("PRAGMA synchronous=\(sync == .full ? "FULL" : "NORMAL"); PRAGMA foreign_keys=ON")
+        if queryOnly { try execute("PRAGMA query_only=ON") }
     }
 
     deinit { close() }
 
+    /// Finalizes the statements and closes the database; later calls throw "store is closed".
     func close() {
         for statement in statements.values { sqlite3_finalize(statement) }
         statements.removeAll()
-        if let db { sqlite3_close(db) }
+        if let db { sqlite3_close_v2(db) }
         db = nil
     }
+
+    /// False while a transaction is open (SQLite may end one on its own after an I/O error).
+    var isAutocommit: Bool { db.map { sqlite3_get_autocommit($0) != 0 } ?? true }
+
+    /// Rows changed by the last INSERT, UPDATE or DELETE.
+    var changes: Int { db.map { Int(sqlite3_changes64($0)) } ?? 0 }
 
     private func error(_ context: String) -> StoreError {
         StoreError("\(path): \(context): \(db.map { String(cString: sqlite3_errmsg($0)) } ?? "closed")")
     }
 
-    /// Runs SQL without results (several statements allowed).
+    /// Runs SQL without bindings nor results; several statements allowed (schema, pragmas).
     func execute(_ sql: String) throws(StoreError) {
         guard let db else { throw StoreError("store is closed") }
         var message: UnsafeMutablePointer<CChar>?
         if sqlite3_exec(db, sql, nil, nil, &message) != SQLITE_OK {
-            let text = message.map { String(cString: $0) } ?? "error"
+            let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(db))
             sqlite3_free(message)
             throw StoreError("\(path): \(text)")
         }
     }
 
-    /// Runs a cached prepared statement with `bindings`; `row` sees each result row.
-    func run(_ sql: String, _ bindings: [SQLValue] = [], row: ((SQLRow) throws(StoreError) -> Void)? = nil) throws(StoreError) {
-        guard let db else { throw StoreError("store is closed") }
-        let statement: OpaquePointer
-        if let cached = statements[sql] {
-            statement = cached
-        } else {
-            var prepared: OpaquePointer?
-            guard sqlite3_prepare_v2(db, sql, -1, &prepared, nil) == SQLITE_OK, let prepared else {
-                throw error("prepare")
-            }
-            statements[sql] = prepared
-            statement = prepared
-        }
+    /// Runs one statement (prepared once, then cached) with `bindings`, ignoring result rows.
+    func run(_ sql: String, _ bindings: [SQLValue] = []) throws(StoreError) {
+        try query(sql, bindings) { _ in }
+    }
+
+    /// Runs one statement (prepared once, then cached) with `bindings`; `row`
+    /// sees each result row, only during the call.
+    func query(_ sql: String, _ bindings: [SQLValue] = [],
+               row: (SQLRow) throws(StoreError) -> Void) throws(StoreError) {
+        let statement = try prepared(sql)
         defer {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
         }
         for (i, value) in bindings.enumerated() {
-            let index = Int32(i + 1)
-            switch value {
-            case .null: sqlite3_bind_null(statement, index)
-            case .int(let v): sqlite3_bind_int64(statement, index, Int64(v))
-            case .double(let v): sqlite3_bind_double(statement, index, v)
-            case .text(let v): sqlite3_bind_text(statement, index, v, -1, hydra_sqlite_transient)
-            case .blob(let v):
-                v.withUnsafeBytes { raw in
-                    _ = sqlite3_bind_blob(statement, index, raw.baseAddress, Int32(raw.count), hydra_sqlite_transient)
-                }
-            }
+            try bind(value, at: Int32(i + 1), in: statement)
         }
         while true {
             let status = sqlite3_step(statement)
             if status == SQLITE_DONE { return }
-            guard status == SQLITE_ROW else { throw error("step") }
-            try row?(SQLRow(statement: statement))
+            guard status == SQLITE_ROW else { throw error("cannot run \(Self.verb(of: sql))") }
+            try row(SQLRow(statement: statement))
         }
     }
 
-    /// Rows changed by the last statement.
-    var changes: Int { db.map { Int(sqlite3_changes($0)) } ?? 0 }
+    private func prepared(_ sql: String) throws(StoreError) -> OpaquePointer {
+        guard let db else { throw StoreError("store is closed") }
+        if let cached = statements[sql] { return cached }
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+            throw error("cannot prepare \(Self.verb(of: sql))")
+        }
+        statements[sql] = statement
+        return statement
+    }
+
+    private func bind(_ value: SQLValue, at index: Int32, in statement: OpaquePointer) throws(StoreError) {
+        let status: Int32
+        switch value {
+        case .null: status = sqlite3_bind_null(statement, index)
+        case .int(let v): status = sqlite3_bind_int64(statement, index, Int64(v))
+        case .double(let v): status = sqlite3_bind_double(statement, index, v)
+        case .text(var v): status = v.withUTF8 { Self.bindText($0, at: index, in: statement) }
+        case .json(let v): status = JSONWriter.bytes(v).withUnsafeBufferPointer { Self.bindText($0, at: index, in: statement) }
+        case .blob(let v):
+            status = v.withUnsafeBytes { raw in
+                guard let base = raw.baseAddress, !raw.isEmpty else { return sqlite3_bind_zeroblob(statement, index, 0) }
+                return sqlite3_bind_blob64(statement, index, base, sqlite3_uint64(raw.count), hydra_sqlite_transient)
+            }
+        }
+        guard status == SQLITE_OK else { throw error("cannot bind parameter \(index)") }
+    }
+
+    /// Binds UTF-8 text, copied by SQLite; an empty text binds `''`, not NULL.
+    private static func bindText(_ utf8: UnsafeBufferPointer<UInt8>, at index: Int32, in statement: OpaquePointer) -> Int32 {
+        guard let base = utf8.baseAddress, !utf8.isEmpty else {
+            return sqlite3_bind_text(statement, index, "", 0, hydra_sqlite_transient)
+        }
+        return base.withMemoryRebound(to: CChar.self, capacity: utf8.count) { chars in
+            sqlite3_bind_text64(statement, index, chars, sqlite3_uint64(utf8.count), hydra_sqlite_transient, UInt8(SQLITE_UTF8))
+        }
+    }
+
+    /// The first word of a statement, for error messages (never its values).
+    private static func verb(of sql: String) -> String {
+        let word = sql.drop(while: \.isWhitespace).prefix(while: { !$0.isWhitespace })
+        return word.isEmpty ? "statement" : word.uppercased()
+    }
 }
 
 /// A value bound to a statement parameter.
@@ -98,35 +149,51 @@ enum SQLValue {
     case int(Int)
     case double(Double)
     case text(String)
+    /// A JSON value, bound as its compact UTF-8 text (``JSONWriter``).
+    case json(JSONValue)
     case blob([UInt8])
 
     init(_ text: String?) { self = text.map { .text($0) } ?? .null }
     init(_ number: Double?) { self = number.map { .double($0) } ?? .null }
+    init(_ json: JSONValue?) { self = json.map { .json($0) } ?? .null }
 }
 
 /// The current row of a statement, read by column index. Valid only inside the row callback.
 struct SQLRow {
-    let statement: OpaquePointer
+    fileprivate let statement: OpaquePointer
 
     func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
     func int(_ column: Int32) -> Int { Int(sqlite3_column_int64(statement, column)) }
     func double(_ column: Int32) -> Double { sqlite3_column_double(statement, column) }
     func optionalDouble(_ column: Int32) -> Double? { isNull(column) ? nil : double(column) }
 
+    /// The column's text (invalid UTF-8 repaired), or nil when NULL.
     func text(_ column: Int32) -> String? {
-        guard let pointer = sqlite3_column_text(statement, column) else { return nil }
-        return String(cString: pointer)
+        withText(column) { bytes in String(decoding: bytes, as: UTF8.self) }
     }
 
     func blob(_ column: Int32) -> [UInt8] {
+        let pointer = sqlite3_column_blob(statement, column)
         let count = Int(sqlite3_column_bytes(statement, column))
-        guard count > 0, let pointer = sqlite3_column_blob(statement, column) else { return [] }
+        guard count > 0, let pointer else { return [] }
         return Array(UnsafeRawBufferPointer(start: pointer, count: count))
     }
 
-    /// A JSON column; nil when NULL, `StoreError` when it does not parse.
+    /// A JSON column parsed in place; nil when NULL, `StoreError` when it does not parse.
     func json(_ column: Int32) throws(StoreError) -> JSONValue? {
-        guard let text = text(column) else { return nil }
-        do { return try JSONParser.parse(text) } catch { throw StoreError("corrupt JSON in the store: \(error)") }
+        let parsed: Result<JSONValue, JSONParseError>? = withText(column) { bytes in
+            Result { () throws(JSONParseError) in try JSONParser.parse(bytes) }
+        }
+        switch parsed {
+        case nil: return nil
+        case .success(let value)?: return value
+        case .failure(let error)?: throw StoreError("corrupt JSON in the store (column \(column)): \(error.message)")
+        }
+    }
+
+    private func withText<T>(_ column: Int32, _ body: (UnsafeBufferPointer<UInt8>) -> T) -> T? {
+        guard let pointer = sqlite3_column_text(statement, column) else { return nil }
+        let count = Int(sqlite3_column_bytes(statement, column))
+        return body(UnsafeBufferPointer(start: pointer, count: count))
     }
 }

@@ -32,3 +32,17 @@ import Testing
         #expect(value.value(atPath: "body.items.1.id") == nil)
     }
 }
+
+@Suite struct JSONWriterEscapingTests {
+    @Test func escapesWhatJSONRequiresAndCopiesTheRest() throws {
+        let text = "plain \"quoted\" back\\slash\nnew\rret\ttab \u{01} é 😀 end"
+        let written = JSONWriter.string(.string(text))
+        #expect(written == #""plain \"quoted\" back\\slash\nnew\rret\ttab \u0001 é 😀 end""#)
+        #expect(try JSONParser.parse(written) == .string(text))
+        #expect(JSONWriter.string(.string("")) == #""""#)
+        #expect(JSONWriter.string(.string("\"")) == #""\"""#)
+        // A long string (not a small one stored inline).
+        let long = String(repeating: "abc\"", count: 1000)
+        #expect(try JSONParser.parse(JSONWriter.string(.string(long))) == .string(long))
+    }
+}
