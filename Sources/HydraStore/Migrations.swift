@@ -73,7 +73,7 @@ enum Migrations {
         try connection.execute("CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)")
         if try version(of: connection) == all.count { return }
         try connection.run("BEGIN IMMEDIATE")
-        do {
+        do throws(StoreError) {
             // Read again under the write lock: another process may have migrated meanwhile.
             let applied = try version(of: connection)
             guard applied <= all.count else {

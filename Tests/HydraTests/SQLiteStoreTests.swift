@@ -1,164 +1,509 @@
 import Foundation
+import HydraCore
 import Synchronization
 import Testing
 
-@testable import Hydra
 @testable import HydraStore
 
-/// The SQLite state store on real files.
-@Suite struct SQLiteStoreTests {
-    func folder() -> String { NSTemporaryDirectory() + "hydra-store-\(UUID().uuidString)" }
+/// The SQLite state store, on real files in a fresh folder per test (removed after it).
+@Suite final class SQLiteStoreTests: Sendable {
+    static let key = "a passphrase of 16+ chars"
+
+    /// This test's folder; each store gets a subfolder of its own.
+    let root = NSTemporaryDirectory() + "hydra-store-\(UUID().uuidString)"
+
+    deinit { try? FileManager.default.removeItem(atPath: root) }
+
+    func folder() -> String { root + "/\(UUID().uuidString)" }
 
     func job(_ id: String, at time: Double, key: String? = nil, input: JSONValue = .null) -> StoredJob {
         StoredJob(jobId: id, spec: ["type": "local", "name": "echo"], input: input, priority: 0,
                   idempotencyKey: key, createdAt: time)
     }
 
-    func insert(_ store: SQLiteStore, _ jobs: [StoredJob]) throws -> [InsertOutcome] {
-        let result = Mutex<Result<[InsertOutcome], StoreError>?>(nil)
+    /// Calls `start` with a callback and waits for it.
+    func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void) throws(StoreError) -> T {
+        let result = Mutex<Result<T, StoreError>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        store.insert(jobs) { r in result.withLock { $0 = r }; done.signal() }
+        start { r in
+            result.withLock { $0 = r }
+            done.signal()
+        }
         done.wait()
-        return try result.withLock { $0! }.get()
+        guard let outcome = result.withLock({ $0 }) else { throw StoreError("no outcome") }
+        return try outcome.get()
     }
+
+    func insert(_ store: SQLiteStore, _ jobs: [StoredJob]) throws(StoreError) -> [InsertOutcome] {
+        try wait { store.insert(jobs, done: $0) }
+    }
+
+    func setShared(_ store: SQLiteStore, _ key: String, _ value: JSONValue, _ cipher: SharedCipher) throws(StoreError) {
+        try wait { store.setShared(key, value: value, cipher: cipher, done: $0) }
+    }
+
+    /// The rows of a query on a connection of the test's own.
+    func rows(_ path: String, _ sql: String) throws -> [[String]] {
+        let db = try SQLiteConnection(path: path, sync: .normal)
+        defer { db.close() }
+        var rows: [[String]] = []
+        try db.query(sql) { row in rows.append((0..<4).compactMap { row.text(Int32($0)) }) }
+        return rows
+    }
+
+    /// The database file and its WAL, as bytes.
+    func fileBytes(_ dir: String) -> Data {
+        var bytes = Data()
+        for suffix in ["", "-wal"] {
+            if let data = FileManager.default.contents(atPath: dir + "/hydra.db" + suffix) { bytes += data }
+        }
+        return bytes
+    }
+
+    // MARK: - Schema
 
     @Test func migratesOnceAndKeepsDataAcrossReopen() throws {
         let dir = folder()
         var store = try SQLiteStore(directory: dir)
+        #expect(FileManager.default.fileExists(atPath: dir + "/hydra.db"))
         _ = try insert(store, [job("a", at: 1)])
         store.close()
         store = try SQLiteStore(directory: dir)
-        defer { store.close() }
         #expect(try store.job("a")?.state == .queued)
-        #expect(Migrations.all.count == 1)
+        let path = store.path
+        store.close()
+        // One row per migration, applied once although opened twice.
+        let versions = try rows(path, "SELECT version FROM migrations ORDER BY version").map { $0[0] }
+        #expect(versions == (1...Migrations.all.count).map(String.init))
+        #expect(try rows(path, "PRAGMA journal_mode") == [["wal"]])
+    }
+
+    @Test func refusesASchemaFromANewerHydra() throws {
+        let dir = folder()
+        let store = try SQLiteStore(directory: dir)
+        let path = store.path
+        store.close()
+        let db = try SQLiteConnection(path: path, sync: .normal)
+        try db.run("INSERT INTO migrations (version, applied_at) VALUES (?, 0)", [.int(Migrations.all.count + 1)])
+        db.close()
+        let error = #expect(throws: StoreError.self) { try SQLiteStore(directory: dir) }
+        #expect(error?.description.contains(path) == true)
+        #expect(error?.description.contains("newer") == true)
+    }
+
+    @Test func errorsNameTheFile() throws {
+        let dir = folder()
+        try FileManager.default.createDirectory(atPath: dir + "/hydra.db", withIntermediateDirectories: true)
+        let error = #expect(throws: StoreError.self) { try SQLiteStore(directory: dir) }
+        #expect(error?.description.contains(dir + "/hydra.db") == true)
+    }
+
+    // MARK: - Jobs
+
+    @Test func jobsRoundTripEveryField() throws {
+        let store = try SQLiteStore(directory: folder())
+        defer { store.close() }
+        let spec: JSONValue = ["type": "rest", "z": 1, "a": ["nested": [1, 2.5, "x", nil, true]]]
+        let stored = StoredJob(jobId: "j1", spec: spec, input: ["q": "ünïcödé \u{0}"], priority: -3,
+                               idempotencyKey: "k1", createdAt: 1_700_000_000.125)
+        #expect(try insert(store, [stored]) == [.inserted])
+        #expect(try store.job("j1") == stored)
+        #expect(try store.job("missing") == nil)
+        // Key order is kept (canonical JSON depends on it).
+        #expect(try store.job("j1")?.spec.objectValue?.keys.elementsEqual(["type", "z", "a"]) == true)
     }
 
     @Test func pagesNewestFirstWithAStateFilter() throws {
         let store = try SQLiteStore(directory: folder())
         defer { store.close() }
-        _ = try insert(store, (0..<25).map { job("j\($0)", at: Double($0 / 2)) })  // equal times tie-break by id
-        store.finish(jobId: "j3", state: .failed, result: ["state": "failed"], at: 100, done: nil)
+        _ = try insert(store, (0..<25).map { job("j\($0 + 10)", at: Double($0 / 2)) })  // equal times tie-break by id
+        store.finish(jobId: "j13", state: .failed, result: ["state": "failed"], at: 100, done: nil)
+        store.finish(jobId: "j20", state: .failed, result: ["state": "failed"], at: 100, done: nil)
+        store.finish(jobId: "j30", state: .failed, result: ["state": "failed"], at: 100, done: nil)
         store.flush()
         var seen: [String] = []
         var cursor: String?
+        var pages = 0
         repeat {
             let page = try store.jobs(state: nil, limit: 10, after: cursor)
             seen += page.jobs.map(\.jobId)
             cursor = page.next
+            pages += 1
         } while cursor != nil
-        #expect(seen.count == 25)
-        #expect(Set(seen).count == 25)
-        #expect(seen.first == "j24")
-        #expect(try store.jobs(state: .failed, limit: 10, after: nil).jobs.map(\.jobId) == ["j3"])
+        #expect(pages == 3)
+        #expect(seen == (10..<35).reversed().map { "j\($0)" })
+        // Exactly one full page: no next cursor.
+        let all = try store.jobs(state: nil, limit: 25, after: nil)
+        #expect(all.jobs.count == 25 && all.next == nil)
+
+        let first = try store.jobs(state: .failed, limit: 2, after: nil)
+        #expect(first.jobs.map(\.jobId) == ["j30", "j20"])
+        let second = try store.jobs(state: .failed, limit: 2, after: first.next)
+        #expect(second.jobs.map(\.jobId) == ["j13"])
+        #expect(second.next == nil)
+        #expect(try store.jobs(state: .running, limit: 10, after: nil).jobs.isEmpty)
+
         #expect(throws: StoreError.self) { try store.jobs(state: nil, limit: 10, after: "garbage") }
+        #expect(try store.jobs(state: nil, limit: 0, after: nil).jobs.isEmpty)
+        #expect(try store.jobs(state: nil, limit: -5, after: nil).jobs.isEmpty)
+        #expect(try store.jobs(state: nil, limit: .max, after: nil).jobs.count == 25)
     }
 
-    @Test func idempotencyKeysEvenWithinOneBatch() throws {
+    @Test func idempotencyKeys() throws {
         let store = try SQLiteStore(directory: folder())
         defer { store.close() }
+        // Within one batch: the second and third are the first.
         let outcomes = try insert(store, [job("a", at: 1, key: "k"), job("b", at: 1, key: "k"),
-                                          job("c", at: 1, key: "k", input: 5)])
-        #expect(outcomes == [.inserted, .existing(jobId: "a", sameSpec: true), .existing(jobId: "a", sameSpec: false)])
+                                          job("c", at: 1, key: "k", input: 5), job("d", at: 1)])
+        #expect(outcomes == [.inserted, .existing(jobId: "a", sameSpec: true),
+                             .existing(jobId: "a", sameSpec: false), .inserted])
         #expect(try store.job("b") == nil)
+        #expect(try store.job("c") == nil)
+        // In a later call.
+        #expect(try insert(store, [job("e", at: 2, key: "k")]) == [.existing(jobId: "a", sameSpec: true)])
+        #expect(try insert(store, [job("f", at: 2, key: "k", input: ["x": 1])]) == [.existing(jobId: "a", sameSpec: false)])
+        var otherSpec = job("g", at: 2, key: "k")
+        otherSpec.spec = ["type": "local", "name": "other"]
+        #expect(try insert(store, [otherSpec]) == [.existing(jobId: "a", sameSpec: false)])
+        #expect(try insert(store, [job("h", at: 2, key: "k2")]) == [.inserted])
+        #expect(try store.jobs(state: nil, limit: 100, after: nil).jobs.map(\.jobId) == ["h", "d", "a"])
+    }
+
+    @Test func aFailingWriteFailsAlone() throws {
+        let store = try SQLiteStore(directory: folder())
+        defer { store.close() }
+        _ = try insert(store, [job("a", at: 1)])
+        // Queued together, so very likely in one batch: the duplicate id fails alone.
+        let results = Mutex<[String: Bool]>([:])
+        let group = DispatchGroup()
+        for id in ["x", "a", "y"] {
+            group.enter()
+            store.insert([job(id, at: 2)]) { r in
+                results.withLock { $0[id] = (try? r.get()) != nil }
+                group.leave()
+            }
+        }
+        // A fire-and-forget write that fails (seq beyond SQLite's integers) amid good ones.
+        store.append([HydraEvent(seq: 1, name: "job.queued", jobId: "x", rootJobId: "x", stepPath: "", time: 1, fields: [:])])
+        store.append([HydraEvent(seq: .max, name: "job.queued", jobId: "x", rootJobId: "x", stepPath: "", time: 1, fields: [:])])
+        store.append([HydraEvent(seq: 2, name: "job.queued", jobId: "y", rootJobId: "y", stepPath: "", time: 1, fields: [:])])
+        group.wait()
+        store.flush()
+        #expect(results.withLock { $0 } == ["x": true, "a": false, "y": true])
+        #expect(try store.events(after: 0, limit: 10).map(\.seq) == [1, 2])
+        #expect(try store.lastSeq() == 2)
     }
 
     @Test func unfinishedJobsComeBackWithTheirSteps() throws {
         let store = try SQLiteStore(directory: folder())
         defer { store.close() }
-        _ = try insert(store, [job("a", at: 1), job("b", at: 2), job("c", at: 3)])
+        _ = try insert(store, [job("b", at: 2), job("a", at: 1), job("c", at: 3)])
         store.markStarted(jobId: "a", at: 5)
         store.recordStep(jobId: "a", stepPath: "0", outcome: StoredStep(state: .succeeded, result: 7, error: nil), done: nil)
-        store.finish(jobId: "c", state: .succeeded, result: ["state": "succeeded"], at: 6, done: nil)
+        store.recordStep(jobId: "a", stepPath: "1.0", outcome: StoredStep(state: .failed, result: nil, error: ["kind": "http"]),
+                         done: nil)
+        store.recordStep(jobId: "c", stepPath: "0", outcome: StoredStep(state: .succeeded, result: 1, error: nil), done: nil)
+        try wait { store.finish(jobId: "c", state: .succeeded, result: ["state": "succeeded"], at: 6, done: $0) }
+        store.markStarted(jobId: "c", at: 7)  // too late: c is final
         store.flush()
+
         let unfinished = try store.unfinishedJobs()
         #expect(unfinished.map(\.job.jobId) == ["a", "b"])
         #expect(unfinished[0].job.state == .running)
-        #expect(unfinished[0].steps["0"]?.result == 7)
+        #expect(unfinished[0].job.startedAt == 5)
+        #expect(unfinished[0].steps == ["0": StoredStep(state: .succeeded, result: 7, error: nil),
+                                        "1.0": StoredStep(state: .failed, result: nil, error: ["kind": "http"])])
+        #expect(unfinished[1].steps.isEmpty)
+
+        let c = try #require(try store.job("c"))
+        #expect(c.state == .succeeded)
+        #expect(c.result == ["state": "succeeded"])
+        #expect(c.finishedAt == 6)
+        #expect(c.startedAt == nil)
     }
+
+    // MARK: - Events
 
     @Test func eventsReplayInOrderAndSurviveReopen() throws {
         let dir = folder()
         var store = try SQLiteStore(directory: dir)
-        store.append((1...5).map {
-            HydraEvent(seq: UInt64($0), name: "job.queued", jobId: "j", rootJobId: "j", stepPath: "", time: 1,
-                       fields: ["n": .int($0)])
-        })
+        #expect(try store.lastSeq() == 0)
+        func event(_ seq: Int, _ n: Int) -> HydraEvent {
+            HydraEvent(seq: UInt64(seq), name: "job.progress", jobId: "j\(seq)", rootJobId: "r", stepPath: "0.\(seq)",
+                       time: Double(seq) + 0.5, fields: ["n": .int(n), "a": ["b": nil]])
+        }
+        store.append((1...5).map { event($0, $0) })
+        store.append([event(3, 99)])  // already stored: ignored
+        store.append([])
         store.flush()
         #expect(try store.events(after: 2, limit: 2).map(\.seq) == [3, 4])
-        #expect(try store.events(after: 0, limit: 10)[4].fields["n"] == 5)
+        let all = try store.events(after: 0, limit: 10)
+        #expect(all.map(\.seq) == [1, 2, 3, 4, 5])
+        #expect(all[2].fields["n"] == 3)
+        #expect(all[4].fields.keys.elementsEqual(["n", "a"]))
+        #expect(all[4].name == "job.progress" && all[4].jobId == "j5" && all[4].rootJobId == "r")
+        #expect(all[4].stepPath == "0.5" && all[4].time == 5.5)
+        #expect(try store.events(after: 5, limit: 10).isEmpty)
+        #expect(try store.events(after: 0, limit: 0).isEmpty)
+        #expect(try store.events(after: .max, limit: 10).isEmpty)
         store.close()
         store = try SQLiteStore(directory: dir)
         defer { store.close() }
         #expect(try store.lastSeq() == 5)
+        #expect(try store.events(after: 4, limit: 10).map(\.seq) == [5])
     }
 
-    @Test func sharedValuesWithCiphers() throws {
+    // MARK: - Shared data
+
+    @Test func sharedValuesWithEveryCipher() throws {
         let dir = folder()
-        var store = try SQLiteStore(directory: dir, sharedKey: "a passphrase of 16+ chars")
-        for (key, cipher) in [("p", SharedCipher.none), ("g", .gzip), ("e", .aesGCM)] {
-            let done = DispatchSemaphore(value: 0)
-            store.setShared(key, value: ["secret": "clear-text-value", "k": .string(key)], cipher: cipher) { r in
-                #expect((try? r.get()) != nil)
-                done.signal()
-            }
-            done.wait()
+        var store = try SQLiteStore(directory: dir, sharedKey: Self.key)
+        let values: [(String, SharedCipher)] = [("p", .none), ("g", .gzip), ("e", .aesGCM)]
+        for (key, cipher) in values {
+            try setShared(store, key, ["secret": .string("clear-text-\(key)"), "k": .string(key), "list": [1, 2, 3]], cipher)
         }
+        for (key, _) in values { #expect(try store.sharedValue(key)?["k"] == .string(key)) }
+        #expect(store.isEncrypted("e"))
+        #expect(!store.isEncrypted("g") && !store.isEncrypted("p") && !store.isEncrypted("missing"))
+        #expect(try store.sharedValue("missing") == nil)
+        // Replaced with another cipher.
+        try setShared(store, "g", "now plain", .none)
+        #expect(try store.sharedValue("g") == "now plain")
+        #expect(try wait { store.removeShared("p", done: $0) } == true)
+        #expect(try wait { store.removeShared("p", done: $0) } == false)
+        #expect(try store.sharedValue("p") == nil)
+        store.close()
+
+        store = try SQLiteStore(directory: dir, sharedKey: Self.key)
+        defer { store.close() }
+        #expect(try store.sharedValue("e") == ["secret": "clear-text-e", "k": "e", "list": [1, 2, 3]])
+        #expect(try store.sharedValue("g") == "now plain")
+        #expect(try store.sharedValue("p") == nil)
+        #expect(store.isEncrypted("e"))
+        try setShared(store, "z", ["deep": ["gzip": .string(String(repeating: "abc", count: 10_000))]], .gzip)
+        store.close()
+        store = try SQLiteStore(directory: dir, sharedKey: Self.key)
+        #expect(try store.sharedValue("z")?["deep"]?["gzip"]?.stringValue?.count == 30_000)
+    }
+
+    @Test func encryptedValuesNeverReachTheFileInClear() throws {
+        let dir = folder()
+        let store = try SQLiteStore(directory: dir, sharedKey: Self.key)
+        try setShared(store, "e", "MARKER-encrypted-4f1c", .aesGCM)
+        try setShared(store, "p", "MARKER-plain-9a2b", .none)
+        store.flush()
+        store.close()
+        let bytes = fileBytes(dir)
+        #expect(bytes.range(of: Data("MARKER-plain-9a2b".utf8)) != nil)  // the check sees values in clear
+        #expect(bytes.range(of: Data("MARKER-encrypted-4f1c".utf8)) == nil)
+        #expect(bytes.range(of: Data(Self.key.utf8)) == nil)
+    }
+
+    @Test func aesGCMWithoutAKeyStoresNothing() throws {
+        let dir = folder()
+        var store = try SQLiteStore(directory: dir)
+        let error = #expect(throws: StoreError.self) { try setShared(store, "e", "secret", .aesGCM) }
+        #expect(error?.description == "cipher aes-gcm needs HYDRA_SHARED_KEY (a passphrase of 16+ characters)")
+        store.flush()
+        #expect(try store.sharedValue("e") == nil)
+        #expect(!store.isEncrypted("e"))
+        store.close()
+        store = try SQLiteStore(directory: dir)
+        defer { store.close() }
+        #expect(try store.sharedValue("e") == nil)
+        #expect(try rows(store.path, "SELECT COUNT(*) FROM shared") == [["0"]])
+    }
+
+    @Test func encryptedValuesNeedTheRightKey() throws {
+        let dir = folder()
+        var store = try SQLiteStore(directory: dir, sharedKey: Self.key)
+        try setShared(store, "e", "secret-value-1234", .aesGCM)
+        try setShared(store, "p", 42, .gzip)
+        store.close()
+
+        func refused(_ store: SQLiteStore) {
+            let error = #expect(throws: StoreError.self) { try store.sharedValue("e") }
+            #expect(error?.description.contains("HYDRA_SHARED_KEY") == true)
+            #expect(error?.description.contains("secret-value") == false)
+        }
+        // Another key, or none: the store opens, the other values read, the encrypted one throws.
+        store = try SQLiteStore(directory: dir, sharedKey: "another passphrase, also long")
+        refused(store)
+        #expect(try store.sharedValue("p") == 42)
         #expect(store.isEncrypted("e"))
         store.close()
-        store = try SQLiteStore(directory: dir, sharedKey: "a passphrase of 16+ chars")
-        #expect(try store.sharedValue("g")?["k"] == "g")
-        #expect(try store.sharedValue("e")?["k"] == "e")
+        store = try SQLiteStore(directory: dir)
+        refused(store)
+        // It can still be replaced or removed.
+        #expect(try wait { store.removeShared("e", done: $0) } == true)
+        #expect(try store.sharedValue("e") == nil)
         store.close()
-        // The encrypted value is not in the file in clear (the gzip and plain ones differ by design).
-        let bytes = try Data(contentsOf: URL(fileURLWithPath: dir + "/hydra.db"))
-        #expect(bytes.range(of: Data(#""k":"e""#.utf8)) == nil)
-        #expect(throws: StoreError.self) { try SQLiteStore(directory: dir, sharedKey: "another passphrase, also long") }
-        #expect(throws: StoreError.self) { try SQLiteStore(directory: dir, sharedKey: "short") }
+
+        let error = #expect(throws: StoreError.self) { try SQLiteStore(directory: dir, sharedKey: "short") }
+        #expect(error?.description.contains("HYDRA_SHARED_KEY") == true)
     }
+
+    // MARK: - Response cache
 
     @Test func cacheTTLAndRemoval() throws {
         let store = try SQLiteStore(directory: folder())
         defer { store.close() }
-        store.storeResponse("http://h/a%1", api: "a", value: 1, ttl: 10, now: 100)
-        store.storeResponse("http://h/ab", api: "b", value: 2, ttl: 10, now: 100)
-        store.storeResponse("http://h/x", api: "a", value: 3, ttl: 10, now: 100)
+        store.storeResponse("GET http://h/a%1", api: "a", value: 1, ttl: 10, now: 100)
+        store.storeResponse("GET http://h/ab", api: "b", value: 2, ttl: 10, now: 100)
+        store.storeResponse("GET http://h/x", api: "a", value: 3, ttl: 10, now: 100)
+        store.storeResponse("GET http://h/a_2", api: "a", value: 4, ttl: 10, now: 100)
+        store.storeResponse("GET http://h/ac", api: nil, value: ["v": 5], ttl: 10, now: 100)
         store.flush()
-        #expect(try store.cachedResponse("http://h/ab", now: 105) == 2)
-        #expect(try store.cachedResponse("http://h/ab", now: 111) == nil)
-        func remove(api: String? = nil, key: String? = nil, prefix: String? = nil) -> Int {
-            let count = Mutex(0)
-            let done = DispatchSemaphore(value: 0)
-            store.removeResponses(api: api, key: key, prefix: prefix) { r in count.withLock { $0 = (try? r.get()) ?? -1 }; done.signal() }
-            done.wait()
-            return count.withLock { $0 }
+        #expect(try store.cachedResponse("GET http://h/ab", now: 105) == 2)
+        #expect(try store.cachedResponse("GET http://h/ab", now: 110) == nil)  // stored_at + ttl must be > now
+        #expect(try store.cachedResponse("GET http://h/ab", now: 111) == nil)
+        #expect(try store.cachedResponse("GET http://h/ac", now: 101) == ["v": 5])
+        #expect(try store.cachedResponse("missing", now: 101) == nil)
+        // Stored again: fresh.
+        store.storeResponse("GET http://h/ab", api: "b", value: 22, ttl: 10, now: 200)
+        store.flush()
+        #expect(try store.cachedResponse("GET http://h/ab", now: 205) == 22)
+
+        func remove(api: String? = nil, key: String? = nil, prefix: String? = nil) throws -> Int {
+            try wait { store.removeResponses(api: api, key: key, prefix: prefix, done: $0) }
         }
-        #expect(remove(prefix: "http://h/a%") == 1)  // `%` is literal
-        #expect(remove(api: "a") == 1)
-        #expect(remove() == 1)
+        #expect(try remove(prefix: "GET http://h/a%") == 1)  // `%` is literal, not a wildcard
+        #expect(try remove(prefix: "GET http://h/a_") == 1)  // so is `_`
+        #expect(try remove(api: "b", prefix: "GET http://h/x") == 0)  // criteria combine with AND
+        #expect(try remove(api: "a", key: "GET http://h/ab") == 0)
+        #expect(try remove(key: "GET http://h/ab") == 1)
+        #expect(try remove(api: "a") == 1)
+        #expect(try remove() == 1)
+        #expect(try remove() == 0)
     }
 
-    @Test func concurrentInsertsAreAllAcknowledgedAndClosedStoresRefuse() throws {
+    // MARK: - Upkeep
+
+    @Test func pruneDropsOldFinishedWork() throws {
         let store = try SQLiteStore(directory: folder())
+        defer { store.close() }
+        _ = try insert(store, [job("old", at: 1), job("recent", at: 1), job("running", at: 1), job("queued", at: 1)])
+        store.finish(jobId: "old", state: .succeeded, result: [:], at: 10, done: nil)
+        store.finish(jobId: "recent", state: .cancelled, result: [:], at: 1000, done: nil)
+        store.markStarted(jobId: "running", at: 2)
+        for id in ["old", "recent", "running"] {
+            store.recordStep(jobId: id, stepPath: "0", outcome: StoredStep(state: .succeeded, result: 1, error: nil), done: nil)
+        }
+        store.append((1...4).map {
+            HydraEvent(seq: UInt64($0), name: "job.queued", jobId: "j", rootJobId: "j", stepPath: "",
+                       time: $0 == 2 ? 1000 : 10, fields: [:])
+        })
+        let now = Date().timeIntervalSince1970
+        store.storeResponse("expired", api: nil, value: 1, ttl: 10, now: now - 100)
+        store.storeResponse("fresh", api: nil, value: 2, ttl: 3600, now: now)
+        store.prune(before: 500)
+        store.flush()
+
+        #expect(try store.job("old") == nil)
+        #expect(try store.jobs(state: nil, limit: 10, after: nil).jobs.map(\.jobId).sorted() == ["queued", "recent", "running"])
+        // Events before 500 go, but the newest stays so seq never goes back.
+        #expect(try store.events(after: 0, limit: 10).map(\.seq) == [2, 4])
+        #expect(try store.lastSeq() == 4)
+        #expect(try store.cachedResponse("fresh", now: now) == 2)
+        #expect(try rows(store.path, "SELECT key FROM cache") == [["fresh"]])
+        #expect(try rows(store.path, "SELECT job_id FROM steps ORDER BY job_id") == [["recent"], ["running"]])
+    }
+
+    @Test func closedStoresRefuse() throws {
+        let store = try SQLiteStore(directory: folder(), sharedKey: Self.key)
+        try setShared(store, "s", 1, .none)
+        store.storeResponse("k", api: nil, value: 1, ttl: 10, now: 1)
+        store.close()  // commits what is queued first
+        store.close()
+        #expect(throws: StoreError.self) { try store.job("a") }
+        #expect(throws: StoreError.self) { try store.jobs(state: nil, limit: 1, after: nil) }
+        #expect(throws: StoreError.self) { try store.unfinishedJobs() }
+        #expect(throws: StoreError.self) { try store.events(after: 0, limit: 1) }
+        #expect(throws: StoreError.self) { try store.lastSeq() }
+        #expect(throws: StoreError.self) { try store.sharedValue("s") }
+        #expect(throws: StoreError.self) { try store.cachedResponse("k", now: 1) }
+        let error = #expect(throws: StoreError.self) { try insert(store, [job("late", at: 1)]) }
+        #expect(error?.description == "store is closed")
+        #expect(throws: StoreError.self) { try setShared(store, "s", 2, .none) }
+        #expect(throws: StoreError.self) { try wait { store.removeShared("s", done: $0) } }
+        #expect(throws: StoreError.self) { try wait { store.removeResponses(api: nil, key: nil, prefix: nil, done: $0) } }
+        #expect(throws: StoreError.self) {
+            try wait { store.finish(jobId: "a", state: .failed, result: nil, at: 1, done: $0) }
+        }
+        store.markStarted(jobId: "a", at: 1)
+        store.append([HydraEvent(seq: 1, name: "job.queued", jobId: "a", rootJobId: "a", stepPath: "", time: 1, fields: [:])])
+        store.flush()  // returns at once
+    }
+
+    @Test func callbacksMayFlushAndClose() throws {
+        let store = try SQLiteStore(directory: folder())
+        // flush() from a callback (the writer thread) must not wait for itself.
+        let seen = try wait { (done: @escaping @Sendable (Result<StoredJob?, StoreError>) -> Void) in
+            store.insert([job("a", at: 1)]) { _ in
+                store.markStarted(jobId: "a", at: 2)
+                store.flush()
+                done(Result { () throws(StoreError) in try store.job("a") })
+            }
+        }
+        #expect(seen?.state == .running)
+        // Nor close().
+        _ = try wait { (done: @escaping @Sendable (Result<Bool, StoreError>) -> Void) in
+            store.insert([job("b", at: 1)]) { _ in
+                store.storeResponse("k", api: nil, value: 1, ttl: 10, now: 1)
+                store.close()
+                done(.success(true))
+            }
+        }
+        #expect(throws: StoreError.self) { try store.job("a") }
+    }
+
+    // MARK: - Concurrency
+
+    @Test func concurrentInsertsAreAllAcknowledged() throws {
+        let store = try SQLiteStore(directory: folder())
+        defer { store.close() }
+        let (threads, perThread) = (4, 2500)
         let acknowledged = Atomic(0)
-        DispatchQueue.concurrentPerform(iterations: 4) { t in
+        let start = ContinuousClock.now
+        DispatchQueue.concurrentPerform(iterations: threads) { t in
             let group = DispatchGroup()
-            for i in 0..<1000 {
+            for i in 0..<perThread {
                 group.enter()
-                store.insert([job("t\(t)-\(i)", at: Double(i))]) { r in
-                    if case .success = r { acknowledged.add(1, ordering: .relaxed) }
+                store.insert([job("t\(t)-\(i)", at: Double(i), key: i % 2 == 0 ? "k\(t)-\(i)" : nil)]) { r in
+                    if case .success([.inserted]) = r { acknowledged.add(1, ordering: .relaxed) }
                     group.leave()
                 }
             }
             group.wait()
         }
-        let count = acknowledged.load(ordering: .relaxed)
-        #expect(count == 4000)
-        #expect(try store.jobs(state: .queued, limit: 5000, after: nil).jobs.count == 4000)
-        store.close()
-        #expect(throws: StoreError.self) { try store.job("t0-0") }
-        let failed = Atomic(false)
-        store.insert([job("late", at: 1)]) { r in if case .failure = r { failed.store(true, ordering: .relaxed) } }
-        let refused = failed.load(ordering: .relaxed)
-        #expect(refused)
+        let elapsed = ContinuousClock.now - start
+        let total = threads * perThread
+        #expect(acknowledged.load(ordering: .relaxed) == total)
+        #expect(try store.jobs(state: .queued, limit: 20_000, after: nil).jobs.count == total)
+        #expect(try rows(store.path, "SELECT COUNT(*) FROM jobs") == [["\(total)"]])
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        print("SQLiteStore: \(total) single inserts from \(threads) threads, all acknowledged in "
+              + "\(Int(seconds * 1000)) ms (\(Int(Double(total) / seconds)) jobs/s)")
+    }
+
+    @Test func readersRunBesideTheWriter() throws {
+        let store = try SQLiteStore(directory: folder())
+        defer { store.close() }
+        let failures = Atomic(0)
+        DispatchQueue.concurrentPerform(iterations: 4) { t in
+            for i in 0..<200 {
+                if t % 2 == 0 {
+                    let id = "t\(t)-\(i)"
+                    // A read right after `done` sees the write.
+                    let seen = try? wait { (done: @escaping @Sendable (Result<Bool, StoreError>) -> Void) in
+                        store.insert([job(id, at: Double(i))]) { r in done(r.map { _ in true }) }
+                    }
+                    if seen != true || (try? store.job(id)) == nil { failures.add(1, ordering: .relaxed) }
+                } else if (try? store.jobs(state: nil, limit: 50, after: nil)) == nil {
+                    failures.add(1, ordering: .relaxed)
+                }
+            }
+        }
+        #expect(failures.load(ordering: .relaxed) == 0)
     }
 }

@@ -1,0 +1,226 @@
+import Dispatch
+import Foundation
+import HydraCore
+import Synchronization
+
+/// The one writer thread of a store, with group commit.
+///
+/// Any thread enqueues writes (a lock-protected array, then a semaphore wakes
+/// the writer). The writer takes everything queued since it last woke, runs
+/// it in one `BEGIN IMMEDIATE` transaction, commits, then calls every
+/// callback on its own thread, so one fsync covers a whole batch.
+///
+/// Writes rarely fail (a duplicate job id, a full disk), so a batch first
+/// runs without savepoints; if a write fails, the batch is rolled back and
+/// run again with each write in a savepoint of its own, so that write fails
+/// alone and the others commit.
+final class StoreWriter: @unchecked Sendable {
+    // @unchecked: `connection` is used only on the writer thread; everything
+    // else is a lock, a semaphore, a group or immutable.
+    private let connection: SQLiteConnection
+    private let state = Mutex(State())
+    private let wake = DispatchSemaphore(value: 0)
+    private let running = DispatchGroup()
+    /// The writer thread's `Thread`, while it runs: flush and close from a
+    /// callback must not wait for the thread they run on.
+    private let writerThread = Mutex<ObjectIdentifier?>(nil)
+    /// Runs on the writer thread for each write once committed, before any callback.
+    private let committed: @Sendable (WriteOperation) -> Void
+
+    private struct State {
+        var queue: [WriteOperation] = []
+        /// A wake-up is pending: the next writes need not signal again.
+        var signalled = false
+        var closed = false
+    }
+
+    /// The failure of every call on a closed store.
+    static let closedError = StoreError("store is closed")
+
+    /// Takes over `connection` (migrated, not used by anyone else). Call `start()` next.
+    init(connection: SQLiteConnection, committed: @escaping @Sendable (WriteOperation) -> Void) {
+        self.connection = connection
+        self.committed = committed
+    }
+
+    /// Starts the writer thread (8 MiB of stack: JSON of deeply nested specs is written recursively).
+    func start() {
+        running.enter()
+        let thread = Thread { [self] in run() }
+        thread.name = "hydra-store"
+        thread.stackSize = 8 << 20
+        thread.start()
+    }
+
+    /// Queues a write. Any thread. On a closed store, the callback gets the
+    /// failure at once, on the calling thread.
+    func enqueue(_ operation: WriteOperation) {
+        let wakeWriter: Bool? = state.withLock { state in
+            if state.closed { return nil }
+            state.queue.append(operation)
+            if state.signalled { return false }
+            state.signalled = true
+            return true
+        }
+        switch wakeWriter {
+        case nil: operation.complete(.failure(Self.closedError))
+        case true?: wake.signal()
+        case false?: break
+        }
+    }
+
+    /// Returns once every write queued before the call is committed (or
+    /// failed). Any thread; from a callback (the writer thread), commits
+    /// what is queued right there instead of waiting for itself.
+    func flush() {
+        if isWriterThread {
+            drain()
+            return
+        }
+        let reached = DispatchSemaphore(value: 0)
+        enqueue(.barrier { reached.signal() })
+        reached.wait()
+    }
+
+    /// Commits what is queued, stops the thread and closes the connection;
+    /// later writes fail with "store is closed". Any thread; idempotent.
+    /// From a callback, the thread stops once the callback returns.
+    func close() {
+        let first = state.withLock { state in
+            defer { state.closed = true }
+            return !state.closed
+        }
+        if isWriterThread {
+            if first { drain() }
+            wake.signal()
+            return
+        }
+        if first { wake.signal() }
+        running.wait()
+    }
+
+    private var isWriterThread: Bool {
+        let current = ObjectIdentifier(Thread.current)
+        return writerThread.withLock { $0 == current }
+    }
+
+    private func take() -> (batch: [WriteOperation], closing: Bool) {
+        state.withLock { state in
+            state.signalled = false
+            let batch = state.queue
+            state.queue = []
+            return (batch, state.closed)
+        }
+    }
+
+    private func run() {
+        let current = ObjectIdentifier(Thread.current)
+        writerThread.withLock { $0 = current }
+        while true {
+            wake.wait()
+            let (batch, closing) = take()
+            if !batch.isEmpty { commit(batch) }
+            if closing { break }
+        }
+        writerThread.withLock { $0 = nil }
+        connection.close()
+        running.leave()
+    }
+
+    /// Commits everything queued, on the writer thread, until the queue is empty.
+    private func drain() {
+        while true {
+            let batch = take().batch
+            if batch.isEmpty { return }
+            commit(batch)
+        }
+    }
+
+    // MARK: - One batch
+
+    private enum Attempt {
+        case committed([Result<WriteOperation.Output, StoreError>])
+        /// A write failed outside a savepoint: rolled back, to run again isolated.
+        case retryIsolated
+        case failed(StoreError)
+    }
+
+    private func commit(_ batch: [WriteOperation]) {
+        var attempt = self.attempt(batch, isolated: false)
+        if case .retryIsolated = attempt { attempt = self.attempt(batch, isolated: true) }
+        switch attempt {
+        case .committed(let results):
+            for (operation, result) in zip(batch, results) {
+                switch result {
+                case .success: committed(operation)
+                case .failure(let error) where !operation.hasCallback && !operation.isBarrier:
+                    Self.report("a write without a callback failed and was dropped: \(error)")
+                case .failure: break
+                }
+            }
+            for (operation, result) in zip(batch, results) { operation.complete(result) }
+        case .failed(let error):
+            if batch.contains(where: { !$0.hasCallback && !$0.isBarrier }) {
+                Self.report("a batch of \(batch.count) writes failed: \(error)")
+            }
+            for operation in batch { operation.complete(.failure(error)) }
+        case .retryIsolated:
+            // Never returned when every write is isolated.
+            for operation in batch { operation.complete(.failure(StoreError("store writer: batch not committed"))) }
+        }
+    }
+
+    private func attempt(_ batch: [WriteOperation], isolated: Bool) -> Attempt {
+        let db = connection
+        do throws(StoreError) {
+            try db.run("BEGIN IMMEDIATE")
+        } catch {
+            return .failed(error)
+        }
+        var results: [Result<WriteOperation.Output, StoreError>] = []
+        results.reserveCapacity(batch.count)
+        for operation in batch {
+            if operation.isBarrier {
+                results.append(.success(.none))
+                continue
+            }
+            do throws(StoreError) {
+                if isolated { try db.run("SAVEPOINT op") }
+                let output = try operation.apply(on: db)
+                if isolated { try db.run("RELEASE op") }
+                results.append(.success(output))
+            } catch {
+                // After some I/O errors SQLite rolls the whole transaction back itself.
+                if db.isAutocommit { return .failed(error) }
+                guard isolated else {
+                    rollback()
+                    return .retryIsolated
+                }
+                do throws(StoreError) {
+                    try db.run("ROLLBACK TO op")
+                    try db.run("RELEASE op")
+                } catch {
+                    rollback()
+                    return .failed(error)
+                }
+                results.append(.failure(error))
+            }
+        }
+        do throws(StoreError) {
+            try db.run("COMMIT")
+        } catch {
+            rollback()
+            return .failed(error)
+        }
+        return .committed(results)
+    }
+
+    private func rollback() {
+        if !connection.isAutocommit { try? connection.run("ROLLBACK") }
+    }
+
+    /// Failures nobody waits for would otherwise vanish: one line on stderr (never a value).
+    private static func report(_ message: String) {
+        FileHandle.standardError.write(Data("hydra: state store: \(message)\n".utf8))
+    }
+}

@@ -1,0 +1,180 @@
+import Foundation
+import HydraCore
+
+/// One write queued for the writer thread, with its callback if someone waits
+/// for it. ``StoreWriter`` runs a batch of them in one transaction; `apply`
+/// holds the SQL of each.
+enum WriteOperation: Sendable {
+    case insert([StoredJob], done: @Sendable (Result<[InsertOutcome], StoreError>) -> Void)
+    case markStarted(jobId: String, time: Double)
+    case finish(jobId: String, state: JobState, result: JSONValue, time: Double,
+                done: (@Sendable (Result<Void, StoreError>) -> Void)?)
+    case step(jobId: String, stepPath: String, StoredStep, done: (@Sendable (Result<Void, StoreError>) -> Void)?)
+    case events([HydraEvent])
+    /// `bytes` is the encoded value (encoded on the caller's thread); `value`
+    /// the clear one, for the in-memory cache once committed.
+    case setShared(key: String, bytes: [UInt8], cipher: SharedCipher, value: JSONValue,
+                   done: @Sendable (Result<Void, StoreError>) -> Void)
+    case removeShared(key: String, done: @Sendable (Result<Bool, StoreError>) -> Void)
+    case storeResponse(key: String, api: String?, value: JSONValue, ttl: Double, now: Double)
+    case removeResponses(api: String?, key: String?, prefix: String?, done: @Sendable (Result<Int, StoreError>) -> Void)
+    case prune(before: Double)
+    /// A marker: `reached` runs once every write queued before it is committed (or failed).
+    case barrier(reached: @Sendable () -> Void)
+
+    /// What a write produced, for its callback.
+    enum Output {
+        case none
+        case inserted([InsertOutcome])
+        case count(Int)
+    }
+
+    /// True when someone waits for this write's outcome (else its failure is reported on stderr).
+    var hasCallback: Bool {
+        switch self {
+        case .insert, .setShared, .removeShared, .removeResponses: return true
+        case .finish(_, _, _, _, let done), .step(_, _, _, let done): return done != nil
+        case .markStarted, .events, .storeResponse, .prune, .barrier: return false
+        }
+    }
+
+    var isBarrier: Bool {
+        if case .barrier = self { return true }
+        return false
+    }
+
+    /// Calls the callback (if any) with `outcome`. Writer thread, after the commit.
+    func complete(_ outcome: Result<Output, StoreError>) {
+        switch self {
+        case .insert(_, let done):
+            done(outcome.map { if case .inserted(let outcomes) = $0 { return outcomes } else { return [] } })
+        case .finish(_, _, _, _, let done?), .step(_, _, _, let done?), .setShared(_, _, _, _, let done):
+            done(outcome.map { _ in () })
+        case .removeShared(_, let done):
+            done(outcome.map { if case .count(let n) = $0 { return n > 0 } else { return false } })
+        case .removeResponses(_, _, _, let done):
+            done(outcome.map { if case .count(let n) = $0 { return n } else { return 0 } })
+        case .barrier(let reached):
+            reached()
+        case .finish, .step, .markStarted, .events, .storeResponse, .prune:
+            break
+        }
+    }
+
+    // MARK: - SQL (writer thread, inside the batch's transaction)
+
+    static let insertJob = """
+        INSERT INTO jobs (job_id, spec, input, canonical, priority, idempotency_key, state, created_at,
+                          started_at, finished_at, result)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """
+    static let insertEvent = """
+        INSERT OR IGNORE INTO events (seq, name, job_id, root_job_id, step_path, time, fields)
+        VALUES (?, ?, ?, ?, ?, ?, ?)
+        """
+    static let finalStates = "('succeeded', 'failed', 'cancelled')"
+
+    /// Runs this write's statements on `db`.
+    func apply(on db: SQLiteConnection) throws(StoreError) -> Output {
+        switch self {
+        case .insert(let jobs, _):
+            var outcomes: [InsertOutcome] = []
+            outcomes.reserveCapacity(jobs.count)
+            for job in jobs {
+                // Only a job with an idempotency key is ever compared with
+                // another, so only those pay for the canonical text. The
+                // writer's output is deterministic (object keys keep their order).
+                var canonical = ""
+                if let key = job.idempotencyKey {
+                    canonical = JSONWriter.string([job.spec, job.input])
+                    var existing: (jobId: String, canonical: String)?
+                    // Sees the jobs inserted earlier in the same transaction too.
+                    try db.query("SELECT job_id, canonical FROM jobs WHERE idempotency_key = ?", [.text(key)]) { row in
+                        existing = (row.text(0) ?? "", row.text(1) ?? "")
+                    }
+                    if let existing {
+                        outcomes.append(.existing(jobId: existing.jobId, sameSpec: existing.canonical == canonical))
+                        continue
+                    }
+                }
+                try db.run(Self.insertJob, [
+                    .text(job.jobId), .json(job.spec), .json(job.input), .text(canonical), .int(job.priority),
+                    SQLValue(job.idempotencyKey), .text(job.state.rawValue), .double(job.createdAt),
+                    SQLValue(job.startedAt), SQLValue(job.finishedAt), SQLValue(job.result),
+                ])
+                outcomes.append(.inserted)
+            }
+            return .inserted(outcomes)
+
+        case .markStarted(let jobId, let time):
+            try db.run("UPDATE jobs SET state = 'running', started_at = ? WHERE job_id = ? AND state = 'queued'",
+                       [.double(time), .text(jobId)])
+
+        case .finish(let jobId, let state, let result, let time, _):
+            try db.run("UPDATE jobs SET state = ?, result = ?, finished_at = ? WHERE job_id = ?",
+                       [.text(state.rawValue), .json(result), .double(time), .text(jobId)])
+
+        case .step(let jobId, let stepPath, let step, _):
+            try db.run("INSERT OR REPLACE INTO steps (job_id, step_path, state, result, error) VALUES (?, ?, ?, ?, ?)",
+                       [.text(jobId), .text(stepPath), .text(step.state.rawValue), SQLValue(step.result),
+                        SQLValue(step.error)])
+
+        case .events(let events):
+            for event in events {
+                // seq is an SQLite INTEGER (63 bits): a larger one cannot be stored.
+                guard let seq = Int(exactly: event.seq) else { throw StoreError("event seq \(event.seq) is out of range") }
+                try db.run(Self.insertEvent, [
+                    .int(seq), .text(event.name), .text(event.jobId), .text(event.rootJobId), .text(event.stepPath),
+                    .double(event.time), .json(.object(event.fields)),
+                ])
+            }
+
+        case .setShared(let key, let bytes, let cipher, _, _):
+            try db.run("INSERT OR REPLACE INTO shared (key, cipher, value) VALUES (?, ?, ?)",
+                       [.text(key), .text(cipher.rawValue), .blob(bytes)])
+
+        case .removeShared(let key, _):
+            try db.run("DELETE FROM shared WHERE key = ?", [.text(key)])
+            return .count(db.changes)
+
+        case .storeResponse(let key, let api, let value, let ttl, let now):
+            try db.run("INSERT OR REPLACE INTO cache (key, api, value, stored_at, ttl) VALUES (?, ?, ?, ?, ?)",
+                       [.text(key), SQLValue(api), .json(value), .double(now), .double(ttl)])
+
+        case .removeResponses(let api, let key, let prefix, _):
+            var conditions: [String] = []
+            var bindings: [SQLValue] = []
+            if let api {
+                conditions.append("api = ?")
+                bindings.append(.text(api))
+            }
+            if let key {
+                conditions.append("key = ?")
+                bindings.append(.text(key))
+            }
+            if let prefix {
+                // Not LIKE: `%` and `_` in a prefix are literal. substr counts characters.
+                conditions.append("substr(key, 1, ?) = ?")
+                bindings += [.int(prefix.unicodeScalars.count), .text(prefix)]
+            }
+            let clause = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
+            try db.run("DELETE FROM cache" + clause, bindings)
+            return .count(db.changes)
+
+        case .prune(let time):
+            // `+state`: search by finished_at (jobs_by_finished), not by state (nearly every job).
+            try db.run("""
+                DELETE FROM steps WHERE job_id IN
+                    (SELECT job_id FROM jobs WHERE finished_at < ? AND +state IN \(Self.finalStates))
+                """, [.double(time)])
+            try db.run("DELETE FROM jobs WHERE finished_at < ? AND +state IN \(Self.finalStates)", [.double(time)])
+            // The newest event is kept so seq never goes back after a restart.
+            try db.run("DELETE FROM events WHERE time < ? AND seq < (SELECT MAX(seq) FROM events)", [.double(time)])
+            try db.run("DELETE FROM cache WHERE stored_at + ttl <= ?", [.double(Date().timeIntervalSince1970)])
+
+        case .barrier:
+            break
+        }
+        return .none
+    }
+}
