@@ -49,6 +49,11 @@ import Testing
         let config = try Configuration.load(path: path)
         #expect(config.workers.map(\.name) == ["rest", "local"])
         #expect(config.rpc.listen == "127.0.0.1:7400")
+        let secured = try Configuration.load(path: path.replacingOccurrences(of: "hydra.json", with: "examples/secured.json"))
+        #expect(secured.apis["updateProfile"]?.invalidates == ["profile"])
+        #expect(secured.state.sync == .full)
+        let throughput = try Configuration.load(path: path.replacingOccurrences(of: "hydra.json", with: "examples/throughput.json"))
+        #expect(throughput.workers.count == 3)
     }
 
     @Test func templateSubstitution() throws {
