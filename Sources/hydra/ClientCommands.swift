@@ -17,7 +17,7 @@ struct ConnectOptions: ParsableArguments {
     /// Connects (and authenticates); exits 2 for a malformed address, 1 when the server cannot be reached.
     func client() -> RPCClient {
         guard let address = SocketAddress(parsing: connect) else {
-            failStartup("--connect: \"\(connect)\" is not HOST:PORT or unix:PATH")
+            exitInvalid("--connect: \"\(connect)\" is not HOST:PORT or unix:PATH")
         }
         let secret = ProcessInfo.processInfo.environment["HYDRA_RPC_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
         do {
@@ -51,19 +51,19 @@ func readJSONFile(_ path: String) -> JSONValue {
     if path == "-" {
         data = FileHandle.standardInput.readDataToEndOfFile()
     } else {
-        guard let contents = FileManager.default.contents(atPath: path) else { failStartup("\(path): cannot read the file") }
+        guard let contents = FileManager.default.contents(atPath: path) else { exitInvalid("\(path): cannot read the file") }
         data = contents
     }
     do {
         return try JSONParser.parse([UInt8](data))
     } catch {
-        failStartup("\(path == "-" ? "stdin" : path): not JSON: \(error)")
+        exitInvalid("\(path == "-" ? "stdin" : path): not JSON: \(error)")
     }
 }
 
 /// Parses a JSON option value; exits 2 naming the option.
 func parseJSONOption(_ text: String, name: String) -> JSONValue {
-    do { return try JSONParser.parse(text) } catch { failStartup("\(name): not JSON: \(error)") }
+    do { return try JSONParser.parse(text) } catch { exitInvalid("\(name): not JSON: \(error)") }
 }
 
 struct PingCommand: ParsableCommand {
@@ -282,10 +282,10 @@ struct WorkersCommand: ParsableCommand {
         case nil:
             for worker in call(client, "worker.list")["workers"]?.arrayValue ?? [] { writeLine(JSONWriter.string(worker)) }
         case "pause", "resume":
-            guard let name else { failStartup("workers \(action!): the worker's name is missing") }
+            guard let name else { exitInvalid("workers \(action!): the worker's name is missing") }
             writeLine(JSONWriter.string(call(client, "worker.\(action!)", ["name": .string(name)])))
         case let other?:
-            failStartup("workers: unknown action \"\(other)\" (expected pause or resume)")
+            exitInvalid("workers: unknown action \"\(other)\" (expected pause or resume)")
         }
     }
 }

@@ -41,7 +41,7 @@ struct RunCommand: AsyncParsableCommand {
         let specJSON: JSONValue
         var inputJSON = JSONValue.null
         do {
-            configuration = try loadConfiguration()
+            configuration = try loadConfiguration(config)
             specJSON = try readSpec()
             if let input {
                 do { inputJSON = try JSONParser.parse(input) } catch {
@@ -49,14 +49,14 @@ struct RunCommand: AsyncParsableCommand {
                 }
             }
         } catch {
-            fail(error)
+            exitInvalid(error)
         }
 
         let engine: HydraEngine
         do {
             engine = try HydraEngine(configuration: configuration, stateDirectory: state)
         } catch {
-            fail(error)
+            exitInvalid(error)
         }
         defer { engine.shutdown() }
 
@@ -68,7 +68,7 @@ struct RunCommand: AsyncParsableCommand {
             result = try await engine.run(spec, input: inputJSON)
         } catch {
             engine.unsubscribe(subscription)
-            fail(error)
+            exitInvalid(error)
         }
         engine.unsubscribe(subscription)
         await printer.finish()
@@ -76,13 +76,6 @@ struct RunCommand: AsyncParsableCommand {
         if result.state != .succeeded { throw ExitCode(1) }
     }
 
-    private func loadConfiguration() throws -> Configuration {
-        if let config { return try Configuration.load(path: config) }
-        if FileManager.default.fileExists(atPath: "config/hydra.json") {
-            return try Configuration.load(path: "config/hydra.json")
-        }
-        return Configuration()
-    }
 
     private func readSpec() throws -> JSONValue {
         let data: Data
@@ -101,11 +94,6 @@ struct RunCommand: AsyncParsableCommand {
         }
     }
 
-    /// Prints `hydra: MESSAGE` on stderr and exits with status 2.
-    private func fail(_ error: any Error) -> Never {
-        FileHandle.standardError.write(Data("hydra: \(error)\n".utf8))
-        Foundation.exit(2)
-    }
 }
 
 /// A usage problem reported as one line.

@@ -48,9 +48,9 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         var configuration: Configuration
         do {
-            configuration = try loadServerConfiguration(config)
+            configuration = try loadConfiguration(config)
         } catch {
-            failStartup(error)
+            exitInvalid(error)
         }
         if let listen { configuration.rpc.listen = listen }
         if let unixSocket { configuration.rpc.unixSocket = unixSocket }
@@ -61,10 +61,10 @@ struct ServeCommand: AsyncParsableCommand {
 
         var addresses: [SocketAddress] = []
         guard let tcp = SocketAddress(parsing: configuration.rpc.listen), case .tcp = tcp else {
-            failStartup("rpc.listen: \"\(configuration.rpc.listen)\" is not HOST:PORT")
+            exitInvalid("rpc.listen: \"\(configuration.rpc.listen)\" is not HOST:PORT")
         }
         if !tcp.isLoopback && configuration.rpc.secret == nil && !configuration.rpc.allowInsecure {
-            failStartup("rpc.listen: \(tcp) is not a loopback address: set rpc.secret (or HYDRA_RPC_SECRET), or rpc.allowInsecure")
+            exitInvalid("rpc.listen: \(tcp) is not a loopback address: set rpc.secret (or HYDRA_RPC_SECRET), or rpc.allowInsecure")
         }
         addresses.append(tcp)
         if let path = configuration.rpc.unixSocket {
@@ -79,7 +79,7 @@ struct ServeCommand: AsyncParsableCommand {
                                     sync: configuration.state.sync == .full ? .full : .normal,
                                     sharedKey: ProcessInfo.processInfo.environment["HYDRA_SHARED_KEY"])
         } catch {
-            failStartup("state.path: \(error)")
+            exitInvalid("state.path: \(error)")
         }
         // After a crash, events issued but not yet committed may have been seen
         // by clients: skip ahead so no seq is ever issued twice.
@@ -96,7 +96,7 @@ struct ServeCommand: AsyncParsableCommand {
             server = try RPCServer(service: service, addresses: addresses, options: configuration.rpc)
         } catch {
             store.close()
-            failStartup(error)
+            exitInvalid(error)
         }
 
         store.prune(before: Date().timeIntervalSince1970 - Double(configuration.retentionHours) * 3600)
@@ -163,9 +163,8 @@ private final class SignalOnce: @unchecked Sendable {
     }
 }
 
-/// The configuration for server-side commands: `--config`, else
-/// config/hydra.json when present, else the defaults.
-func loadServerConfiguration(_ path: String?) throws -> Configuration {
+/// The configuration: `--config`, else config/hydra.json when present, else the defaults.
+func loadConfiguration(_ path: String?) throws -> Configuration {
     if let path { return try Configuration.load(path: path) }
     if FileManager.default.fileExists(atPath: "config/hydra.json") {
         return try Configuration.load(path: "config/hydra.json")
@@ -178,8 +177,8 @@ func absolutePath(_ path: String) -> String {
     path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
 }
 
-/// Prints `hydra: MESSAGE` on stderr and exits with status 2.
-func failStartup(_ error: Any) -> Never {
+/// Prints `hydra: MESSAGE` on stderr and exits with status 2 (invalid spec, input, config or address).
+func exitInvalid(_ error: Any) -> Never {
     FileHandle.standardError.write(Data("hydra: \(error)\n".utf8))
     Foundation.exit(2)
 }
