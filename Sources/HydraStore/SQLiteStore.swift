@@ -141,7 +141,7 @@ public final class SQLiteStore: StateStore {
         }
         if let cursor {
             guard let (createdAt, jobId) = JobCursor.decode(cursor) else {
-                throw StoreError("after: not a cursor returned by job.list")
+                throw StoreError("after: not a cursor returned by job.list", invalidArgument: "after")
             }
             // A row-value comparison: one range scan of the index.
             conditions.append("(created_at, job_id) < (?, ?)")

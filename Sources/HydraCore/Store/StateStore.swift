@@ -159,7 +159,13 @@ public enum SharedCipher: String, Sendable, CaseIterable {
 /// A failure of the state store (disk full, corrupt file, missing key...).
 public struct StoreError: Error, Sendable, CustomStringConvertible {
     public var description: String
+    /// Set when the caller's argument was wrong (a bad `after` cursor), not the store.
+    public var invalidArgument: String?
     public init(_ description: String) { self.description = description }
+    public init(_ description: String, invalidArgument: String) {
+        self.description = description
+        self.invalidArgument = invalidArgument
+    }
 }
 
 extension StoredStep {

@@ -218,8 +218,9 @@ public final class HydraService: Sendable {
         let page: (jobs: [StoredJob], next: String?)
         do {
             page = try store.jobs(state: state, limit: limit, after: after)
-        } catch where error.description.hasPrefix("after:") {
-            throw ServiceError(.invalidParams, error.description, data: ["field": "after", "reason": "not a cursor returned by job.list"])
+        } catch where error.invalidArgument != nil {
+            throw ServiceError(.invalidParams, error.description,
+                               data: ["field": .string(error.invalidArgument ?? ""), "reason": .string(error.description)])
         } catch {
             throw ServiceError(error)
         }
