@@ -492,6 +492,46 @@ import Testing
         #expect(try rawCall(raw, "\u{FF}\u{FE}garbage")["error"]?["code"] == -32700)
         #expect(try rawCall(raw, #"{"jsonrpc":"2.0","id":6,"method":"hydra.ping"}"#)["result"]?["version"] != nil)
     }
+
+    @Test func cliClientCommands() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let connect = ["--connect", server.address.description]
+        let cli = RunCommandTests()
+        let ping = try cli.hydra(["ping"] + connect)
+        #expect(ping.status == 0)
+        #expect(try JSONParser.parse(ping.out.trimmingCharacters(in: .whitespacesAndNewlines))["version"] != nil)
+
+        // --follow off a terminal: NDJSON events, then the result last; exit 0.
+        let follow = try cli.hydra(["submit", "-", "--follow"] + connect,
+                                   stdin: #"{"type":"serial","steps":[{"type":"local","name":"echo","input":1},{"type":"local","name":"echo","input":2}]}"#)
+        #expect(follow.status == 0, "\(follow.err)")
+        let lines = follow.out.split(separator: "\n").map(String.init)
+        let last = try JSONParser.parse(try #require(lines.last))
+        #expect(last["state"] == "succeeded")
+        #expect(last["result"]?["results"] == [1, 2])
+        let events = try lines.dropLast().map { try JSONParser.parse($0) }
+        #expect(events.first?["event"] == "job.queued")
+        #expect(events.contains { $0["event"] == "group.done" })
+        let jobId = try #require(last["jobId"]?.stringValue)
+
+        #expect(try cli.hydra(["status", jobId] + connect).out.contains("\"succeeded\""))
+        #expect(try cli.hydra(["result", jobId] + connect).status == 0)
+        #expect(try cli.hydra(["jobs", "--state", "succeeded"] + connect).out.contains(jobId))
+        #expect(try cli.hydra(["workers"] + connect).out.contains("\"local\""))
+        #expect(try cli.hydra(["shared", "set", "k", "[1,2]"] + connect).status == 0)
+        #expect(try cli.hydra(["shared", "get", "k"] + connect).out == "[1,2]\n")
+
+        // A failing job exits 1; an invalid one exits 2 naming the field; a bad address 2; no server 1.
+        let failed = try cli.hydra(["submit", "-", "--follow"] + connect, stdin: #"{"type":"local","name":"fail","input":{"message":"no"}}"#)
+        #expect(failed.status == 1)
+        let invalid = try cli.hydra(["submit", "-"] + connect, stdin: #"{"type":"remote","url":3}"#)
+        #expect(invalid.status == 2)
+        #expect(invalid.err.contains("job.url: expected string"))
+        #expect(try cli.hydra(["ping", "--connect", "nowhere"]).status == 2)
+        #expect(try cli.hydra(["ping", "--connect", "127.0.0.1:\(TestServer.closedPort)"]).status == 1)
+        #expect(try cli.hydra(["status", "nope"] + connect).status == 1)
+    }
 }
 
 /// Polls `condition` every 10 ms (blocking the thread) until it holds or `timeout` passes.
