@@ -13,33 +13,10 @@ public final class LineClient {
         self.address = address
         func failure(_ reason: String) -> StreamError { StreamError("cannot connect to \(address): \(reason)") }
         switch address {
-        case .tcp(let host, let port):
-            var storage = sockaddr_storage()
-            var length: socklen_t
-            let family: Int32
-            if host.contains(":") {
-                family = AF_INET6
-                length = socklen_t(MemoryLayout<sockaddr_in6>.size)
-                let ok = withUnsafeMutablePointer(to: &storage) {
-                    $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { a -> Bool in
-                        a.pointee.sin6_family = sa_family_t(AF_INET6)
-                        a.pointee.sin6_port = UInt16(port).bigEndian
-                        return inet_pton(AF_INET6, host, &a.pointee.sin6_addr) == 1
-                    }
-                }
-                guard ok else { throw failure("not an IP address") }
-            } else {
-                family = AF_INET
-                length = socklen_t(MemoryLayout<sockaddr_in>.size)
-                let ok = withUnsafeMutablePointer(to: &storage) {
-                    $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { a -> Bool in
-                        a.pointee.sin_family = sa_family_t(AF_INET)
-                        a.pointee.sin_port = UInt16(port).bigEndian
-                        return inet_pton(AF_INET, host, &a.pointee.sin_addr) == 1
-                    }
-                }
-                guard ok else { throw failure("not an IP address") }
-            }
+        case .tcp:
+            guard let ip = address.ipSocketAddress() else { throw failure("not an IP address") }
+            var storage = ip.storage
+            let (family, length) = (ip.family, ip.length)
             fd = socket(family, Int32(SOCK_STREAM.rawValue), 0)
             guard fd >= 0 else { throw failure(LineClient.errorText()) }
             var one: Int32 = 1

@@ -1,3 +1,6 @@
+import CUV
+import Glibc
+
 /// Where a server listens or a client connects: `HOST:PORT` (IPv4,
 /// `[v6]:PORT`, `localhost:PORT`) or `unix:PATH`.
 public enum SocketAddress: Sendable, Equatable, CustomStringConvertible {
@@ -56,4 +59,24 @@ public enum SocketAddress: Sendable, Equatable, CustomStringConvertible {
 public struct StreamError: Error, Sendable, CustomStringConvertible {
     public var description: String
     public init(_ description: String) { self.description = description }
+}
+
+extension SocketAddress {
+    /// The C socket address of a TCP address (IPv4 or IPv6), with its family and
+    /// length; nil when the host is not an IP address or this is a Unix path.
+    /// For the listener and the client of this module only.
+    func ipSocketAddress() -> (storage: sockaddr_storage, family: Int32, length: socklen_t)? {
+        guard case .tcp(let host, let port) = self else { return nil }
+        var storage = sockaddr_storage()
+        let v6 = host.contains(":")
+        let status: Int32 = withUnsafeMutablePointer(to: &storage) { pointer in
+            if v6 {
+                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { uv_ip6_addr(host, Int32(port), $0) }
+            }
+            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { uv_ip4_addr(host, Int32(port), $0) }
+        }
+        guard status == 0 else { return nil }
+        return v6 ? (storage, AF_INET6, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                  : (storage, AF_INET, socklen_t(MemoryLayout<sockaddr_in>.size))
+    }
 }

@@ -28,15 +28,10 @@ public final class StreamListener {
             StreamError("cannot listen on \(address): \(uvErrorString(status))")
         }
         switch address {
-        case .tcp(let host, let port):
-            var storage = sockaddr_storage()
-            let parsed: Int32 = withUnsafeMutablePointer(to: &storage) { pointer in
-                if host.contains(":") {
-                    return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { uv_ip6_addr(host, Int32(port), $0) }
-                }
-                return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { uv_ip4_addr(host, Int32(port), $0) }
+        case .tcp:
+            guard var (storage, _, _) = address.ipSocketAddress() else {
+                throw StreamError("cannot listen on \(address): not an IP address")
             }
-            guard parsed == 0 else { throw StreamError("cannot listen on \(address): not an IP address") }
             let tcp = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
             uv_tcp_init(loop.uvLoop, tcp)
             handle = UnsafeMutablePointer(OpaquePointer(tcp))
