@@ -16,6 +16,11 @@ static inline CURLcode hydra_easy_setopt_data_cb(CURL *h, CURLoption o, hydra_da
 typedef int (*hydra_xferinfo_cb)(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow);
 static inline CURLcode hydra_easy_setopt_xferinfo_cb(CURL *h, hydra_xferinfo_cb v) { return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, v); }
 
+typedef curl_socket_t (*hydra_opensocket_cb)(void *clientp, curlsocktype purpose, struct curl_sockaddr *address);
+static inline CURLcode hydra_easy_setopt_opensocket_cb(CURL *h, hydra_opensocket_cb v) { return curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, v); }
+typedef int (*hydra_closesocket_cb)(void *clientp, curl_socket_t item);
+static inline CURLcode hydra_easy_setopt_closesocket_cb(CURL *h, hydra_closesocket_cb v) { return curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, v); }
+
 static inline CURLcode hydra_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode hydra_easy_getinfo_double(CURL *h, CURLINFO i, double *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode hydra_easy_getinfo_ptr(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }

@@ -25,8 +25,12 @@ public final class HTTPClient {
     private let loop: EventLoop
     private let multi: UnsafeMutableRawPointer
     private var timer: LoopTimer!
+    /// Transfers in flight, by id (curl's `CURLOPT_PRIVATE`).
     private var transfers: [UInt64: Transfer] = [:]
-    private var idleEasyHandles: [UnsafeMutableRawPointer] = []
+    /// Finished transfers kept for reuse, with their easy handles.
+    private var idle: [Transfer] = []
+    /// A watch per socket curl has asked to watch and not closed (see ``SocketWatch``).
+    private var sockets: [curl_socket_t: SocketWatch] = [:]
     private var nextID: UInt64 = 1
     private var closed = false
     private var pendingCompletions: [(Transfer, CURLcode)] = []
@@ -55,9 +59,9 @@ public final class HTTPClient {
         let me = Unmanaged.passUnretained(self).toOpaque()
         hydra_multi_setopt_ptr(multi, CURLMOPT_SOCKETDATA, me)
         hydra_multi_setopt_ptr(multi, CURLMOPT_TIMERDATA, me)
-        hydra_multi_setopt_socket_cb(multi) { _, socket, what, userp, socketp in
+        hydra_multi_setopt_socket_cb(multi) { _, socket, what, userp, _ in
             Unmanaged<HTTPClient>.fromOpaque(userp!).takeUnretainedValue()
-                .watch(socket: socket, what: what, context: socketp)
+                .watch(socket: socket, what: what)
             return 0
         }
         hydra_multi_setopt_timer_cb(multi) { _, timeoutMs, userp in
@@ -80,31 +84,20 @@ public final class HTTPClient {
         precondition(!closed, "HTTPClient used after close()")
         let id = nextID
         nextID += 1
-        let easy = idleEasyHandles.popLast() ?? curl_easy_init()!
-        let transfer = Transfer(id: id, easy: easy, completion: completion, progress: progress)
-        if let path = request.saveTo {
-            guard let file = fopen(path, "wb") else {
-                let reason = String(cString: strerror(errno))
-                recycle(easy)
-                throw HTTPFailure(.invalid, "cannot write \(path): \(reason)")
-            }
-            transfer.file = file
-        }
+        let transfer = idle.popLast() ?? Transfer(client: Unmanaged.passUnretained(self).toOpaque())
         do {
-            try transfer.configure(request)
+            try transfer.begin(id: id, request, completion: completion, progress: progress)
         } catch {
-            transfer.releaseResources()
-            recycle(easy)
+            recycle(transfer)
             throw error
         }
-        transfers[id] = transfer
-        let code = curl_multi_add_handle(multi, easy)
+        let code = curl_multi_add_handle(multi, transfer.easy)
         if code != CURLM_OK {
-            transfers[id] = nil
-            transfer.releaseResources()
-            recycle(easy)
+            transfer.end()
+            recycle(transfer)
             throw HTTPFailure(.invalid, String(cString: curl_multi_strerror(code)))
         }
+        transfers[id] = transfer
         return HTTPTransferID(value: id)
     }
 
@@ -114,7 +107,7 @@ public final class HTTPClient {
         loop.preconditionInEventLoop()
         guard let transfer = transfers.removeValue(forKey: id.value) else { return }
         curl_multi_remove_handle(multi, transfer.easy)
-        finish(transfer, failure: HTTPFailure(.cancelled, "cancelled"))
+        complete(transfer, .failure(HTTPFailure(.cancelled, "cancelled")))
     }
 
     /// Cancels every transfer and frees the multi handle. Loop thread only. Idempotent.
@@ -124,32 +117,50 @@ public final class HTTPClient {
         for id in Array(transfers.keys) { cancel(HTTPTransferID(value: id)) }
         closed = true
         timer.close()
-        curl_multi_cleanup(multi)  // calls the socket callback with REMOVE for open sockets
-        for easy in idleEasyHandles { curl_easy_cleanup(easy) }
-        idleEasyHandles.removeAll()
+        idle.removeAll()  // their easy handles first: the multi handle outlives them
+        curl_multi_cleanup(multi)  // closes the pooled connections through closeSocket
+        for watch in sockets.values { watch.close() }
+        sockets.removeAll()
     }
 
     // MARK: - curl callbacks (loop thread, from inside libcurl)
 
-    private func watch(socket: curl_socket_t, what: Int32, context: UnsafeMutableRawPointer?) {
+    static func from(_ pointer: UnsafeMutableRawPointer) -> HTTPClient {
+        Unmanaged<HTTPClient>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
+    private func watch(socket: curl_socket_t, what: Int32) {
         if what == CURL_POLL_REMOVE {
-            if let context {
-                SocketWatch.from(context).close()
-                curl_multi_assign(multi, socket, nil)
-            }
+            sockets[socket]?.release()
             return
         }
         let watch: SocketWatch
-        if let context {
-            watch = SocketWatch.from(context)
+        if let known = sockets[socket] {
+            watch = known
         } else {
             watch = SocketWatch(loop: loop.uvLoop, socket: socket, client: self)
-            curl_multi_assign(multi, socket, watch.opaque)
+            sockets[socket] = watch
         }
         var events: Int32 = 0
         if what & CURL_POLL_IN != 0 { events |= Int32(UV_READABLE.rawValue) }
         if what & CURL_POLL_OUT != 0 { events |= Int32(UV_WRITABLE.rawValue) }
-        watch.start(events: events)
+        watch.want(events)
+    }
+
+    /// curl's `CURLOPT_OPENSOCKETFUNCTION`: opens the socket (close-on-exec).
+    /// A watch still filed under the new descriptor belongs to a socket closed
+    /// without our close callback: it is dropped so the new socket gets its own.
+    func openSocket(_ address: curl_sockaddr) -> curl_socket_t {
+        let fd = Glibc.socket(address.family, address.socktype | Int32(SOCK_CLOEXEC.rawValue), address.protocol)
+        guard fd >= 0 else { return CURL_SOCKET_BAD }
+        sockets.removeValue(forKey: fd)?.close()
+        return fd
+    }
+
+    /// curl's `CURLOPT_CLOSESOCKETFUNCTION`: closes the socket's watch, then the socket.
+    func closeSocket(_ socket: curl_socket_t) -> Int32 {
+        sockets.removeValue(forKey: socket)?.close()
+        return Glibc.close(socket)
     }
 
     private func setTimer(_ timeoutMs: Int) {
@@ -163,7 +174,8 @@ public final class HTTPClient {
 
     // MARK: - Driving curl (loop thread, outside libcurl)
 
-    fileprivate func socketAction(_ socket: curl_socket_t, _ flags: Int32) {
+    /// Hands readiness of `socket` (or a timeout) to curl, then completes what finished.
+    func socketAction(_ socket: curl_socket_t, _ flags: Int32) {
         var running: Int32 = 0
         curl_multi_socket_action(multi, socket, flags, &running)
         collectCompleted()
@@ -187,80 +199,22 @@ public final class HTTPClient {
         // Trade arrays instead of copying: completions may add to `pendingCompletions` again.
         swap(&pendingCompletions, &completing)
         for (transfer, _) in completing { curl_multi_remove_handle(multi, transfer.easy) }
-        for (transfer, result) in completing { complete(transfer, result) }
+        for (transfer, result) in completing {
+            complete(transfer, result == CURLE_OK ? .success(transfer.response()) : .failure(transfer.failure(for: result)))
+        }
         completing.removeAll(keepingCapacity: true)
     }
 
-    private func complete(_ transfer: Transfer, _ result: CURLcode) {
-        if result == CURLE_OK {
-            let response = transfer.response()
-            transfer.releaseResources()
-            recycle(transfer.easy)
-            transfer.completion(.success(response))
-        } else {
-            finish(transfer, failure: transfer.failure(for: result))
-        }
+    /// Ends the transfer, files it for reuse, then runs its completion (which may start the next).
+    private func complete(_ transfer: Transfer, _ result: Result<HTTPResponse, HTTPFailure>) {
+        let completion = transfer.completion
+        transfer.end()
+        recycle(transfer)
+        completion?(result)
     }
 
-    private func finish(_ transfer: Transfer, failure: HTTPFailure) {
-        transfer.releaseResources()
-        recycle(transfer.easy)
-        transfer.completion(.failure(failure))
-    }
-
-    /// Keeps an easy handle for the next request: a reset handle keeps its
-    /// connection cache link, DNS and TLS session state.
-    private func recycle(_ easy: UnsafeMutableRawPointer) {
-        if idleEasyHandles.count < 1024 && !closed {
-            curl_easy_reset(easy)
-            idleEasyHandles.append(easy)
-        } else {
-            curl_easy_cleanup(easy)
-        }
-    }
-}
-
-/// The `uv_poll_t` watching one socket for curl. Loop thread only.
-/// Ownership: curl holds an unretained pointer (via `curl_multi_assign`); the
-/// poll handle holds the object until its close callback.
-private final class SocketWatch {
-    private let handle: UnsafeMutablePointer<uv_poll_t>
-    let socket: curl_socket_t
-    unowned let client: HTTPClient
-
-    init(loop: UnsafeMutablePointer<uv_loop_t>, socket: curl_socket_t, client: HTTPClient) {
-        self.socket = socket
-        self.client = client
-        handle = .allocate(capacity: 1)
-        uv_poll_init_socket(loop, handle, socket)
-        handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
-    }
-
-    var opaque: UnsafeMutableRawPointer { handle.pointee.data }
-
-    static func from(_ opaque: UnsafeMutableRawPointer) -> SocketWatch {
-        Unmanaged<SocketWatch>.fromOpaque(opaque).takeUnretainedValue()
-    }
-
-    func start(events: Int32) {
-        uv_poll_start(handle, events) { handle, status, events in
-            let watch = Unmanaged<SocketWatch>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
-            var flags: Int32 = 0
-            if status < 0 {
-                flags = CURL_CSELECT_ERR
-            } else {
-                if events & Int32(UV_READABLE.rawValue) != 0 { flags |= CURL_CSELECT_IN }
-                if events & Int32(UV_WRITABLE.rawValue) != 0 { flags |= CURL_CSELECT_OUT }
-            }
-            watch.client.socketAction(watch.socket, flags)
-        }
-    }
-
-    func close() {
-        uv_poll_stop(handle)
-        uv_close(uvHandle(handle)) { handle in
-            Unmanaged<SocketWatch>.fromOpaque(handle!.pointee.data).release()
-            handle!.deallocate()
-        }
+    /// Keeps a finished transfer (and its easy handle) for the next request.
+    private func recycle(_ transfer: Transfer) {
+        if idle.count < 1024 && !closed { idle.append(transfer) }
     }
 }

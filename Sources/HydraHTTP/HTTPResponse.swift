@@ -2,8 +2,8 @@
 public struct HTTPResponse: Sendable {
     /// The status code of the final response.
     public var status: Int
-    /// The final response's header fields, names lowercased, in arrival order.
-    public var headers: [HTTPHeader]
+    /// The final response's header fields, in arrival order.
+    public var headers: HTTPHeaderBlock
     /// The body (decoded from gzip/deflate), empty when it was saved to a file.
     public var body: [UInt8]
     /// Body bytes received (decoded size).
@@ -12,10 +12,7 @@ public struct HTTPResponse: Sendable {
     public var effectiveURL: String
 
     /// The first value of header `name` (case-insensitive).
-    public func header(_ name: String) -> String? {
-        let lower = name.lowercased()
-        return headers.first { $0.name == lower }?.value
-    }
+    public func header(_ name: String) -> String? { headers.first(name) }
 }
 
 /// Why a transfer produced no response.

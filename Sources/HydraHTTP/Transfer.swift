@@ -1,44 +1,158 @@
 import CCurl
 import Foundation
 
-/// One request in flight on an ``HTTPClient``: the easy handle's options and
-/// the response being assembled by curl's callbacks. Loop thread only.
-/// Ownership: the client's transfer table holds it; curl's callbacks reach it
-/// through an unretained pointer that is valid while the easy handle is added.
+/// One curl easy handle and the request running on it. Loop thread only.
+///
+/// Reused: when a request completes the client keeps the transfer for the
+/// next one. The easy handle keeps its connection, DNS and TLS session state,
+/// and the options the next request shares with the last one (its ``Shape``)
+/// are not set again: for a stream of similar requests only the URL changes.
+///
+/// Ownership: the client's tables hold it (active or idle); curl's callbacks
+/// reach it through an unretained pointer that is valid while it is in them.
 final class Transfer {
-    let id: UInt64
     let easy: UnsafeMutableRawPointer
-    let completion: HTTPClient.Completion
-    let progress: HTTPClient.Progress?
-    var file: UnsafeMutablePointer<FILE>?
+    private let errorBuffer: UnsafeMutablePointer<CChar>
+    /// The client, for curl's open/close-socket callbacks (see ``HTTPClient``).
+    private let clientPointer: UnsafeMutableRawPointer
 
-    private var headerList: UnsafeMutablePointer<curl_slist>?
-    private var headers: [HTTPHeader] = []
+    // The request in flight (reset by `end`).
+    private(set) var id: UInt64 = 0
+    private(set) var completion: HTTPClient.Completion?
+    private var progress: HTTPClient.Progress?
+    private var file: UnsafeMutablePointer<FILE>?
+    private var headers = HTTPHeaderBlock()
     private var body: [UInt8] = []
     private var bodyBytes = 0
     private var fileError: String?
     private var lastProgress: UInt64 = 0
-    private var errorBufferPointer: UnsafeMutablePointer<CChar>?
 
-    init(id: UInt64, easy: UnsafeMutableRawPointer, completion: @escaping HTTPClient.Completion,
-         progress: HTTPClient.Progress?) {
-        self.id = id
-        self.easy = easy
-        self.completion = completion
-        self.progress = progress
+    // What is set on the easy handle now.
+    private var applied: Shape?
+    private var appliedURL = ""
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+
+    /// The options of a request other than its URL and body bytes.
+    private struct Shape: Equatable {
+        var method: String
+        var hasBody: Bool
+        var headers: [HTTPHeader]
+        var timeoutMilliseconds: Int?
+        var connectTimeoutMilliseconds: Int?
+        var maxRedirects: Int
+        var verifyTLS: Bool
+        var caFile: String?
+        var acceptEncoding: Bool
+        var pipeWait: Bool
+        var reportsProgress: Bool
+
+        init(_ request: HTTPRequest, reportsProgress: Bool) {
+            method = request.method
+            hasBody = request.body != nil
+            headers = request.headers
+            timeoutMilliseconds = request.timeoutMilliseconds
+            connectTimeoutMilliseconds = request.connectTimeoutMilliseconds
+            maxRedirects = request.maxRedirects
+            verifyTLS = request.verifyTLS
+            caFile = request.caFile
+            acceptEncoding = request.acceptEncoding
+            pipeWait = request.url.hasPrefix("https:")
+            self.reportsProgress = reportsProgress
+        }
     }
 
-    /// Sets every option of the request on the easy handle.
-    func configure(_ request: HTTPRequest) throws(HTTPFailure) {
+    init(client: UnsafeMutableRawPointer) {
+        guard let easy = curl_easy_init() else { fatalError("curl_easy_init failed") }
+        self.easy = easy
+        clientPointer = client
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+        errorBuffer.initialize(to: 0)
+    }
+
+    deinit {
+        curl_easy_cleanup(easy)
+        if let list = headerList { curl_slist_free_all(list) }
+        errorBuffer.deallocate()
+    }
+
+    /// Prepares the easy handle for `request`. On a throw nothing is left open.
+    func begin(id: UInt64, _ request: HTTPRequest, completion: @escaping HTTPClient.Completion,
+               progress: HTTPClient.Progress?) throws(HTTPFailure) {
+        self.id = id
+        self.completion = completion
+        self.progress = progress
+        errorBuffer[0] = 0
+        if let path = request.saveTo {
+            guard let file = fopen(path, "wb") else {
+                let reason = String(cString: strerror(errno))
+                end()
+                throw HTTPFailure(.invalid, "cannot write \(path): \(reason)")
+            }
+            self.file = file
+        }
+        let code = configure(request)
+        if code != CURLE_OK {
+            applied = nil  // half set: start from a reset handle next time
+            end()
+            throw HTTPFailure(.invalid, "request option rejected: \(String(cString: curl_easy_strerror(code)))")
+        }
+    }
+
+    /// Forgets the finished request (closing its file); the options stay set.
+    func end() {
+        if let file { fclose(file); self.file = nil }
+        completion = nil
+        progress = nil
+        headers = HTTPHeaderBlock()
+        body = []
+        bodyBytes = 0
+        fileError = nil
+        lastProgress = 0
+    }
+
+    // MARK: - Options
+
+    private func configure(_ request: HTTPRequest) -> CURLcode {
         var code = CURLE_OK
         func set(_ option: CURLoption, _ value: Int) { if code == CURLE_OK { code = hydra_easy_setopt_long(easy, option, value) } }
         func set(_ option: CURLoption, _ value: String) {
             if code == CURLE_OK { code = value.withCString { hydra_easy_setopt_str(easy, option, $0) } }
         }
 
-        set(CURLOPT_URL, request.url)
-        set(CURLOPT_NOSIGNAL, 1)
+        let shape = Shape(request, reportsProgress: request.reportsProgress && progress != nil)
+        if shape != applied {
+            if applied != nil || headerList != nil { curl_easy_reset(easy) }
+            code = apply(shape)
+            guard code == CURLE_OK else { return code }
+            applied = shape
+            appliedURL = ""
+        }
+        if request.url != appliedURL {
+            set(CURLOPT_URL, request.url)
+            appliedURL = code == CURLE_OK ? request.url : ""
+        }
         hydra_easy_setopt_ptr(easy, CURLOPT_PRIVATE, UnsafeRawPointer(bitPattern: UInt(id)))
+        if let body = request.body {
+            set(CURLOPT_POSTFIELDSIZE, body.count)
+            body.withUnsafeBytes { raw in
+                if code == CURLE_OK {
+                    // COPYPOSTFIELDS: curl keeps its own copy for the transfer's lifetime.
+                    code = hydra_easy_setopt_ptr(easy, CURLOPT_COPYPOSTFIELDS, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1))
+                }
+            }
+        }
+        return code
+    }
+
+    /// Sets every option of `shape` on a fresh or reset handle.
+    private func apply(_ shape: Shape) -> CURLcode {
+        var code = CURLE_OK
+        func set(_ option: CURLoption, _ value: Int) { if code == CURLE_OK { code = hydra_easy_setopt_long(easy, option, value) } }
+        func set(_ option: CURLoption, _ value: String) {
+            if code == CURLE_OK { code = value.withCString { hydra_easy_setopt_str(easy, option, $0) } }
+        }
+
+        set(CURLOPT_NOSIGNAL, 1)
         let me = Unmanaged.passUnretained(self).toOpaque()
         hydra_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, me)
         hydra_easy_setopt_data_cb(easy, CURLOPT_WRITEFUNCTION) { data, size, count, userdata in
@@ -48,50 +162,46 @@ final class Transfer {
         hydra_easy_setopt_data_cb(easy, CURLOPT_HEADERFUNCTION) { data, size, count, userdata in
             Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue().receiveHeader(data!, size * count)
         }
-        errorBufferPointer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
-        errorBufferPointer!.initialize(to: 0)
-        hydra_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBufferPointer)
+        hydra_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        hydra_easy_setopt_ptr(easy, CURLOPT_OPENSOCKETDATA, clientPointer)
+        hydra_easy_setopt_opensocket_cb(easy) { client, _, address in
+            HTTPClient.from(client!).openSocket(address!.pointee)
+        }
+        hydra_easy_setopt_ptr(easy, CURLOPT_CLOSESOCKETDATA, clientPointer)
+        hydra_easy_setopt_closesocket_cb(easy) { client, socket in
+            HTTPClient.from(client!).closeSocket(socket)
+        }
 
-        switch request.method {
-        case "GET": break
+        switch shape.method {
+        case "GET": if shape.hasBody { set(CURLOPT_CUSTOMREQUEST, "GET") }
         case "HEAD": set(CURLOPT_NOBODY, 1)
         case "POST": set(CURLOPT_POST, 1)
-        default: set(CURLOPT_CUSTOMREQUEST, request.method)
+        default: set(CURLOPT_CUSTOMREQUEST, shape.method)
         }
-        if let body = request.body {
-            if request.method == "GET" { set(CURLOPT_CUSTOMREQUEST, "GET") }
-            set(CURLOPT_POSTFIELDSIZE, body.count)
-            body.withUnsafeBytes { raw in
-                if code == CURLE_OK {
-                    // COPYPOSTFIELDS: curl keeps its own copy for the transfer's lifetime.
-                    code = hydra_easy_setopt_ptr(easy, CURLOPT_COPYPOSTFIELDS, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1))
-                }
-            }
-        } else if request.method == "POST" {
-            set(CURLOPT_POSTFIELDSIZE, 0)
-        }
+        if !shape.hasBody && shape.method == "POST" { set(CURLOPT_POSTFIELDSIZE, 0) }
 
+        if let list = headerList { curl_slist_free_all(list); headerList = nil }
         var list: UnsafeMutablePointer<curl_slist>?
-        for header in request.headers {
+        for header in shape.headers {
             list = curl_slist_append(list, "\(header.name): \(header.value)")
         }
-        if request.body != nil { list = curl_slist_append(list, "Expect:") }
+        if shape.hasBody { list = curl_slist_append(list, "Expect:") }
         headerList = list
         hydra_easy_setopt_ptr(easy, CURLOPT_HTTPHEADER, list)
 
-        if let timeout = request.timeoutMilliseconds, timeout > 0 { set(CURLOPT_TIMEOUT_MS, timeout) }
-        if let timeout = request.connectTimeoutMilliseconds, timeout > 0 { set(CURLOPT_CONNECTTIMEOUT_MS, timeout) }
-        if request.maxRedirects > 0 {
+        if let timeout = shape.timeoutMilliseconds, timeout > 0 { set(CURLOPT_TIMEOUT_MS, timeout) }
+        if let timeout = shape.connectTimeoutMilliseconds, timeout > 0 { set(CURLOPT_CONNECTTIMEOUT_MS, timeout) }
+        if shape.maxRedirects > 0 {
             set(CURLOPT_FOLLOWLOCATION, 1)
-            set(CURLOPT_MAXREDIRS, request.maxRedirects)
+            set(CURLOPT_MAXREDIRS, shape.maxRedirects)
         }
-        if request.acceptEncoding { set(CURLOPT_ACCEPT_ENCODING, "gzip, deflate") }
-        set(CURLOPT_SSL_VERIFYPEER, request.verifyTLS ? 1 : 0)
-        set(CURLOPT_SSL_VERIFYHOST, request.verifyTLS ? 2 : 0)
-        if let ca = request.caFile { set(CURLOPT_CAINFO, ca) }
-        if request.url.hasPrefix("https:") { set(CURLOPT_PIPEWAIT, 1) }
+        if shape.acceptEncoding { set(CURLOPT_ACCEPT_ENCODING, "gzip, deflate") }
+        set(CURLOPT_SSL_VERIFYPEER, shape.verifyTLS ? 1 : 0)
+        set(CURLOPT_SSL_VERIFYHOST, shape.verifyTLS ? 2 : 0)
+        if let ca = shape.caFile { set(CURLOPT_CAINFO, ca) }
+        if shape.pipeWait { set(CURLOPT_PIPEWAIT, 1) }
         set(CURLOPT_TCP_NODELAY, 1)
-        if request.reportsProgress && progress != nil {
+        if shape.reportsProgress {
             set(CURLOPT_NOPROGRESS, 0)
             hydra_easy_setopt_ptr(easy, CURLOPT_XFERINFODATA, me)
             hydra_easy_setopt_xferinfo_cb(easy) { userdata, total, now, _, _ in
@@ -99,9 +209,7 @@ final class Transfer {
                 return 0
             }
         }
-        if code != CURLE_OK {
-            throw HTTPFailure(.invalid, "request option rejected: \(String(cString: curl_easy_strerror(code)))")
-        }
+        return code
     }
 
     // MARK: - curl callbacks
@@ -121,36 +229,40 @@ final class Transfer {
         return count
     }
 
-    /// One header line (curl passes them whole, CRLF included). Parsed on raw
-    /// bytes: this runs several times per request on the worker's loop.
+    /// One header line (curl passes them whole, CRLF included), kept as bytes.
     private func receiveHeader(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
         data.withMemoryRebound(to: UInt8.self, capacity: count) { start in
             let line = UnsafeBufferPointer(start: start, count: count)
             if count >= 5, line[0] == UInt8(ascii: "H"), line[1] == UInt8(ascii: "T"), line[2] == UInt8(ascii: "T"),
                line[3] == UInt8(ascii: "P"), line[4] == UInt8(ascii: "/") {
                 // A new response (after a redirect or a 100 Continue): forget the previous headers.
-                headers.removeAll(keepingCapacity: true)
+                headers.removeAll()
                 return
             }
-            guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > 0 else { return }
-            let nameText = String(unsafeUninitializedCapacity: colon) { out in
-                for i in 0..<colon {
-                    let b = line[i]
-                    out[i] = b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z") ? b + 32 : b
-                }
-                return colon
-            }
-            var lower = colon + 1, upper = count
-            func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 || b == 0x0D || b == 0x0A }
-            while lower < upper && isSpace(line[lower]) { lower += 1 }
-            while upper > lower && isSpace(line[upper - 1]) { upper -= 1 }
-            let value = String(decoding: UnsafeBufferPointer(rebasing: line[lower..<upper]), as: UTF8.self)
-            headers.append(HTTPHeader(nameText, value))
-            if file == nil, nameText == "content-length", let length = Int(value), length > 0 {
+            headers.append(line: line)
+            if file == nil, let length = Transfer.contentLength(line), length > 0 {
                 body.reserveCapacity(min(length, 64 << 20))
             }
         }
         return count
+    }
+
+    /// The value of a `Content-Length` line, else nil.
+    private static func contentLength(_ line: UnsafeBufferPointer<UInt8>) -> Int? {
+        let name = "content-length:".utf8
+        guard line.count > name.count, line[0] | 0x20 == UInt8(ascii: "c") else { return nil }
+        for (i, c) in name.enumerated() where HTTPHeaderBlock.lowercase(line[i]) != c { return nil }
+        var value = 0, digits = 0
+        for b in line[name.count...] {
+            if b >= 0x30 && b <= 0x39 {
+                guard digits < 18 else { return nil }
+                value = value * 10 + Int(b - 0x30)
+                digits += 1
+            } else if b != 0x20 && b != 0x09 && b != 0x0D && b != 0x0A {
+                return nil
+            }
+        }
+        return digits > 0 ? value : nil
     }
 
     private func reportProgress(_ now: curl_off_t, _ total: curl_off_t) {
@@ -177,7 +289,7 @@ final class Transfer {
 
     func failure(for code: CURLcode) -> HTTPFailure {
         if let fileError { return HTTPFailure(.invalid, "cannot write the response body: \(fileError)") }
-        var detail = errorBufferPointer.map { String(cString: $0) } ?? ""
+        var detail = String(cString: errorBuffer)
         if detail.isEmpty { detail = String(cString: curl_easy_strerror(code)) }
         switch code {
         case CURLE_OPERATION_TIMEDOUT:
@@ -187,12 +299,5 @@ final class Transfer {
         default:
             return HTTPFailure(.network, detail)
         }
-    }
-
-    /// Frees the header list, error buffer and output file. Safe to call twice.
-    func releaseResources() {
-        if let list = headerList { curl_slist_free_all(list); headerList = nil }
-        if let file { fclose(file); self.file = nil }
-        if let buffer = errorBufferPointer { buffer.deallocate(); errorBufferPointer = nil }
     }
 }

@@ -21,18 +21,20 @@ extension Dogma {
 /// What a dogma sees of a response.
 public struct DogmaResponse: Sendable {
     public var status: Int
-    let headerFields: [HTTPHeader]
+    let headerBlock: HTTPHeaderBlock
     public var body: [UInt8]
 
-    init(status: Int, headers: [HTTPHeader], body: [UInt8]) {
+    init(status: Int, headers: HTTPHeaderBlock, body: [UInt8]) {
         self.status = status
-        self.headerFields = headers
+        self.headerBlock = headers
         self.body = body
     }
 
     /// Header names lowercased, in arrival order.
-    public var headers: [(name: String, value: String)] { headerFields.map { ($0.name, $0.value) } }
-    public var contentType: String? { headerFields.first { $0.name == "content-type" }?.value }
+    public var headers: [(name: String, value: String)] { headerBlock.fields.map { ($0.name, $0.value) } }
+    /// The first value of header `name` (any case), or nil.
+    public func header(_ name: String) -> String? { headerBlock.first(name) }
+    public var contentType: String? { headerBlock.first("content-type") }
 }
 
 /// A body the dogma could not read.
@@ -79,12 +81,21 @@ public struct RawDogma: Dogma {
 extension DogmaResponse {
     /// True when the Content-Type says JSON (`application/json`, `…+json`).
     var isJSON: Bool {
-        guard let type = contentType else { return false }
-        // The media type: up to ';', without surrounding spaces, lowercased.
-        var media = Array(type.utf8.prefix { $0 != UInt8(ascii: ";") })
-        while let last = media.last, last == 0x20 || last == 0x09 { media.removeLast() }
-        let start = media.firstIndex { $0 != 0x20 && $0 != 0x09 } ?? media.endIndex
-        let lower = media[start...].map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }
-        return lower.elementsEqual("application/json".utf8) || lower.reversed().starts(with: "nosj+".utf8)
+        headerBlock.withFirst("content-type") { value in
+            guard let value else { return false }
+            // The media type: up to ';', without surrounding spaces, any case.
+            var end = value.firstIndex(of: UInt8(ascii: ";")) ?? value.count
+            while end > 0 && (value[end - 1] == 0x20 || value[end - 1] == 0x09) { end -= 1 }
+            var start = 0
+            while start < end && (value[start] == 0x20 || value[start] == 0x09) { start += 1 }
+            let media = UnsafeBufferPointer(rebasing: value[start..<end])
+            func matches(_ text: String, at offset: Int) -> Bool {
+                let t = text.utf8
+                guard offset >= 0, offset + t.count == media.count else { return false }
+                for (i, c) in t.enumerated() where HTTPHeaderBlock.lowercase(media[offset + i]) != c { return false }
+                return true
+            }
+            return matches("application/json", at: 0) || matches("+json", at: media.count - 5)
+        }
     }
 }

@@ -296,13 +296,13 @@ final class RESTExecutor: JobExecutor {
         return max(0, Int(date.timeIntervalSinceNow * 1000))
     }
 
-    static func headerObject(_ headers: [HTTPHeader]) -> OrderedDictionary<String, JSONValue> {
-        var out = OrderedDictionary<String, JSONValue>(minimumCapacity: headers.count)
-        for header in headers {
-            let (original, index) = out.updateValue(.string(header.value), forKey: header.name, insertingAt: out.count)
+    static func headerObject(_ headers: HTTPHeaderBlock) -> OrderedDictionary<String, JSONValue> {
+        var out = OrderedDictionary<String, JSONValue>(minimumCapacity: 12)
+        headers.forEach { name, value in
+            let (original, index) = out.updateValue(.string(value), forKey: name, insertingAt: out.count)
             if case .string(let existing)? = original {
                 // A repeated field: its values joined, as HTTP allows.
-                out.values[index] = .string(existing + ", " + header.value)
+                out.values[index] = .string(existing + ", " + value)
             }
         }
         return out

@@ -1,0 +1,91 @@
+/// The header fields of a response as they arrived: raw `Name: value` lines.
+///
+/// Kept as bytes and read on demand, because most responses are judged by
+/// status and a header or two, and turning every field into strings on the
+/// worker's loop costs more than the request itself for small responses.
+public struct HTTPHeaderBlock: Sendable, Equatable {
+    /// The lines, CRLF-terminated, without the status line.
+    public private(set) var bytes: [UInt8] = []
+
+    public init() {}
+
+    /// A block of `headers`, in order.
+    public init(_ headers: [HTTPHeader]) {
+        for header in headers {
+            bytes.append(contentsOf: header.name.utf8)
+            bytes.append(contentsOf: ": ".utf8)
+            bytes.append(contentsOf: header.value.utf8)
+            bytes.append(contentsOf: "\r\n".utf8)
+        }
+    }
+
+    var isEmpty: Bool { bytes.isEmpty }
+
+    mutating func append(line: UnsafeBufferPointer<UInt8>) { bytes.append(contentsOf: line) }
+    mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
+
+    /// Calls `body` with each field: its name lowercased and its value trimmed.
+    public func forEach(_ body: (_ name: String, _ value: String) throws -> Void) rethrows {
+        try bytes.withUnsafeBufferPointer { buffer in
+            try Self.scan(buffer) { name, value in
+                let lowered = String(unsafeUninitializedCapacity: name.count) { out in
+                    for (i, b) in name.enumerated() { out[i] = Self.lowercase(b) }
+                    return name.count
+                }
+                try body(lowered, String(decoding: value, as: UTF8.self))
+            }
+        }
+    }
+
+    /// The fields in order, names lowercased.
+    public var fields: [HTTPHeader] {
+        var out: [HTTPHeader] = []
+        forEach { out.append(HTTPHeader($0, $1)) }
+        return out
+    }
+
+    /// The value of the first field named `name` (any case), or nil.
+    public func first(_ name: String) -> String? {
+        withFirst(name) { $0.map { String(decoding: $0, as: UTF8.self) } }
+    }
+
+    /// Calls `body` with the raw value of the first field named `name` (any case), or nil.
+    public func withFirst<T>(_ name: String, _ body: (UnsafeBufferPointer<UInt8>?) throws -> T) rethrows -> T {
+        var wanted = Array(name.utf8)
+        for i in wanted.indices { wanted[i] = Self.lowercase(wanted[i]) }
+        return try bytes.withUnsafeBufferPointer { buffer in
+            var found: UnsafeBufferPointer<UInt8>?
+            Self.scan(buffer) { field, value in
+                guard found == nil, field.count == wanted.count else { return }
+                for i in 0..<field.count where Self.lowercase(field[i]) != wanted[i] { return }
+                found = value
+            }
+            return try body(found)
+        }
+    }
+
+    /// Splits `buffer` into fields (name, trimmed value); lines without a colon are skipped.
+    private static func scan(_ buffer: UnsafeBufferPointer<UInt8>,
+                             _ field: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) throws -> Void) rethrows {
+        var start = 0
+        let end = buffer.count
+        while start < end {
+            var lineEnd = start
+            while lineEnd < end && buffer[lineEnd] != 0x0A { lineEnd += 1 }
+            var colon = start
+            while colon < lineEnd && buffer[colon] != UInt8(ascii: ":") { colon += 1 }
+            if colon < lineEnd && colon > start {
+                var lower = colon + 1, upper = lineEnd
+                while lower < upper && isSpace(buffer[lower]) { lower += 1 }
+                while upper > lower && isSpace(buffer[upper - 1]) { upper -= 1 }
+                try field(UnsafeBufferPointer(rebasing: buffer[start..<colon]),
+                          UnsafeBufferPointer(rebasing: buffer[lower..<upper]))
+            }
+            start = lineEnd + 1
+        }
+    }
+
+    @inline(__always) private static func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 || b == 0x0D || b == 0x0A }
+    /// ASCII lowercase of one byte (field names and media types are ASCII).
+    @inline(__always) public static func lowercase(_ b: UInt8) -> UInt8 { b >= 65 && b <= 90 ? b + 32 : b }
+}

@@ -1,0 +1,83 @@
+import CCurl
+import CUV
+import HydraLoop
+
+/// The `uv_poll_t` watching one of curl's sockets. Loop thread only.
+///
+/// Lifetime: one per open socket, not per transfer. It is created the first
+/// time curl asks to watch the socket and closed when curl closes the socket
+/// (the client's close-socket callback). A `CURL_POLL_REMOVE` only marks it
+/// unwanted: a kept-alive connection comes back with the same wishes, and
+/// libuv's `uv_poll_start` costs two `epoll_ctl` calls even when the events
+/// do not change, so the poll is restarted only when the events do.
+///
+/// Ownership: the client's socket table holds it; the poll handle holds it
+/// (retained) until its close callback.
+final class SocketWatch {
+    let socket: curl_socket_t
+    private let handle: UnsafeMutablePointer<uv_poll_t>
+    private unowned let client: HTTPClient
+    /// The libuv events polled now; 0 when stopped.
+    private var polled: Int32 = 0
+    /// True between curl's `CURL_POLL_IN`/`OUT` and its `CURL_POLL_REMOVE`.
+    private var wanted = false
+
+    init(loop: UnsafeMutablePointer<uv_loop_t>, socket: curl_socket_t, client: HTTPClient) {
+        self.socket = socket
+        self.client = client
+        handle = .allocate(capacity: 1)
+        uv_poll_init_socket(loop, handle, socket)
+        handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
+    }
+
+    /// curl wants `events` (UV_READABLE / UV_WRITABLE) on the socket.
+    func want(_ events: Int32) {
+        wanted = true
+        poll(events)
+    }
+
+    /// curl stopped watching (`CURL_POLL_REMOVE`). An idle kept-alive socket
+    /// stays polled for reading only: if the peer closes it, ``ready`` stops
+    /// the poll rather than spin, and curl finds the connection dead on reuse.
+    func release() {
+        wanted = false
+        if polled & Int32(UV_WRITABLE.rawValue) != 0 { poll(Int32(UV_READABLE.rawValue)) }
+    }
+
+    /// Stops polling and frees the handle (in its close callback). Before the socket is closed.
+    func close() {
+        uv_close(uvHandle(handle)) { handle in
+            Unmanaged<SocketWatch>.fromOpaque(handle!.pointee.data).release()
+            handle!.deallocate()
+        }
+    }
+
+    private func poll(_ events: Int32) {
+        guard events != polled else { return }
+        polled = events
+        if events == 0 {
+            uv_poll_stop(handle)
+            return
+        }
+        uv_poll_start(handle, events) { handle, status, events in
+            Unmanaged<SocketWatch>.fromOpaque(handle!.pointee.data).takeUnretainedValue().ready(status, events)
+        }
+    }
+
+    /// Readiness from libuv; handed to curl while curl watches the socket.
+    private func ready(_ status: Int32, _ events: Int32) {
+        if status < 0 { polled = 0 }  // libuv stopped the poll itself
+        guard wanted else {
+            poll(0)  // an idle socket became readable: the peer closed it or misbehaves
+            return
+        }
+        var flags: Int32 = 0
+        if status < 0 {
+            flags = CURL_CSELECT_ERR
+        } else {
+            if events & Int32(UV_READABLE.rawValue) != 0 { flags |= CURL_CSELECT_IN }
+            if events & Int32(UV_WRITABLE.rawValue) != 0 { flags |= CURL_CSELECT_OUT }
+        }
+        client.socketAction(socket, flags)
+    }
+}
