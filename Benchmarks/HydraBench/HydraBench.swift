@@ -81,13 +81,15 @@ struct HydraBench {
         warm.wait()
 
         let countdown = Countdown(requests)
+        let cpuBefore = threadCPU()
         let start = now()
         for _ in 0..<requests {
             try engine.submit(spec) { countdown.tick(failed: $0.state != .succeeded) }
         }
         countdown.wait()
         let seconds = Double(now() - start) / 1e9
-        print(#"{"name":"hydra","concurrency":\#(concurrency),"requests":\#(requests),"failed":\#(countdown.failures.load(ordering: .relaxed)),"seconds":\#(round3(seconds)),"rps":\#(Int(Double(requests) / seconds))}"#)
+        let cpu = cpuPerJob(from: cpuBefore, to: threadCPU(), jobs: requests)
+        print(#"{"name":"hydra","concurrency":\#(concurrency),"requests":\#(requests),"failed":\#(countdown.failures.load(ordering: .relaxed)),"seconds":\#(round3(seconds)),"rps":\#(Int(Double(requests) / seconds)),"cpuUsPerJob":\#(cpu)}"#)
     }
 
     /// Local no-op jobs on one local worker: throughput, then unloaded submit-to-start latency.
@@ -119,6 +121,7 @@ struct HydraBench {
         let countdown = Countdown(jobs)
         let batch = Array(repeating: noop, count: 1000)
         let window = 20_000
+        let cpuBefore = threadCPU()
         start = now()
         for i in 0..<(jobs / 1000) {
             while (i * 1000) - countdown.completed > window { usleep(20) }
@@ -126,6 +129,7 @@ struct HydraBench {
         }
         countdown.wait()
         let seconds = Double(now() - start) / 1e9
+        let cpu = cpuPerJob(from: cpuBefore, to: threadCPU(), jobs: jobs)
 
         var latencies: [Double] = []
         let stamp = JobSpec.local("stamp")
@@ -138,8 +142,32 @@ struct HydraBench {
         }
         latencies.sort()
         let p50 = latencies[latencies.count / 2], p99 = latencies[latencies.count * 99 / 100]
-        print(#"{"name":"local-noop","jobs":\#(jobs),"failed":\#(countdown.failures.load(ordering: .relaxed)),"seconds":\#(round3(seconds)),"rps":\#(Int(Double(jobs) / seconds)),"singleSubmitRps":\#(Int(Double(singles) / singleSeconds)),"p50us":\#(round3(p50)),"p99us":\#(round3(p99))}"#)
+        print(#"{"name":"local-noop","jobs":\#(jobs),"failed":\#(countdown.failures.load(ordering: .relaxed)),"seconds":\#(round3(seconds)),"rps":\#(Int(Double(jobs) / seconds)),"singleSubmitRps":\#(Int(Double(singles) / singleSeconds)),"p50us":\#(round3(p50)),"p99us":\#(round3(p99)),"cpuUsPerJob":\#(cpu)}"#)
     }
 
     static func round3(_ x: Double) -> Double { (x * 1000).rounded() / 1000 }
+
+    /// CPU time by thread name so far, in nanoseconds (Linux `schedstat`; threads of
+    /// the same name summed). The loops name their threads `hydra-<worker>`.
+    static func threadCPU() -> [String: UInt64] {
+        var out: [String: UInt64] = [:]
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        for task in tasks {
+            guard let name = try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8),
+                  let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/schedstat", encoding: .utf8),
+                  let ns = stat.split(separator: " ").first.flatMap({ UInt64($0) }) else { continue }
+            out[name.trimmingCharacters(in: .whitespacesAndNewlines), default: 0] += ns
+        }
+        return out
+    }
+
+    /// CPU microseconds per job by thread between two `threadCPU()` readings, as JSON.
+    static func cpuPerJob(from before: [String: UInt64], to after: [String: UInt64], jobs: Int) -> String {
+        let fields = after.keys.sorted().compactMap { name -> String? in
+            let used = after[name]! - (before[name] ?? 0)
+            guard used > 0 else { return nil }
+            return "\"\(name)\":\(round3(Double(used) / 1000 / Double(jobs)))"
+        }
+        return "{" + fields.joined(separator: ",") + "}"
+    }
 }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The header fields of a response as they arrived: raw `Name: value` lines.
 ///
 /// Kept as bytes and read on demand, because most responses are judged by
@@ -29,7 +31,7 @@ public struct HTTPHeaderBlock: Sendable, Equatable {
         try bytes.withUnsafeBufferPointer { buffer in
             try Self.scan(buffer) { name, value in
                 let lowered = String(unsafeUninitializedCapacity: name.count) { out in
-                    for (i, b) in name.enumerated() { out[i] = Self.lowercase(b) }
+                    for i in 0..<name.count { out[i] = Self.lowercase(name[i]) }
                     return name.count
                 }
                 try body(lowered, String(decoding: value, as: UTF8.self))
@@ -46,40 +48,51 @@ public struct HTTPHeaderBlock: Sendable, Equatable {
 
     /// The value of the first field named `name` (any case), or nil.
     public func first(_ name: String) -> String? {
-        withFirst(name) { $0.map { String(decoding: $0, as: UTF8.self) } }
+        withFirst(Self.lowercased(name)) { $0.map { String(decoding: $0, as: UTF8.self) } }
     }
 
-    /// Calls `body` with the raw value of the first field named `name` (any case), or nil.
-    public func withFirst<T>(_ name: String, _ body: (UnsafeBufferPointer<UInt8>?) throws -> T) rethrows -> T {
-        var wanted = Array(name.utf8)
-        for i in wanted.indices { wanted[i] = Self.lowercase(wanted[i]) }
-        return try bytes.withUnsafeBufferPointer { buffer in
+    /// Calls `body` with the raw value of the first field whose name is
+    /// `loweredName` in any case (pass it lowercased), or with nil.
+    public func withFirst<T>(_ loweredName: [UInt8], _ body: (UnsafeBufferPointer<UInt8>?) throws -> T) rethrows -> T {
+        try bytes.withUnsafeBufferPointer { buffer in
             var found: UnsafeBufferPointer<UInt8>?
             Self.scan(buffer) { field, value in
-                guard found == nil, field.count == wanted.count else { return }
-                for i in 0..<field.count where Self.lowercase(field[i]) != wanted[i] { return }
+                guard found == nil, Self.equalsLowered(field, loweredName) else { return }
                 found = value
             }
             return try body(found)
         }
     }
 
+    /// `name` as lowercased bytes, for ``withFirst(_:_:)``.
+    public static func lowercased(_ name: String) -> [UInt8] { name.utf8.map(lowercase) }
+
+    /// True when `bytes` equals `lowered` ignoring ASCII case (`lowered` is lowercase).
+    public static func equalsLowered(_ bytes: UnsafeBufferPointer<UInt8>, _ lowered: [UInt8]) -> Bool {
+        guard bytes.count == lowered.count else { return false }
+        return lowered.withUnsafeBufferPointer { want in
+            for i in 0..<want.count where lowercase(bytes[i]) != want[i] { return false }
+            return true
+        }
+    }
+
     /// Splits `buffer` into fields (name, trimmed value); lines without a colon are skipped.
     private static func scan(_ buffer: UnsafeBufferPointer<UInt8>,
                              _ field: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) throws -> Void) rethrows {
+        guard let base = buffer.baseAddress else { return }
         var start = 0
         let end = buffer.count
         while start < end {
-            var lineEnd = start
-            while lineEnd < end && buffer[lineEnd] != 0x0A { lineEnd += 1 }
-            var colon = start
-            while colon < lineEnd && buffer[colon] != UInt8(ascii: ":") { colon += 1 }
-            if colon < lineEnd && colon > start {
-                var lower = colon + 1, upper = lineEnd
-                while lower < upper && isSpace(buffer[lower]) { lower += 1 }
-                while upper > lower && isSpace(buffer[upper - 1]) { upper -= 1 }
-                try field(UnsafeBufferPointer(rebasing: buffer[start..<colon]),
-                          UnsafeBufferPointer(rebasing: buffer[lower..<upper]))
+            let lineEnd = memchr(base + start, 0x0A, end - start).map { UnsafeRawPointer($0) - UnsafeRawPointer(base) } ?? end
+            if let colonPointer = memchr(base + start, Int32(UInt8(ascii: ":")), lineEnd - start) {
+                let colon = UnsafeRawPointer(colonPointer) - UnsafeRawPointer(base)
+                if colon > start {
+                    var lower = colon + 1, upper = lineEnd
+                    while lower < upper && isSpace(base[lower]) { lower += 1 }
+                    while upper > lower && isSpace(base[upper - 1]) { upper -= 1 }
+                    try field(UnsafeBufferPointer(start: base + start, count: colon - start),
+                              UnsafeBufferPointer(start: base + lower, count: upper - lower))
+                }
             }
             start = lineEnd + 1
         }

@@ -247,13 +247,16 @@ final class Transfer {
         return count
     }
 
+    private static let contentLengthName = HTTPHeaderBlock.lowercased("content-length:")
+
     /// The value of a `Content-Length` line, else nil.
     private static func contentLength(_ line: UnsafeBufferPointer<UInt8>) -> Int? {
-        let name = "content-length:".utf8
-        guard line.count > name.count, line[0] | 0x20 == UInt8(ascii: "c") else { return nil }
-        for (i, c) in name.enumerated() where HTTPHeaderBlock.lowercase(line[i]) != c { return nil }
+        let name = contentLengthName
+        guard line.count > name.count, line[0] | 0x20 == UInt8(ascii: "c"),
+              HTTPHeaderBlock.equalsLowered(UnsafeBufferPointer(rebasing: line[..<name.count]), name) else { return nil }
         var value = 0, digits = 0
-        for b in line[name.count...] {
+        for i in name.count..<line.count {
+            let b = line[i]
             if b >= 0x30 && b <= 0x39 {
                 guard digits < 18 else { return nil }
                 value = value * 10 + Int(b - 0x30)

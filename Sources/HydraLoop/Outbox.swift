@@ -10,7 +10,7 @@ import CUV
 public final class Outbox<Message: Sendable> {
     @usableFromInline let loop: EventLoop
     @usableFromInline let target: Mailbox<Message>
-    @usableFromInline var buffer: [Message] = []
+    @exclusivity(unchecked) @usableFromInline var buffer: [Message] = []
     @usableFromInline let flusher: PrepareHandle
 
     /// Creates an outbox on `loop` (loop thread only) delivering to `target`.

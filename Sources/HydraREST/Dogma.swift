@@ -79,9 +79,13 @@ public struct RawDogma: Dogma {
 }
 
 extension DogmaResponse {
+    private static let contentTypeName = HTTPHeaderBlock.lowercased("content-type")
+    private static let jsonType = HTTPHeaderBlock.lowercased("application/json")
+    private static let jsonSuffix = HTTPHeaderBlock.lowercased("+json")
+
     /// True when the Content-Type says JSON (`application/json`, `…+json`).
     var isJSON: Bool {
-        headerBlock.withFirst("content-type") { value in
+        headerBlock.withFirst(Self.contentTypeName) { value in
             guard let value else { return false }
             // The media type: up to ';', without surrounding spaces, any case.
             var end = value.firstIndex(of: UInt8(ascii: ";")) ?? value.count
@@ -89,13 +93,10 @@ extension DogmaResponse {
             var start = 0
             while start < end && (value[start] == 0x20 || value[start] == 0x09) { start += 1 }
             let media = UnsafeBufferPointer(rebasing: value[start..<end])
-            func matches(_ text: String, at offset: Int) -> Bool {
-                let t = text.utf8
-                guard offset >= 0, offset + t.count == media.count else { return false }
-                for (i, c) in t.enumerated() where HTTPHeaderBlock.lowercase(media[offset + i]) != c { return false }
-                return true
-            }
-            return matches("application/json", at: 0) || matches("+json", at: media.count - 5)
+            if HTTPHeaderBlock.equalsLowered(media, Self.jsonType) { return true }
+            let suffix = Self.jsonSuffix.count
+            return media.count > suffix
+                && HTTPHeaderBlock.equalsLowered(UnsafeBufferPointer(rebasing: media[(media.count - suffix)...]), Self.jsonSuffix)
         }
     }
 }

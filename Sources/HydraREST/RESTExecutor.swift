@@ -225,17 +225,21 @@ final class RESTExecutor: JobExecutor {
             }
         }
         guard expected else { return .failure(httpError(response.status, body: body)) }
-        var result = OrderedDictionary<String, JSONValue>(minimumCapacity: 8)
-        result["status"] = .int(response.status)
-        result["headers"] = .object(RESTExecutor.headerObject(response.headers))
-        result["body"] = body
-        if let saveTo = call.request.http.saveTo {
-            result["file"] = .string(saveTo)
-            result["bytes"] = .int(response.bodyBytes)
+        let saveTo = call.request.http.saveTo
+        var values: [JSONValue] = []
+        values.reserveCapacity(8)
+        values.append(.int(response.status))
+        values.append(.object(RESTExecutor.headerObject(response.headers)))
+        values.append(body)
+        if let saveTo {
+            values.append(.string(saveTo))
+            values.append(.int(response.bodyBytes))
         }
-        result["fromCache"] = false
-        result["attempts"] = .int(call.attempts)
-        result["elapsedMs"] = .double(call.elapsedMs)
+        values.append(false)
+        values.append(.int(call.attempts))
+        values.append(.double(call.elapsedMs))
+        let names = saveTo == nil ? RESTExecutor.resultKeys : RESTExecutor.savedResultKeys
+        let result = OrderedDictionary(uncheckedUniqueKeys: names, values: values)
         return .success(.object(result))
     }
 
@@ -296,15 +300,26 @@ final class RESTExecutor: JobExecutor {
         return max(0, Int(date.timeIntervalSinceNow * 1000))
     }
 
+    /// The members of a remote job's result, in order (protocol §4).
+    static let resultKeys = ["status", "headers", "body", "fromCache", "attempts", "elapsedMs"]
+    static let savedResultKeys = ["status", "headers", "body", "file", "bytes", "fromCache", "attempts", "elapsedMs"]
+
     static func headerObject(_ headers: HTTPHeaderBlock) -> OrderedDictionary<String, JSONValue> {
-        var out = OrderedDictionary<String, JSONValue>(minimumCapacity: 12)
+        // Keys and values are collected first and handed over as unique keys:
+        // cheaper than inserting field by field. A repeated field is rare; its
+        // values are joined, as HTTP allows.
+        var names: [String] = []
+        var values: [JSONValue] = []
+        names.reserveCapacity(16)
+        values.reserveCapacity(16)
         headers.forEach { name, value in
-            let (original, index) = out.updateValue(.string(value), forKey: name, insertingAt: out.count)
-            if case .string(let existing)? = original {
-                // A repeated field: its values joined, as HTTP allows.
-                out.values[index] = .string(existing + ", " + value)
+            if let i = names.firstIndex(of: name), case .string(let existing) = values[i] {
+                values[i] = .string(existing + ", " + value)
+            } else {
+                names.append(name)
+                values.append(.string(value))
             }
         }
-        return out
+        return OrderedDictionary(uncheckedUniqueKeys: names, values: values)
     }
 }

@@ -114,7 +114,7 @@ enum CoordinatorMessage: Sendable {
     case submit(Submission)
     case cancel(String, @Sendable (CancelReply) -> Void)
     case whenFinished(String, @Sendable (JobResult?) -> Void)
-    case report(UInt64, WorkerReport)
+    case report(WorkTask, WorkerReport)
 }
 
 /// Reads shared data for `${shared.KEY}` references. Thread-safe.
@@ -165,20 +165,23 @@ final class CoordinatorRuntime {
     private let journal: (any StepJournal)?
     private let retainFinished: Int
 
-    private var outboxes: [Outbox<WorkerMessage>] = []
+    @exclusivity(unchecked) private var outboxes: [Outbox<WorkerMessage>] = []
+    /// By worker index, for `job.started`.
+    @exclusivity(unchecked) private var workerNames: [String] = []
+    /// The scope of root leaf jobs without input: nothing is recorded in it.
+    private let emptyScope = GraphScope(input: .null)
     // Jobs are keyed by integers (cheap to hash); ids map to keys with `key(of:)`.
-    private var active: [UInt64: RootJob] = [:]
-    private var finished: [UInt64: FinishedJob] = [:]
-    private var finishedOrder = Deque<UInt64>()
+    @exclusivity(unchecked) private var active: [UInt64: RootJob] = [:]
+    @exclusivity(unchecked) private var finished: [UInt64: FinishedJob] = [:]
+    @exclusivity(unchecked) private var finishedOrder = Deque<UInt64>()
     /// Keys of jobs whose ids this process did not issue (given by the caller).
-    private var foreignKeys: [String: UInt64] = [:]
+    @exclusivity(unchecked) private var foreignKeys: [String: UInt64] = [:]
 
     private struct FinishedJob {
         let status: JobStatus
         let result: JobResult
     }
-    private var leaves: [UInt64: GraphNode] = [:]
-    private var nextToken: UInt64 = 1
+    @exclusivity(unchecked) private var nextToken: UInt64 = 1
 
     init(loop: EventLoop, dispatcher: Dispatcher, bus: EventBus, environment: [String: String],
          shared: (any SharedDataReader)?, journal: (any StepJournal)?, retainFinished: Int) {
@@ -198,12 +201,13 @@ final class CoordinatorRuntime {
 
     func connectWorkers() {
         outboxes = dispatcher.workers.map { Outbox(loop: loop, target: $0.inbox) }
+        workerNames = dispatcher.workers.map(\.name)
     }
 
     func handle(_ message: CoordinatorMessage) {
         switch message {
         case .submit(let submission): start(submission)
-        case .report(let token, let report): receive(report, for: token)
+        case .report(let task, let report): receive(report, for: task)
         case .cancel(let jobId, let reply):
             let key = key(of: jobId)
             if let key, let root = active[key] {
@@ -249,8 +253,9 @@ final class CoordinatorRuntime {
         let root = RootJob(id: submission.jobId, key: submission.key, priority: submission.priority,
                            createdAt: submission.createdAt, totalSteps: submission.spec.leafCount)
         if submission.foreignID { foreignKeys[submission.jobId] = submission.key }
-        let node = GraphNode(spec: submission.spec, path: "", index: 0, root: root, parent: nil,
-                             scope: GraphScope(input: submission.input))
+        // A root leaf records no step results: without input it needs no scope of its own.
+        let scope = submission.input.isNull && submission.spec.kind != nil ? emptyScope : GraphScope(input: submission.input)
+        let node = GraphNode(spec: submission.spec, path: "", index: 0, root: root, parent: nil, scope: scope)
         root.node = node
         root.completion = submission.completion
         root.journaled = submission.journaled && journal != nil
@@ -311,10 +316,9 @@ final class CoordinatorRuntime {
         nextToken += 1
         node.token = token
         node.workerIndex = workerIndex
-        leaves[token] = node
         if case .local = spec.body { startTimer(node) }
         outboxes[workerIndex].post(.run(WorkTask(token: token, spec: spec, jobId: node.root.id, stepPath: node.path,
-                                                 priority: node.root.priority)))
+                                                 priority: node.root.priority, step: StepReference(node: node))))
     }
 
     /// Starts the group's next steps: one at a time (serial) or up to `maxConcurrency`.
@@ -347,15 +351,16 @@ final class CoordinatorRuntime {
 
     // MARK: - Worker reports
 
-    private func receive(_ report: WorkerReport, for token: UInt64) {
-        guard let node = leaves[token] else { return }  // cancelled or timed out meanwhile
+    private func receive(_ report: WorkerReport, for task: WorkTask) {
+        let node = task.step.node
+        guard !node.state.isFinal else { return }  // cancelled or timed out meanwhile
         switch report {
-        case .started(let worker):
+        case .started:
             node.state = .running
-            emit(EventName.started, node) { ["worker": .string(worker)] }
-        case .ran(let worker, let outcome):
+            emit(EventName.started, node) { ["worker": .string(workerNames[node.workerIndex])] }
+        case .ran(let outcome):
             node.state = .running
-            emit(EventName.started, node) { ["worker": .string(worker)] }
+            emit(EventName.started, node) { ["worker": .string(workerNames[node.workerIndex])] }
             finish(node, outcome)
         case .progress(let bytes, let total):
             emit(EventName.progress, node) {
@@ -380,10 +385,7 @@ final class CoordinatorRuntime {
         guard !node.state.isFinal else { return }
         node.timer?.cancel()
         node.timer = nil
-        if node.token != 0 {
-            leaves[node.token] = nil
-            node.root.doneSteps += 1
-        }
+        if node.token != 0 { node.root.doneSteps += 1 }
         if node.root.journaled, node.isLeaf, node.parent != nil {
             journal?.stepFinished(jobId: node.root.id, stepPath: node.path, outcome: StoredStep(outcome))
         }
@@ -391,7 +393,7 @@ final class CoordinatorRuntime {
         case .success(let result):
             node.state = .succeeded
             node.result = result
-            if let id = node.spec.id { node.scope.results[id] = result }
+            if let id = node.spec.id, node.parent != nil { node.scope.results[id] = result }
             emit(EventName.succeeded, node) { ["result": EventTrimming.trimmed(result)] }
         case .failure(var error, let partial):
             if error.stepPath == nil { error.stepPath = node.path }

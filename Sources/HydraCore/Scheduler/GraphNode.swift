@@ -19,27 +19,27 @@ final class GraphNode {
     /// The graph this node belongs to (its `id` is recorded there).
     let scope: GraphScope
     /// The graph its steps belong to: a new one for a named job, else `scope`.
-    var innerScope: GraphScope
+    @exclusivity(unchecked) var innerScope: GraphScope
 
-    var state = JobState.queued
-    var result: JSONValue?
-    var timer: ScheduledTask?
+    @exclusivity(unchecked) var state = JobState.queued
+    @exclusivity(unchecked) var result: JSONValue?
+    @exclusivity(unchecked) var timer: ScheduledTask?
 
     // Leaf state.
-    var token: UInt64 = 0
-    var workerIndex = -1
+    @exclusivity(unchecked) var token: UInt64 = 0
+    @exclusivity(unchecked) var workerIndex = -1
 
     // Group state.
-    var children: [GraphNode] = []
-    var results: [JSONValue?] = []
-    var errors: [JobError?] = []
-    var nextToStart = 0
-    var running = 0
-    var stopped = false
-    var starting = false
-    var firstError: JobError?
+    @exclusivity(unchecked) var children: [GraphNode] = []
+    @exclusivity(unchecked) var results: [JSONValue?] = []
+    @exclusivity(unchecked) var errors: [JobError?] = []
+    @exclusivity(unchecked) var nextToStart = 0
+    @exclusivity(unchecked) var running = 0
+    @exclusivity(unchecked) var stopped = false
+    @exclusivity(unchecked) var starting = false
+    @exclusivity(unchecked) var firstError: JobError?
     /// Set when the group itself is cancelled or timed out: the error it ends with.
-    var endingError: JobError?
+    @exclusivity(unchecked) var endingError: JobError?
 
     init(spec: JobSpec, path: String, index: Int, root: RootJob, parent: GraphNode?, scope: GraphScope) {
         self.spec = spec
@@ -72,10 +72,18 @@ final class GraphNode {
     func childPath(_ i: Int) -> String { path.isEmpty ? String(i) : path + "." + String(i) }
 }
 
+/// A leaf node in flight, as workers carry it: they hand it back with their
+/// reports (so the coordinator needs no token table) and never read through it.
+/// Only the coordinator's loop thread touches the node; the wrapper is
+/// `@unchecked Sendable` for that reason alone.
+struct StepReference: @unchecked Sendable {
+    let node: GraphNode
+}
+
 /// The results by step id and the input of one graph (the root, or a named job). Coordinator loop only.
 final class GraphScope {
     let input: JSONValue
-    var results: [String: JSONValue] = [:]
+    @exclusivity(unchecked) var results: [String: JSONValue] = [:]
     init(input: JSONValue) { self.input = input }
 }
 
@@ -85,19 +93,19 @@ final class RootJob {
     let key: UInt64
     let priority: Int
     let createdAt: Double
-    var startedAt: Double?
-    var finishedAt: Double?
+    @exclusivity(unchecked) var startedAt: Double?
+    @exclusivity(unchecked) var finishedAt: Double?
     let totalSteps: Int
-    var doneSteps = 0
-    var node: GraphNode!
+    @exclusivity(unchecked) var doneSteps = 0
+    @exclusivity(unchecked) var node: GraphNode!
     /// The submitter's completion: runs once, only when the job is final.
-    var completion: (@Sendable (JobResult) -> Void)?
+    @exclusivity(unchecked) var completion: (@Sendable (JobResult) -> Void)?
     /// Callers of `whenFinished`: the result, or nil if the coordinator stops first.
-    var waiters: [@Sendable (JobResult?) -> Void] = []
+    @exclusivity(unchecked) var waiters: [@Sendable (JobResult?) -> Void] = []
     /// Leaf outcomes recorded before a restart, by step path: reused, not run again.
-    var recoveredSteps: [String: StoredStep] = [:]
+    @exclusivity(unchecked) var recoveredSteps: [String: StoredStep] = [:]
     /// True when each finished leaf step goes to the step journal.
-    var journaled = false
+    @exclusivity(unchecked) var journaled = false
 
     init(id: String, key: UInt64, priority: Int, createdAt: Double, totalSteps: Int) {
         self.id = id

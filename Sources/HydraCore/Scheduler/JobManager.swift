@@ -47,12 +47,15 @@ public final class WorkTask: Sendable {
     public let jobId: String
     public let stepPath: String
     public let priority: Int
+    /// The coordinator's node for this step, handed back with every report.
+    let step: StepReference
 
-    init(token: UInt64, spec: JobSpec, jobId: String, stepPath: String, priority: Int) {
+    init(token: UInt64, spec: JobSpec, jobId: String, stepPath: String, priority: Int, step: StepReference) {
         self.token = token
         self.spec = spec
         self.jobId = jobId
         self.stepPath = stepPath
         self.priority = priority
+        self.step = step
     }
 }

@@ -7,12 +7,12 @@ public final class TaskHandle {
     public let task: WorkTask
     unowned(unsafe) let worker: WorkerRuntime
     /// True once `finish` ran.
-    public private(set) var isFinished = false
+    @exclusivity(unchecked) public private(set) var isFinished = false
     /// True when the scheduler asked the task to stop.
-    public internal(set) var isCancelled = false
+    @exclusivity(unchecked) public internal(set) var isCancelled = false
     /// Whether `job.started` went out; it is sent lazily so a task that finishes
     /// inside `start` costs one message instead of two.
-    var announced = false
+    @exclusivity(unchecked) var announced = false
 
     init(task: WorkTask, worker: WorkerRuntime) {
         self.task = task
@@ -23,21 +23,21 @@ public final class TaskHandle {
     public func progress(bytes: Int64, totalBytes: Int64?) {
         guard !isFinished else { return }
         worker.announce(self)
-        worker.report(task.token, .progress(bytes: bytes, total: totalBytes))
+        worker.report(task, .progress(bytes: bytes, total: totalBytes))
     }
 
     /// A failed attempt will be retried after `delayMs`; `attempt` is the number of the next attempt.
     public func retrying(attempt: Int, delayMs: Int, error: JobError) {
         guard !isFinished else { return }
         worker.announce(self)
-        worker.report(task.token, .retrying(attempt: attempt, delayMs: delayMs, error: error))
+        worker.report(task, .retrying(attempt: attempt, delayMs: delayMs, error: error))
     }
 
     /// The job was answered without doing its work (`cache`, `dummy`); a final event follows.
     public func skipped(reason: String) {
         guard !isFinished else { return }
         worker.announce(self)
-        worker.report(task.token, .skipped(reason: reason))
+        worker.report(task, .skipped(reason: reason))
     }
 
     /// The task's outcome. Frees the worker's slot.
@@ -50,9 +50,9 @@ public final class TaskHandle {
 
 /// What a worker tells the coordinator about a task.
 public enum WorkerReport: Sendable {
-    case started(worker: String)
+    case started
     /// Started and finished in one go (the task completed inside `start`).
-    case ran(worker: String, StepOutcome)
+    case ran(StepOutcome)
     case progress(bytes: Int64, total: Int64?)
     case retrying(attempt: Int, delayMs: Int, error: JobError)
     case skipped(reason: String)

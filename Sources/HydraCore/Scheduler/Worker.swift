@@ -93,16 +93,16 @@ enum WorkerMessage: Sendable {
 final class WorkerRuntime {
     private let configuration: Configuration.Worker
     private let loop: EventLoop
-    private var executor: (any JobExecutor)?
-    private var outbox: Outbox<CoordinatorMessage>?
+    @exclusivity(unchecked) private var executor: (any JobExecutor)?
+    @exclusivity(unchecked) private var outbox: Outbox<CoordinatorMessage>?
 
-    private var queue = PriorityQueue()
-    private var cancelledWhileQueued: Set<UInt64> = []
-    private var active: [UInt64: TaskHandle] = [:]
-    private var paused = false
-    private var pumping = false
-    private var done = 0
-    private var failed = 0
+    @exclusivity(unchecked) private var queue = PriorityQueue()
+    @exclusivity(unchecked) private var cancelledWhileQueued: Set<UInt64> = []
+    @exclusivity(unchecked) private var active: [UInt64: TaskHandle] = [:]
+    @exclusivity(unchecked) private var paused = false
+    @exclusivity(unchecked) private var pumping = false
+    @exclusivity(unchecked) private var done = 0
+    @exclusivity(unchecked) private var failed = 0
 
     init(configuration: Configuration.Worker, loop: EventLoop) {
         self.configuration = configuration
@@ -139,26 +139,26 @@ final class WorkerRuntime {
         }
     }
 
-    func report(_ token: UInt64, _ report: WorkerReport) {
-        outbox?.post(.report(token, report))
+    func report(_ task: WorkTask, _ report: WorkerReport) {
+        outbox?.post(.report(task, report))
     }
 
     /// Sends `job.started` for `handle` unless it already went out.
     func announce(_ handle: TaskHandle) {
         guard !handle.announced else { return }
         handle.announced = true
-        report(handle.task.token, .started(worker: configuration.name))
+        report(handle.task, .started)
     }
 
     func taskFinished(_ handle: TaskHandle, _ outcome: StepOutcome) {
         if case .success = outcome { done += 1 } else { failed += 1 }
         if handle.announced {
             active[handle.task.token] = nil
-            outbox?.post(.report(handle.task.token, .finished(outcome)))
+            outbox?.post(.report(handle.task, .finished(outcome)))
         } else {
             // Finished inside `start`: never entered `active`.
             handle.announced = true
-            outbox?.post(.report(handle.task.token, .ran(worker: configuration.name, outcome)))
+            outbox?.post(.report(handle.task, .ran(outcome)))
         }
         pump()
     }
