@@ -245,4 +245,55 @@ import Testing
             try engine.submit(spec(#"{"type":"local","name":"nope"}"#))
         }
     }
+
+    /// Connections outlive transfers: a kept-alive connection is reused, one the
+    /// server closes (at once or later, while idle) is replaced, and an idle
+    /// socket the server closes never makes the worker's loop spin.
+    @Test func keptAliveConnectionsAreReusedAndServerClosesAreSurvived() async throws {
+        let engine = try makeEngine(#", "workers": [{"name":"sockets","kind":"remote"},{"name":"local","kind":"local"}]"#)
+        defer { engine.shutdown() }
+        func port(_ query: String = "") async throws -> Int {
+            let result = try await engine.run(spec(#"{"type":"remote","endpoint":"/conn\#(query)"}"#))
+            #expect(result.state == .succeeded, "\(result.error?.message ?? "")")
+            return try #require(result.result?["body"]?["port"]?.intValue)
+        }
+        // Sequential requests share one connection.
+        let first = try await port()
+        #expect(try await port() == first)
+        #expect(try await port() == first)
+
+        // Connection: close, many times over: every request still succeeds, each on a new connection
+        // (closed descriptors come back as new sockets with the same number).
+        var previous = first
+        for _ in 0..<20 {
+            let closed = try await port("?close=1")
+            let next = try await port()
+            #expect(next != closed)
+            previous = next
+        }
+
+        // The server closes an idle kept-alive connection: the loop does not spin
+        // on the dead socket, and the next request gets a new connection.
+        let lingering = try await port("?linger=50")
+        #expect(lingering == previous)
+        let before = threadCPUNanoseconds(named: "hydra-sockets")
+        try await Task.sleep(for: .milliseconds(500))
+        let spent = threadCPUNanoseconds(named: "hydra-sockets") - before
+        #expect(spent < 100_000_000, "the worker's loop used \(spent / 1_000_000) ms of CPU while idle")
+        #expect(try await port() != lingering)
+    }
+}
+
+/// CPU time so far of this process's threads called `name` (Linux `schedstat`), in nanoseconds.
+func threadCPUNanoseconds(named name: String) -> UInt64 {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    var total: UInt64 = 0
+    for task in tasks {
+        guard let comm = try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8),
+              comm.trimmingCharacters(in: .whitespacesAndNewlines) == name,
+              let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/schedstat", encoding: .utf8),
+              let ns = stat.split(separator: " ").first.flatMap({ UInt64($0) }) else { continue }
+        total += ns
+    }
+    return total
 }

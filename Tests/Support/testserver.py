@@ -485,6 +485,21 @@ class Handler(BaseHTTPRequestHandler):
     def bad_json(self):
         self._send(200, b"{not json", "application/json")
 
+    def conn(self):
+        """Reports the client's source port (tells connections apart).
+        ?close=1 answers with Connection: close; ?linger=MS keeps the
+        connection open after the answer, then closes it MS later."""
+        close = self.query.get("close") == "1"
+        linger = _int(self.query.get("linger", "0"), "linger")
+        headers = [("Connection", "close")] if close else []
+        self._json(200, {"port": self.client_address[1]}, headers)
+        if close:
+            self.close_connection = True
+        elif linger > 0:
+            self.wfile.flush()
+            time.sleep(linger / 1000)
+            self.close_connection = True
+
     def headers_endpoint(self):
         self._json(200, {"ok": True}, [("X-Custom", "yes"), ("X-Multi", "a")])
 
@@ -512,6 +527,7 @@ _ROUTES = {
     "me": (Handler.me, 0),
     "bad-json": (Handler.bad_json, 0),
     "headers": (Handler.headers_endpoint, 0),
+    "conn": (Handler.conn, 0),
 }
 
 
