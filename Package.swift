@@ -70,7 +70,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "HydraStore",
-            dependencies: ["HydraCore", "CSQLite", "CZlib", .product(name: "Crypto", package: "swift-crypto"),
+            dependencies: ["HydraCore", "HydraLoop", "CSQLite", "CZlib", .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "OrderedCollections", package: "swift-collections")],
             swiftSettings: strict),
         .target(

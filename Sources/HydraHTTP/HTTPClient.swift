@@ -24,19 +24,19 @@ public final class HTTPClient {
 
     private let loop: EventLoop
     private let multi: UnsafeMutableRawPointer
-    private var timer: LoopTimer!
+    @exclusivity(unchecked) private var timer: LoopTimer!
     /// Transfers in flight, by id (curl's `CURLOPT_PRIVATE`).
-    private var transfers: [UInt64: Transfer] = [:]
+    @exclusivity(unchecked) private var transfers: [UInt64: Transfer] = [:]
     /// Finished transfers kept for reuse, with their easy handles.
-    private var idle: [Transfer] = []
+    @exclusivity(unchecked) private var idle: [Transfer] = []
     /// A watch per socket curl has asked to watch and not closed (see ``SocketWatch``).
-    private var sockets: [curl_socket_t: SocketWatch] = [:]
-    private var nextID: UInt64 = 1
-    private var closed = false
-    private var pendingCompletions: [(Transfer, CURLcode)] = []
-    private var completing: [(Transfer, CURLcode)] = []
+    @exclusivity(unchecked) private var sockets: [curl_socket_t: SocketWatch] = [:]
+    @exclusivity(unchecked) private var nextID: UInt64 = 1
+    @exclusivity(unchecked) private var closed = false
+    @exclusivity(unchecked) private var pendingCompletions: [(Transfer, CURLcode)] = []
+    @exclusivity(unchecked) private var completing: [(Transfer, CURLcode)] = []
     /// The timer's action, made once (curl restarts the timer for every transfer).
-    private var timeoutAction: () -> Void
+    @exclusivity(unchecked) private var timeoutAction: () -> Void
 
     /// Transfers started and not yet completed.
     public var activeCount: Int { transfers.count }

@@ -6,10 +6,13 @@ import HydraLoop
 ///
 /// Lifetime: one per open socket, not per transfer. It is created the first
 /// time curl asks to watch the socket and closed when curl closes the socket
-/// (the client's close-socket callback). A `CURL_POLL_REMOVE` only marks it
-/// unwanted: a kept-alive connection comes back with the same wishes, and
-/// libuv's `uv_poll_start` costs two `epoll_ctl` calls even when the events
-/// do not change, so the poll is restarted only when the events do.
+/// (the client's close-socket callback), so a kept-alive connection reuses it
+/// without `uv_poll_init` (two `epoll_ctl` calls and an `ioctl`) and without
+/// an allocation. On `CURL_POLL_REMOVE` polling stops: curl may close some
+/// sockets (its resolver's socket pair) without the callback, and libuv
+/// aborts the process if it re-arms a descriptor that was closed under it.
+/// A stopped watch is safe whatever happens to its descriptor: starting it
+/// again watches whatever socket now has that number, which is what curl asks.
 ///
 /// Ownership: the client's socket table holds it; the poll handle holds it
 /// (retained) until its close callback.
@@ -18,9 +21,9 @@ final class SocketWatch {
     private let handle: UnsafeMutablePointer<uv_poll_t>
     private unowned let client: HTTPClient
     /// The libuv events polled now; 0 when stopped.
-    private var polled: Int32 = 0
+    @exclusivity(unchecked) private var polled: Int32 = 0
     /// True between curl's `CURL_POLL_IN`/`OUT` and its `CURL_POLL_REMOVE`.
-    private var wanted = false
+    @exclusivity(unchecked) private var wanted = false
 
     init(loop: UnsafeMutablePointer<uv_loop_t>, socket: curl_socket_t, client: HTTPClient) {
         self.socket = socket
@@ -36,12 +39,10 @@ final class SocketWatch {
         poll(events)
     }
 
-    /// curl stopped watching (`CURL_POLL_REMOVE`). An idle kept-alive socket
-    /// stays polled for reading only: if the peer closes it, ``ready`` stops
-    /// the poll rather than spin, and curl finds the connection dead on reuse.
+    /// curl stopped watching (`CURL_POLL_REMOVE`): polling stops until it asks again.
     func release() {
         wanted = false
-        if polled & Int32(UV_WRITABLE.rawValue) != 0 { poll(Int32(UV_READABLE.rawValue)) }
+        poll(0)
     }
 
     /// Stops polling and frees the handle (in its close callback). Before the socket is closed.
@@ -68,7 +69,7 @@ final class SocketWatch {
     private func ready(_ status: Int32, _ events: Int32) {
         if status < 0 { polled = 0 }  // libuv stopped the poll itself
         guard wanted else {
-            poll(0)  // an idle socket became readable: the peer closed it or misbehaves
+            poll(0)  // readiness that raced with a release: nobody is waiting for it
             return
         }
         var flags: Int32 = 0

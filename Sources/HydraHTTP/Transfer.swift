@@ -17,20 +17,20 @@ final class Transfer {
     private let clientPointer: UnsafeMutableRawPointer
 
     // The request in flight (reset by `end`).
-    private(set) var id: UInt64 = 0
-    private(set) var completion: HTTPClient.Completion?
-    private var progress: HTTPClient.Progress?
-    private var file: UnsafeMutablePointer<FILE>?
-    private var headers = HTTPHeaderBlock()
-    private var body: [UInt8] = []
-    private var bodyBytes = 0
-    private var fileError: String?
-    private var lastProgress: UInt64 = 0
+    @exclusivity(unchecked) private(set) var id: UInt64 = 0
+    @exclusivity(unchecked) private(set) var completion: HTTPClient.Completion?
+    @exclusivity(unchecked) private var progress: HTTPClient.Progress?
+    @exclusivity(unchecked) private var file: UnsafeMutablePointer<FILE>?
+    @exclusivity(unchecked) private var headers = HTTPHeaderBlock()
+    @exclusivity(unchecked) private var body: [UInt8] = []
+    @exclusivity(unchecked) private var bodyBytes = 0
+    @exclusivity(unchecked) private var fileError: String?
+    @exclusivity(unchecked) private var lastProgress: UInt64 = 0
 
     // What is set on the easy handle now.
-    private var applied: Shape?
-    private var appliedURL = ""
-    private var headerList: UnsafeMutablePointer<curl_slist>?
+    @exclusivity(unchecked) private var applied: Shape?
+    @exclusivity(unchecked) private var appliedURL = ""
+    @exclusivity(unchecked) private var headerList: UnsafeMutablePointer<curl_slist>?
 
     /// The options of a request other than its URL and body bytes.
     private struct Shape: Equatable {

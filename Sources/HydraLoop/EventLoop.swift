@@ -124,7 +124,7 @@ public final class EventLoop: @unchecked Sendable {
 
     private func threadMain() {
         threadID = pthread_self()
-        hydra_set_thread_name(name)
+        nameCurrentThread(name)
         let loop = UnsafeMutablePointer<uv_loop_t>.allocate(capacity: 1)
         precondition(uv_loop_init(loop) == 0, "uv_loop_init failed")
         loopPointer = loop

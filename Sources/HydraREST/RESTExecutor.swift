@@ -12,7 +12,7 @@ final class RESTExecutor: JobExecutor {
     private let manager: RESTManager
     private let loop: EventLoop
     private let client: HTTPClient
-    private var calls: [UInt64: RemoteCall] = [:]
+    @exclusivity(unchecked) private var calls: [UInt64: RemoteCall] = [:]
 
     /// One remote job across its attempts.
     private final class RemoteCall {
@@ -20,12 +20,12 @@ final class RESTExecutor: JobExecutor {
         let handle: TaskHandle
         let request: PreparedRequest
         let started = DispatchTime.now().uptimeNanoseconds
-        var attempts = 0
-        var transfer: HTTPTransferID?
-        var timer: ScheduledTask?
+        @exclusivity(unchecked) var attempts = 0
+        @exclusivity(unchecked) var transfer: HTTPTransferID?
+        @exclusivity(unchecked) var timer: ScheduledTask?
         /// Where a successful response is cached, and for how long.
-        var cacheKey: String?
-        var cacheTTL: Double = 0
+        @exclusivity(unchecked) var cacheKey: String?
+        @exclusivity(unchecked) var cacheTTL: Double = 0
 
         init(task: WorkTask, handle: TaskHandle, request: PreparedRequest) {
             self.task = task

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import HydraCore
+import HydraLoop
 import Synchronization
 
 /// The one writer thread of a store, with group commit.
@@ -114,6 +115,7 @@ final class StoreWriter: @unchecked Sendable {
     }
 
     private func run() {
+        nameCurrentThread("hydra-store")
         let current = ObjectIdentifier(Thread.current)
         writerThread.withLock { $0 = current }
         while true {
@@ -146,8 +148,9 @@ final class StoreWriter: @unchecked Sendable {
     }
 
     private func commit(_ batch: [WriteOperation]) {
-        var attempt = self.attempt(batch, isolated: false)
-        if case .retryIsolated = attempt { attempt = self.attempt(batch, isolated: true) }
+        let folding = Folding(batch)
+        var attempt = self.attempt(batch, folding, isolated: false)
+        if case .retryIsolated = attempt { attempt = self.attempt(batch, folding, isolated: true) }
         switch attempt {
         case .committed(let results):
             for (operation, result) in zip(batch, results) {
@@ -170,7 +173,34 @@ final class StoreWriter: @unchecked Sendable {
         }
     }
 
-    private func attempt(_ batch: [WriteOperation], isolated: Bool) -> Attempt {
+    /// How a batch folds each `markStarted` whose job also finishes in the
+    /// same batch into that `finish`: one row update instead of two, and no
+    /// reader can tell, since both land in the same transaction.
+    struct Folding {
+        /// Indexes of `markStarted` writes that are skipped.
+        var skipped: Set<Int> = []
+        /// Index of a `finish` write -> the start time it records too.
+        var startTimes: [Int: Double] = [:]
+
+        init(_ batch: [WriteOperation]) {
+            var starts: [String: (index: Int, time: Double)] = [:]
+            for (i, operation) in batch.enumerated() {
+                switch operation {
+                case .markStarted(let jobId, let time):
+                    starts[jobId] = (i, time)
+                case .finish(let jobId, _, _, _, _) where !starts.isEmpty:
+                    if let start = starts.removeValue(forKey: jobId) {
+                        skipped.insert(start.index)
+                        startTimes[i] = start.time
+                    }
+                default:
+                    break
+                }
+            }
+        }
+    }
+
+    private func attempt(_ batch: [WriteOperation], _ folding: Folding, isolated: Bool) -> Attempt {
         let db = connection
         do throws(StoreError) {
             try db.run("BEGIN IMMEDIATE")
@@ -179,14 +209,14 @@ final class StoreWriter: @unchecked Sendable {
         }
         var results: [Result<WriteOperation.Output, StoreError>] = []
         results.reserveCapacity(batch.count)
-        for operation in batch {
-            if operation.isBarrier {
+        for (index, operation) in batch.enumerated() {
+            if operation.isBarrier || folding.skipped.contains(index) {
                 results.append(.success(.none))
                 continue
             }
             do throws(StoreError) {
                 if isolated { try db.run("SAVEPOINT op") }
-                let output = try operation.apply(on: db)
+                let output = try operation.apply(on: db, startedAt: folding.startTimes[index])
                 if isolated { try db.run("RELEASE op") }
                 results.append(.success(output))
             } catch {

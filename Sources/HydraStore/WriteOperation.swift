@@ -72,10 +72,16 @@ enum WriteOperation: Sendable {
         INSERT OR IGNORE INTO events (seq, name, job_id, root_job_id, step_path, time, fields)
         VALUES (?, ?, ?, ?, ?, ?, ?)
         """
+    /// Rows of one multi-row event insert (7 parameters each, far below SQLite's limit).
+    static let eventsPerInsert = 64
+    static let insertEvents = """
+        INSERT OR IGNORE INTO events (seq, name, job_id, root_job_id, step_path, time, fields) VALUES
+        """ + Array(repeating: "(?, ?, ?, ?, ?, ?, ?)", count: eventsPerInsert).joined(separator: ", ")
     static let finalStates = "('succeeded', 'failed', 'cancelled')"
 
-    /// Runs this write's statements on `db`.
-    func apply(on db: SQLiteConnection) throws(StoreError) -> Output {
+    /// Runs this write's statements on `db`. `startedAt`: for a `finish`, the
+    /// start time of a `markStarted` folded into it (see ``StoreWriter/Folding``).
+    func apply(on db: SQLiteConnection, startedAt: Double? = nil) throws(StoreError) -> Output {
         switch self {
         case .insert(let jobs, _):
             var outcomes: [InsertOutcome] = []
@@ -110,6 +116,10 @@ enum WriteOperation: Sendable {
             try db.run("UPDATE jobs SET state = 'running', started_at = ? WHERE job_id = ? AND state = 'queued'",
                        [.double(time), .text(jobId)])
 
+        case .finish(let jobId, let state, let result, let time, _) where startedAt != nil:
+            try db.run("UPDATE jobs SET state = ?, result = ?, finished_at = ?, started_at = COALESCE(started_at, ?) WHERE job_id = ?",
+                       [.text(state.rawValue), .json(result), .double(time), .double(startedAt!), .text(jobId)])
+
         case .finish(let jobId, let state, let result, let time, _):
             try db.run("UPDATE jobs SET state = ?, result = ?, finished_at = ? WHERE job_id = ?",
                        [.text(state.rawValue), .json(result), .double(time), .text(jobId)])
@@ -120,13 +130,21 @@ enum WriteOperation: Sendable {
                         SQLValue(step.error)])
 
         case .events(let events):
-            for event in events {
-                // seq is an SQLite INTEGER (63 bits): a larger one cannot be stored.
-                guard let seq = Int(exactly: event.seq) else { throw StoreError("event seq \(event.seq) is out of range") }
-                try db.run(Self.insertEvent, [
-                    .int(seq), .text(event.name), .text(event.jobId), .text(event.rootJobId), .text(event.stepPath),
-                    .double(event.time), .json(.object(event.fields)),
-                ])
+            // Many rows per statement: one step inserts a whole chunk, which costs
+            // far less than a statement per event.
+            var rest = events[...]
+            while !rest.isEmpty {
+                let chunk = rest.prefix(rest.count >= Self.eventsPerInsert ? Self.eventsPerInsert : 1)
+                rest = rest.dropFirst(chunk.count)
+                var values: [SQLValue] = []
+                values.reserveCapacity(chunk.count * 7)
+                for event in chunk {
+                    // seq is an SQLite INTEGER (63 bits): a larger one cannot be stored.
+                    guard let seq = Int(exactly: event.seq) else { throw StoreError("event seq \(event.seq) is out of range") }
+                    values += [.int(seq), .text(event.name), .text(event.jobId), .text(event.rootJobId), .text(event.stepPath),
+                               .double(event.time), .json(.object(event.fields))]
+                }
+                try db.run(chunk.count == 1 ? Self.insertEvent : Self.insertEvents, values)
             }
 
         case .setShared(let key, let bytes, let cipher, _, _):

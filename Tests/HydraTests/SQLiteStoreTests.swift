@@ -253,6 +253,50 @@ import Testing
         #expect(try store.events(after: 4, limit: 10).map(\.seq) == [5])
     }
 
+    /// A job's start and finish in one batch become one row update; the rows read
+    /// the same as when they are written apart.
+    @Test func startsFoldIntoFinishesOfTheSameBatch() throws {
+        let noop: @Sendable () -> Void = {}
+        let ops: [WriteOperation] = [
+            .markStarted(jobId: "a", time: 10), .markStarted(jobId: "b", time: 20), .barrier(reached: noop),
+            .finish(jobId: "a", state: .succeeded, result: 1, time: 11, done: nil),
+            .finish(jobId: "c", state: .failed, result: nil, time: 31, done: nil),
+        ]
+        let folding = StoreWriter.Folding(ops)
+        #expect(folding.skipped == [0])
+        #expect(folding.startTimes == [3: 10])
+
+        let store = try SQLiteStore(directory: folder())
+        defer { store.close() }
+        _ = try insert(store, [job("a", at: 1), job("b", at: 2), job("c", at: 3)])
+        store.markStarted(jobId: "a", at: 10)
+        store.markStarted(jobId: "b", at: 20)
+        store.finish(jobId: "a", state: .succeeded, result: 1, at: 11, done: nil)
+        store.finish(jobId: "c", state: .failed, result: nil, at: 31, done: nil)
+        store.flush()
+        let a = try #require(try store.job("a")), b = try #require(try store.job("b")), c = try #require(try store.job("c"))
+        #expect(a.state == .succeeded && a.startedAt == 10 && a.finishedAt == 11 && a.result == 1)
+        #expect(b.state == .running && b.startedAt == 20 && b.finishedAt == nil)
+        #expect(c.state == .failed && c.startedAt == nil && c.finishedAt == 31)
+    }
+
+    /// Events go in many rows per statement: a batch larger than one statement's
+    /// rows comes back whole and in order.
+    @Test func manyEventsInOneWrite() throws {
+        let store = try SQLiteStore(directory: folder())
+        defer { store.close() }
+        let count = WriteOperation.eventsPerInsert * 3 + 5
+        store.append((1...count).map {
+            HydraEvent(seq: UInt64($0), name: "job.queued", jobId: "j\($0)", rootJobId: "j\($0)", stepPath: "",
+                       time: Double($0), fields: ["n": .int($0)])
+        })
+        store.flush()
+        let all = try store.events(after: 0, limit: count + 10)
+        #expect(all.map(\.seq) == (1...count).map { UInt64($0) })
+        #expect(all.last?.fields["n"] == .int(count))
+        #expect(all[70].jobId == "j71")
+    }
+
     // MARK: - Shared data
 
     @Test func sharedValuesWithEveryCipher() throws {
