@@ -209,12 +209,27 @@ final class StoreWriter: @unchecked Sendable {
         }
         var results: [Result<WriteOperation.Output, StoreError>] = []
         results.reserveCapacity(batch.count)
+        // Outside isolation the batch's events are gathered and go in many rows
+        // per statement (the journal queues them one by one), in order, before
+        // the next write that reads the events table (`prune`) or at the end.
+        var events: [HydraEvent] = []
+        func insertEvents() throws(StoreError) {
+            guard !events.isEmpty else { return }
+            try WriteOperation.insert(events, on: db)
+            events.removeAll(keepingCapacity: true)
+        }
         for (index, operation) in batch.enumerated() {
             if operation.isBarrier || folding.skipped.contains(index) {
                 results.append(.success(.none))
                 continue
             }
+            if !isolated, case .events(let more) = operation {
+                events += more
+                results.append(.success(.none))
+                continue
+            }
             do throws(StoreError) {
+                if case .prune = operation { try insertEvents() }
                 if isolated { try db.run("SAVEPOINT op") }
                 let output = try operation.apply(on: db, startedAt: folding.startTimes[index])
                 if isolated { try db.run("RELEASE op") }
@@ -234,6 +249,15 @@ final class StoreWriter: @unchecked Sendable {
                     return .failed(error)
                 }
                 results.append(.failure(error))
+            }
+        }
+        if !events.isEmpty {
+            do throws(StoreError) {
+                try insertEvents()
+            } catch {
+                if db.isAutocommit { return .failed(error) }
+                rollback()
+                return .retryIsolated
             }
         }
         do throws(StoreError) {

@@ -79,6 +79,25 @@ enum WriteOperation: Sendable {
         """ + Array(repeating: "(?, ?, ?, ?, ?, ?, ?)", count: eventsPerInsert).joined(separator: ", ")
     static let finalStates = "('succeeded', 'failed', 'cancelled')"
 
+    /// Inserts events many rows per statement: one step inserts a whole chunk,
+    /// which costs far less than a statement per event.
+    static func insert(_ events: [HydraEvent], on db: SQLiteConnection) throws(StoreError) {
+        var rest = events[...]
+        while !rest.isEmpty {
+            let chunk = rest.prefix(rest.count >= eventsPerInsert ? eventsPerInsert : 1)
+            rest = rest.dropFirst(chunk.count)
+            var values: [SQLValue] = []
+            values.reserveCapacity(chunk.count * 7)
+            for event in chunk {
+                // seq is an SQLite INTEGER (63 bits): a larger one cannot be stored.
+                guard let seq = Int(exactly: event.seq) else { throw StoreError("event seq \(event.seq) is out of range") }
+                values += [.int(seq), .text(event.name), .text(event.jobId), .text(event.rootJobId), .text(event.stepPath),
+                           .double(event.time), .json(.object(event.fields))]
+            }
+            try db.run(chunk.count == 1 ? insertEvent : insertEvents, values)
+        }
+    }
+
     /// Runs this write's statements on `db`. `startedAt`: for a `finish`, the
     /// start time of a `markStarted` folded into it (see ``StoreWriter/Folding``).
     func apply(on db: SQLiteConnection, startedAt: Double? = nil) throws(StoreError) -> Output {
@@ -130,22 +149,7 @@ enum WriteOperation: Sendable {
                         SQLValue(step.error)])
 
         case .events(let events):
-            // Many rows per statement: one step inserts a whole chunk, which costs
-            // far less than a statement per event.
-            var rest = events[...]
-            while !rest.isEmpty {
-                let chunk = rest.prefix(rest.count >= Self.eventsPerInsert ? Self.eventsPerInsert : 1)
-                rest = rest.dropFirst(chunk.count)
-                var values: [SQLValue] = []
-                values.reserveCapacity(chunk.count * 7)
-                for event in chunk {
-                    // seq is an SQLite INTEGER (63 bits): a larger one cannot be stored.
-                    guard let seq = Int(exactly: event.seq) else { throw StoreError("event seq \(event.seq) is out of range") }
-                    values += [.int(seq), .text(event.name), .text(event.jobId), .text(event.rootJobId), .text(event.stepPath),
-                               .double(event.time), .json(.object(event.fields))]
-                }
-                try db.run(chunk.count == 1 ? Self.insertEvent : Self.insertEvents, values)
-            }
+            try Self.insert(events, on: db)
 
         case .setShared(let key, let bytes, let cipher, _, _):
             try db.run("INSERT OR REPLACE INTO shared (key, cipher, value) VALUES (?, ?, ?)",

@@ -295,6 +295,16 @@ import Testing
         #expect(all.map(\.seq) == (1...count).map { UInt64($0) })
         #expect(all.last?.fields["n"] == .int(count))
         #expect(all[70].jobId == "j71")
+
+        // One event per write, as the journal queues them: gathered per batch, same result.
+        for seq in (count + 1)...(count + 150) {
+            store.append([HydraEvent(seq: UInt64(seq), name: "job.started", jobId: "k\(seq)", rootJobId: "k\(seq)",
+                                     stepPath: "", time: Double(seq), fields: [:])])
+        }
+        store.flush()
+        let more = try store.events(after: UInt64(count), limit: 500)
+        #expect(more.map(\.seq) == ((count + 1)...(count + 150)).map { UInt64($0) })
+        #expect(more.allSatisfy { $0.name == "job.started" && $0.jobId == "k\($0.seq)" })
     }
 
     // MARK: - Shared data
