@@ -117,6 +117,7 @@ final class SQLiteConnection {
         case .double(let v): status = sqlite3_bind_double(statement, index, v)
         case .text(var v): status = v.withUTF8 { Self.bindText($0, at: index, in: statement) }
         case .json(let v): status = JSONWriter.bytes(v).withUnsafeBufferPointer { Self.bindText($0, at: index, in: statement) }
+        case .utf8(let v): status = v.withUnsafeBufferPointer { Self.bindText($0, at: index, in: statement) }
         case .blob(let v):
             status = v.withUnsafeBytes { raw in
                 guard let base = raw.baseAddress, !raw.isEmpty else { return sqlite3_bind_zeroblob(statement, index, 0) }
@@ -151,6 +152,8 @@ enum SQLValue {
     case text(String)
     /// A JSON value, bound as its compact UTF-8 text (``JSONWriter``).
     case json(JSONValue)
+    /// Text already encoded as UTF-8 (JSON encoded off the writer thread), bound as TEXT.
+    case utf8([UInt8])
     case blob([UInt8])
 
     init(_ text: String?) { self = text.map { .text($0) } ?? .null }

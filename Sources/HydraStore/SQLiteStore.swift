@@ -78,9 +78,9 @@ public final class SQLiteStore: StateStore {
     /// Records new jobs in one transaction; a job whose idempotency key is
     /// already known (even from earlier in the same call) is not inserted and
     /// its outcome names the first job. `done` runs on the writer thread once
-    /// committed. Any thread.
+    /// committed. Any thread; the JSON is encoded on it.
     public func insert(_ jobs: [StoredJob], done: @escaping @Sendable (Result<[InsertOutcome], StoreError>) -> Void) {
-        writer.enqueue(.insert(jobs, done: done))
+        writer.enqueue(.insert(jobs.map(EncodedJob.init), done: done))
     }
 
     /// Records that a queued job started (state `running`, `startedAt`);

@@ -1,11 +1,44 @@
 import Foundation
 import HydraCore
 
+/// A job row with its JSON already encoded, on the caller's thread: the one
+/// writer thread is the store's bottleneck, so it only binds bytes.
+struct EncodedJob: Sendable {
+    let jobId: String
+    let spec: [UInt8]
+    let input: [UInt8]
+    /// The JSON text of `[spec, input]` for a job with an idempotency key
+    /// (compared with a repeated submit's); empty otherwise.
+    let canonical: String
+    let priority: Int
+    let idempotencyKey: String?
+    let state: JobState
+    let createdAt: Double
+    let startedAt: Double?
+    let finishedAt: Double?
+    let result: [UInt8]?
+
+    init(_ job: StoredJob) {
+        jobId = job.jobId
+        spec = JSONWriter.bytes(job.spec)
+        input = JSONWriter.bytes(job.input)
+        // The writer's output is deterministic (object keys keep their order).
+        canonical = job.idempotencyKey == nil ? "" : JSONWriter.string([job.spec, job.input])
+        priority = job.priority
+        idempotencyKey = job.idempotencyKey
+        state = job.state
+        createdAt = job.createdAt
+        startedAt = job.startedAt
+        finishedAt = job.finishedAt
+        result = job.result.map(JSONWriter.bytes)
+    }
+}
+
 /// One write queued for the writer thread, with its callback if someone waits
 /// for it. ``StoreWriter`` runs a batch of them in one transaction; `apply`
 /// holds the SQL of each.
 enum WriteOperation: Sendable {
-    case insert([StoredJob], done: @Sendable (Result<[InsertOutcome], StoreError>) -> Void)
+    case insert([EncodedJob], done: @Sendable (Result<[InsertOutcome], StoreError>) -> Void)
     case markStarted(jobId: String, time: Double)
     case finish(jobId: String, state: JobState, result: JSONValue, time: Double,
                 done: (@Sendable (Result<Void, StoreError>) -> Void)?)
@@ -107,25 +140,22 @@ enum WriteOperation: Sendable {
             outcomes.reserveCapacity(jobs.count)
             for job in jobs {
                 // Only a job with an idempotency key is ever compared with
-                // another, so only those pay for the canonical text. The
-                // writer's output is deterministic (object keys keep their order).
-                var canonical = ""
+                // another, so only those carry the canonical text.
                 if let key = job.idempotencyKey {
-                    canonical = JSONWriter.string([job.spec, job.input])
                     var existing: (jobId: String, canonical: String)?
                     // Sees the jobs inserted earlier in the same transaction too.
                     try db.query("SELECT job_id, canonical FROM jobs WHERE idempotency_key = ?", [.text(key)]) { row in
                         existing = (row.text(0) ?? "", row.text(1) ?? "")
                     }
                     if let existing {
-                        outcomes.append(.existing(jobId: existing.jobId, sameSpec: existing.canonical == canonical))
+                        outcomes.append(.existing(jobId: existing.jobId, sameSpec: existing.canonical == job.canonical))
                         continue
                     }
                 }
                 try db.run(Self.insertJob, [
-                    .text(job.jobId), .json(job.spec), .json(job.input), .text(canonical), .int(job.priority),
+                    .text(job.jobId), .utf8(job.spec), .utf8(job.input), .text(job.canonical), .int(job.priority),
                     SQLValue(job.idempotencyKey), .text(job.state.rawValue), .double(job.createdAt),
-                    SQLValue(job.startedAt), SQLValue(job.finishedAt), SQLValue(job.result),
+                    SQLValue(job.startedAt), SQLValue(job.finishedAt), job.result.map { .utf8($0) } ?? .null,
                 ])
                 outcomes.append(.inserted)
             }
