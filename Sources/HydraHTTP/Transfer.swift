@@ -15,6 +15,8 @@ final class Transfer {
     private let errorBuffer: UnsafeMutablePointer<CChar>
     /// The client, for curl's open/close-socket callbacks (see ``HTTPClient``).
     private let clientPointer: UnsafeMutableRawPointer
+    /// No proxy variable is set: say so to curl (see ``HTTPClient``).
+    private let noProxy: Bool
 
     // The request in flight (reset by `end`).
     @exclusivity(unchecked) private(set) var id: UInt64 = 0
@@ -61,10 +63,11 @@ final class Transfer {
         }
     }
 
-    init(client: UnsafeMutableRawPointer) {
+    init(client: UnsafeMutableRawPointer, noProxy: Bool) {
         guard let easy = curl_easy_init() else { fatalError("curl_easy_init failed") }
         self.easy = easy
         clientPointer = client
+        self.noProxy = noProxy
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(to: 0)
     }
@@ -153,6 +156,7 @@ final class Transfer {
         }
 
         set(CURLOPT_NOSIGNAL, 1)
+        if noProxy { set(CURLOPT_PROXY, "") }
         let me = Unmanaged.passUnretained(self).toOpaque()
         hydra_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, me)
         hydra_easy_setopt_data_cb(easy, CURLOPT_WRITEFUNCTION) { data, size, count, userdata in

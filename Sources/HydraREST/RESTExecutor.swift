@@ -159,7 +159,9 @@ final class RESTExecutor: JobExecutor {
         switch result {
         case .success(let response):
             outcome = judge(response: response, call: call)
-            retryAfterMs = response.header("retry-after").flatMap(RESTExecutor.parseRetryAfter)
+            if case .failure(let error, _) = outcome, RESTExecutor.isRetryable(error) {
+                retryAfterMs = response.header("retry-after").flatMap(RESTExecutor.parseRetryAfter)
+            }
         case .failure(let failure):
             switch failure.kind {
             case .cancelled: outcome = .failure(JobError(.cancelled, "cancelled"))
