@@ -30,11 +30,7 @@ public struct HTTPHeaderBlock: Sendable, Equatable {
     public func forEach(_ body: (_ name: String, _ value: String) throws -> Void) rethrows {
         try bytes.withUnsafeBufferPointer { buffer in
             try Self.scan(buffer) { name, value in
-                let lowered = String(unsafeUninitializedCapacity: name.count) { out in
-                    for i in 0..<name.count { out[i] = Self.lowercase(name[i]) }
-                    return name.count
-                }
-                try body(lowered, String(decoding: value, as: UTF8.self))
+                try body(Self.loweredName(name), String(decoding: value, as: UTF8.self))
             }
         }
     }
@@ -61,6 +57,14 @@ public struct HTTPHeaderBlock: Sendable, Equatable {
                 found = value
             }
             return try body(found)
+        }
+    }
+
+    /// The field name lowercased.
+    private static func loweredName(_ name: UnsafeBufferPointer<UInt8>) -> String {
+        String(unsafeUninitializedCapacity: name.count) { out in
+            for i in 0..<name.count { out[i] = lowercase(name[i]) }
+            return name.count
         }
     }
 

@@ -85,18 +85,25 @@ extension DogmaResponse {
 
     /// True when the Content-Type says JSON (`application/json`, `…+json`).
     var isJSON: Bool {
-        headerBlock.withFirst(Self.contentTypeName) { value in
-            guard let value else { return false }
-            // The media type: up to ';', without surrounding spaces, any case.
-            var end = value.firstIndex(of: UInt8(ascii: ";")) ?? value.count
-            while end > 0 && (value[end - 1] == 0x20 || value[end - 1] == 0x09) { end -= 1 }
-            var start = 0
-            while start < end && (value[start] == 0x20 || value[start] == 0x09) { start += 1 }
-            let media = UnsafeBufferPointer(rebasing: value[start..<end])
-            if HTTPHeaderBlock.equalsLowered(media, Self.jsonType) { return true }
-            let suffix = Self.jsonSuffix.count
-            return media.count > suffix
-                && HTTPHeaderBlock.equalsLowered(UnsafeBufferPointer(rebasing: media[(media.count - suffix)...]), Self.jsonSuffix)
-        }
+        headerBlock.withFirst(Self.contentTypeName) { $0.map(Self.isJSONMediaType) ?? false }
+    }
+
+    /// True when a Content-Type value names JSON (`application/json`, `…+json`).
+    static func isJSON(contentType: String) -> Bool {
+        var value = contentType
+        return value.withUTF8(isJSONMediaType)
+    }
+
+    private static func isJSONMediaType(_ value: UnsafeBufferPointer<UInt8>) -> Bool {
+        // The media type: up to ';', without surrounding spaces, any case.
+        var end = value.firstIndex(of: UInt8(ascii: ";")) ?? value.count
+        while end > 0 && (value[end - 1] == 0x20 || value[end - 1] == 0x09) { end -= 1 }
+        var start = 0
+        while start < end && (value[start] == 0x20 || value[start] == 0x09) { start += 1 }
+        let media = UnsafeBufferPointer(rebasing: value[start..<end])
+        if HTTPHeaderBlock.equalsLowered(media, jsonType) { return true }
+        let suffix = jsonSuffix.count
+        return media.count > suffix
+            && HTTPHeaderBlock.equalsLowered(UnsafeBufferPointer(rebasing: media[(media.count - suffix)...]), jsonSuffix)
     }
 }

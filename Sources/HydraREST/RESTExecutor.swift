@@ -211,12 +211,15 @@ final class RESTExecutor: JobExecutor {
         let dogmaResponse = DogmaResponse(status: response.status, headers: response.headers, body: response.body)
         let expected = call.request.expect.map { $0.contains(response.status) } ?? (200...299).contains(response.status)
         let saved = call.request.http.saveTo != nil
+        // A success reports every header: read them once, and the content type from them.
+        let headers = expected ? RESTExecutor.headerObject(response.headers) : nil
         let body: JSONValue
         if saved && expected {
             body = .null
         } else {
             do {
-                body = try decode(dogmaResponse, dogma: call.request.dogma)
+                let json = headers.map { $0["content-type"]?.stringValue.map(DogmaResponse.isJSON(contentType:)) ?? false }
+                body = try decode(dogmaResponse, dogma: call.request.dogma, isJSON: json)
             } catch {
                 if !expected {
                     // Keep what can be kept of an error body.
@@ -231,7 +234,7 @@ final class RESTExecutor: JobExecutor {
         var values: [JSONValue] = []
         values.reserveCapacity(8)
         values.append(.int(response.status))
-        values.append(.object(RESTExecutor.headerObject(response.headers)))
+        values.append(.object(headers ?? [:]))
         values.append(body)
         if let saveTo {
             values.append(.string(saveTo))
@@ -260,13 +263,14 @@ final class RESTExecutor: JobExecutor {
         JobError(.http, "HTTP \(status)", status: status, body: body)
     }
 
-    private func decode(_ response: DogmaResponse, dogma name: String?) throws -> JSONValue {
+    /// `isJSON`: whether the content type says JSON, when the caller already knows.
+    private func decode(_ response: DogmaResponse, dogma name: String?, isJSON: Bool? = nil) throws -> JSONValue {
         let dogma: any Dogma
         if let name {
             guard let named = manager.dogma(named: name) else { throw DecodeError("unknown dogma '\(name)'") }
             dogma = named
         } else {
-            dogma = response.isJSON ? JSONDogma() : TextDogma()
+            dogma = (isJSON ?? response.isJSON) ? JSONDogma() : TextDogma()
         }
         return try dogma.decode(response)
     }
