@@ -389,10 +389,14 @@ for r in rows:
 by = {}
 for c, names in runs.items():
     for name, rs in names.items():
+        threads = sorted({t for x in rs for t in x.get("cpuUsPerJob", {})})
         by.setdefault(c, {})[name] = {
             "rps": statistics.median(x["rps"] for x in rs),
             "failed": sum(x.get("failed", 0) for x in rs),
             "requests": rs[0]["requests"],
+            # CPU µs per request by thread, median over runs (hydra rows only).
+            "cpu": {t: statistics.median(x["cpuUsPerJob"][t] for x in rs if t in x.get("cpuUsPerJob", {}))
+                    for t in threads},
         }
 local = next((r for r in rows if r.get("name") == "local-noop"), None)
 raw_n = next((r["requests"] for r in rows if r.get("name") == "raw-c"), None)
@@ -428,10 +432,22 @@ for c in sorted(by):
         fmt(g.get("curl-parallel"), base, tools_missing),
         fmt(g.get("aria2c"), base, tools_missing)))
 out.append("")
+cpu_lines = []
+for c in sorted(by):
+    cpu = (by[c].get("hydra") or {}).get("cpu") or {}
+    if cpu:
+        cpu_lines.append("c=%d: " % c + ", ".join("%s %.1f" % (t, v) for t, v in sorted(cpu.items(), key=lambda kv: -kv[1])))
+if cpu_lines:
+    out.append("Hydra CPU µs per request by thread (median of runs; the busiest thread limits throughput): "
+               + "; ".join(cpu_lines))
+    out.append("")
 if local:
-    out.append("Local no-op: %s jobs in %.3f s = %s jobs/s, p50 %s µs, p99 %s µs" % (
+    cpu = local.get("cpuUsPerJob") or {}
+    out.append("Local no-op: %s jobs in %.3f s = %s jobs/s, p50 %s µs, p99 %s µs%s" % (
         f"{local['jobs']:,}", local["seconds"], f"{local['rps']:,.0f}",
-        local.get("p50us", "?"), local.get("p99us", "?")))
+        local.get("p50us", "?"), local.get("p99us", "?"),
+        "; CPU µs per job: " + ", ".join("%s %.2f" % (t, v) for t, v in sorted(cpu.items(), key=lambda kv: -kv[1]))
+        if cpu else ""))
 else:
     out.append("Local no-op: " + (hydra_note or "no result"))
 
