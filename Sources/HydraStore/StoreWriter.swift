@@ -211,7 +211,7 @@ final class StoreWriter: @unchecked Sendable {
         results.reserveCapacity(batch.count)
         // Outside isolation the batch's events are gathered and go in many rows
         // per statement (the journal queues them one by one), in order, before
-        // the next write that reads the events table (`prune`) or at the end.
+        // the next write that touches the events table or at the end.
         var events: [HydraEvent] = []
         func insertEvents() throws(StoreError) {
             guard !events.isEmpty else { return }
@@ -229,7 +229,7 @@ final class StoreWriter: @unchecked Sendable {
                 continue
             }
             do throws(StoreError) {
-                if case .prune = operation { try insertEvents() }
+                if operation.touchesEvents { try insertEvents() }
                 if isolated { try db.run("SAVEPOINT op") }
                 let output = try operation.apply(on: db, startedAt: folding.startTimes[index])
                 if isolated { try db.run("RELEASE op") }

@@ -55,6 +55,13 @@ enum WriteOperation: Sendable {
     /// A marker: `reached` runs once every write queued before it is committed (or failed).
     case barrier(reached: @Sendable () -> Void)
 
+    /// True for a write that reads or deletes events: the writer inserts the
+    /// events it gathered from earlier writes of the batch before it runs.
+    var touchesEvents: Bool {
+        if case .prune = self { return true }
+        return false
+    }
+
     /// What a write produced, for its callback.
     enum Output {
         case none
