@@ -131,8 +131,14 @@ enum WriteOperation: Sendable {
             for event in chunk {
                 // seq is an SQLite INTEGER (63 bits): a larger one cannot be stored.
                 guard let seq = Int(exactly: event.seq) else { throw StoreError("event seq \(event.seq) is out of range") }
-                values += [.int(seq), .text(event.name), .text(event.jobId), .text(event.rootJobId), .text(event.stepPath),
-                           .double(event.time), .json(.object(event.fields))]
+                // Appended one by one: an array literal here would allocate for every event.
+                values.append(.int(seq))
+                values.append(.text(event.name))
+                values.append(.text(event.jobId))
+                values.append(.text(event.rootJobId))
+                values.append(.text(event.stepPath))
+                values.append(.double(event.time))
+                values.append(.json(.object(event.fields)))
             }
             try db.run(chunk.count == 1 ? insertEvent : insertEvents, values)
         }
