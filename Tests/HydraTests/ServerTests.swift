@@ -331,7 +331,9 @@ import Testing
     @Test func gracefulShutdownRefusesNewWorkAndExitsZero() throws {
         let server = try ServerProcess(arguments: ["--grace", "5"])
         let client = try server.client()
-        let job = try client.call("job.submit", ["job": ["type": "remote", "endpoint": "/delay/500"]])
+        // Long enough to still be running when the second submit arrives, even on a loaded machine
+        // (with 500 ms, one full-suite run in a dozen saw the server already gone: a closed connection).
+        let job = try client.call("job.submit", ["job": ["type": "remote", "endpoint": "/delay/2000"]])
         let other = try server.client()
         kill(server.process.processIdentifier, SIGTERM)
         Thread.sleep(forTimeInterval: 0.1)
