@@ -62,6 +62,37 @@ enum Migrations {
         """
         CREATE INDEX jobs_by_finished ON jobs (finished_at) WHERE finished_at IS NOT NULL;
         """,
+        // 3: fewer index entries per job, for the one writer thread. The
+        // idempotency key's index holds only the jobs that have a key (a
+        // column UNIQUE constraint indexed every NULL too, and only a table
+        // rebuild removes it). Events lose their time index: prune deletes
+        // the oldest events by seq, in order (see `WriteOperation.prune`).
+        """
+        CREATE TABLE jobs_v3 (
+            job_id TEXT PRIMARY KEY,
+            spec TEXT NOT NULL,
+            input TEXT NOT NULL,
+            canonical TEXT NOT NULL,
+            priority INTEGER NOT NULL DEFAULT 0,
+            idempotency_key TEXT,
+            state TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            started_at REAL,
+            finished_at REAL,
+            result TEXT
+        );
+        INSERT INTO jobs_v3 (job_id, spec, input, canonical, priority, idempotency_key, state, created_at,
+                             started_at, finished_at, result)
+            SELECT job_id, spec, input, canonical, priority, idempotency_key, state, created_at,
+                   started_at, finished_at, result FROM jobs;
+        DROP TABLE jobs;
+        ALTER TABLE jobs_v3 RENAME TO jobs;
+        CREATE UNIQUE INDEX jobs_by_idempotency_key ON jobs (idempotency_key) WHERE idempotency_key IS NOT NULL;
+        CREATE INDEX jobs_by_created ON jobs (created_at DESC, job_id DESC);
+        CREATE INDEX jobs_by_state ON jobs (state, created_at DESC, job_id DESC);
+        CREATE INDEX jobs_by_finished ON jobs (finished_at) WHERE finished_at IS NOT NULL;
+        DROP INDEX events_by_time;
+        """,
     ]
 
     /// Applies the migrations `connection` has not seen yet, all in one

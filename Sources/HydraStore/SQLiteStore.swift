@@ -93,7 +93,7 @@ public final class SQLiteStore: StateStore {
     /// `done` (optional) runs on the writer thread once committed. Any thread.
     public func finish(jobId: String, state: JobState, result: JSONValue, at time: Double,
                        done: (@Sendable (Result<Void, StoreError>) -> Void)?) {
-        writer.enqueue(.finish(jobId: jobId, state: state, result: result, time: time, done: done))
+        writer.enqueue(.finish(jobId: jobId, state: state, result: JSONWriter.bytes(result), time: time, done: done))
     }
 
     /// Records (or replaces) one finished step of a graph. `done` (optional)
@@ -185,10 +185,25 @@ public final class SQLiteStore: StateStore {
     // MARK: - Events
 
     /// Appends events (already numbered); one whose `seq` is already stored
-    /// is ignored. Fire and forget. Any thread.
+    /// is ignored. Fire and forget. Any thread; the JSON is encoded on it.
     public func append(_ events: [HydraEvent]) {
         guard !events.isEmpty else { return }
-        writer.enqueue(.events(events))
+        writer.append(events.compactMap { encoded($0) })
+    }
+
+    /// Appends one event, as ``append(_:)-([HydraEvent])`` does.
+    public func append(_ event: HydraEvent) {
+        guard let row = encoded(event) else { return }
+        writer.append(row)
+    }
+
+    /// The event's row, or nil (reported on stderr) when its seq cannot be stored.
+    private func encoded(_ event: HydraEvent) -> EncodedEvent? {
+        guard let row = EncodedEvent(event) else {
+            StoreWriter.report("event seq \(event.seq) is beyond SQLite's integers; the event was not stored")
+            return nil
+        }
+        return row
     }
 
     /// Events with `seq > after`, oldest first, at most `limit`. Caller's thread.

@@ -6,10 +6,11 @@ import Synchronization
 
 /// The one writer thread of a store, with group commit.
 ///
-/// Any thread enqueues writes (a lock-protected array, then a semaphore wakes
-/// the writer). The writer takes everything queued since it last woke, runs
-/// it in one `BEGIN IMMEDIATE` transaction, commits, then calls every
-/// callback on its own thread, so one fsync covers a whole batch.
+/// Any thread enqueues writes and appends events (lock-protected arrays, then
+/// a semaphore wakes the writer). The writer takes everything queued since it
+/// last woke, runs it in one `BEGIN IMMEDIATE` transaction (the events first,
+/// many rows per statement), commits, then calls every callback on its own
+/// thread, so one fsync covers a whole batch.
 ///
 /// Writes rarely fail (a duplicate job id, a full disk), so a batch first
 /// runs without savepoints; if a write fails, the batch is rolled back and
@@ -30,6 +31,8 @@ final class StoreWriter: @unchecked Sendable {
 
     private struct State {
         var queue: [WriteOperation] = []
+        /// Events appended since the last batch, in `seq` order.
+        var events: [EncodedEvent] = []
         /// A wake-up is pending: the next writes need not signal again.
         var signalled = false
         var closed = false
@@ -56,17 +59,34 @@ final class StoreWriter: @unchecked Sendable {
     /// Queues a write. Any thread. On a closed store, the callback gets the
     /// failure at once, on the calling thread.
     func enqueue(_ operation: WriteOperation) {
-        let wakeWriter: Bool? = state.withLock { state in
-            if state.closed { return nil }
-            state.queue.append(operation)
-            if state.signalled { return false }
-            state.signalled = true
-            return true
-        }
-        switch wakeWriter {
+        switch queue({ $0.queue.append(operation) }) {
         case nil: operation.complete(.failure(Self.closedError))
         case true?: wake.signal()
         case false?: break
+        }
+    }
+
+    /// Appends an event for the next batch. Fire and forget; any thread.
+    /// Events are inserted before the batch's other writes: nothing the
+    /// writer runs depends on an event being absent.
+    func append(_ event: EncodedEvent) {
+        if queue({ $0.events.append(event) }) == true { wake.signal() }
+    }
+
+    /// Appends events for the next batch, as ``append(_:)-(EncodedEvent)`` does.
+    func append(_ events: [EncodedEvent]) {
+        if !events.isEmpty, queue({ $0.events += events }) == true { wake.signal() }
+    }
+
+    /// Runs `add` under the lock. Returns nil when closed (nothing added),
+    /// true when the caller must wake the writer.
+    private func queue(_ add: (inout State) -> Void) -> Bool? {
+        state.withLock { state in
+            if state.closed { return nil }
+            add(&state)
+            if state.signalled { return false }
+            state.signalled = true
+            return true
         }
     }
 
@@ -105,13 +125,21 @@ final class StoreWriter: @unchecked Sendable {
         return writerThread.withLock { $0 == current }
     }
 
-    private func take() -> (batch: [WriteOperation], closing: Bool) {
+    private func take() -> (batch: Batch, closing: Bool) {
         state.withLock { state in
             state.signalled = false
-            let batch = state.queue
+            let batch = Batch(writes: state.queue, events: state.events)
             state.queue = []
+            state.events = []
             return (batch, state.closed)
         }
+    }
+
+    /// What the writer commits in one transaction.
+    private struct Batch {
+        var writes: [WriteOperation]
+        var events: [EncodedEvent]
+        var isEmpty: Bool { writes.isEmpty && events.isEmpty }
     }
 
     private func run() {
@@ -147,13 +175,14 @@ final class StoreWriter: @unchecked Sendable {
         case failed(StoreError)
     }
 
-    private func commit(_ batch: [WriteOperation]) {
-        let folding = Folding(batch)
+    private func commit(_ batch: Batch) {
+        let folding = Folding(batch.writes)
         var attempt = self.attempt(batch, folding, isolated: false)
         if case .retryIsolated = attempt { attempt = self.attempt(batch, folding, isolated: true) }
+        let writes = batch.writes
         switch attempt {
         case .committed(let results):
-            for (operation, result) in zip(batch, results) {
+            for (operation, result) in zip(writes, results) {
                 switch result {
                 case .success: committed(operation)
                 case .failure(let error) where !operation.hasCallback && !operation.isBarrier:
@@ -161,15 +190,16 @@ final class StoreWriter: @unchecked Sendable {
                 case .failure: break
                 }
             }
-            for (operation, result) in zip(batch, results) { operation.complete(result) }
+            for (operation, result) in zip(writes, results) { operation.complete(result) }
         case .failed(let error):
-            if batch.contains(where: { !$0.hasCallback && !$0.isBarrier }) {
-                Self.report("a batch of \(batch.count) writes failed: \(error)")
+            if writes.contains(where: { !$0.hasCallback && !$0.isBarrier }) {
+                Self.report("a batch of \(writes.count) writes failed: \(error)")
             }
-            for operation in batch { operation.complete(.failure(error)) }
+            if !batch.events.isEmpty { Self.report("\(batch.events.count) events were not stored: \(error)") }
+            for operation in writes { operation.complete(.failure(error)) }
         case .retryIsolated:
             // Never returned when every write is isolated.
-            for operation in batch { operation.complete(.failure(StoreError("store writer: batch not committed"))) }
+            for operation in writes { operation.complete(.failure(StoreError("store writer: batch not committed"))) }
         }
     }
 
@@ -200,65 +230,64 @@ final class StoreWriter: @unchecked Sendable {
         }
     }
 
-    private func attempt(_ batch: [WriteOperation], _ folding: Folding, isolated: Bool) -> Attempt {
+    private func attempt(_ batch: Batch, _ folding: Folding, isolated: Bool) -> Attempt {
         let db = connection
         do throws(StoreError) {
             try db.run("BEGIN IMMEDIATE")
         } catch {
             return .failed(error)
         }
-        var results: [Result<WriteOperation.Output, StoreError>] = []
-        results.reserveCapacity(batch.count)
-        // Outside isolation the batch's events are gathered and go in many rows
-        // per statement (the journal queues them one by one), in order, before
-        // the next write that touches the events table or at the end.
-        var events: [HydraEvent] = []
-        func insertEvents() throws(StoreError) {
-            guard !events.isEmpty else { return }
-            try WriteOperation.insert(events, on: db)
-            events.removeAll(keepingCapacity: true)
-        }
-        for (index, operation) in batch.enumerated() {
-            if operation.isBarrier || folding.skipped.contains(index) {
-                results.append(.success(.none))
-                continue
-            }
-            if !isolated, case .events(let more) = operation {
-                events += more
-                results.append(.success(.none))
-                continue
-            }
+        /// Runs one step: alone in a savepoint when isolated, so that its
+        /// failure undoes only itself. A failure outside isolation ends the
+        /// attempt (`.retryIsolated`); `nil` means go on.
+        func step(_ body: () throws(StoreError) -> WriteOperation.Output)
+            -> (output: Result<WriteOperation.Output, StoreError>?, end: Attempt?)
+        {
             do throws(StoreError) {
-                if operation.touchesEvents { try insertEvents() }
                 if isolated { try db.run("SAVEPOINT op") }
-                let output = try operation.apply(on: db, startedAt: folding.startTimes[index])
+                let output = try body()
                 if isolated { try db.run("RELEASE op") }
-                results.append(.success(output))
+                return (.success(output), nil)
             } catch {
                 // After some I/O errors SQLite rolls the whole transaction back itself.
-                if db.isAutocommit { return .failed(error) }
+                if db.isAutocommit { return (nil, .failed(error)) }
                 guard isolated else {
                     rollback()
-                    return .retryIsolated
+                    return (nil, .retryIsolated)
                 }
                 do throws(StoreError) {
                     try db.run("ROLLBACK TO op")
                     try db.run("RELEASE op")
                 } catch {
                     rollback()
-                    return .failed(error)
+                    return (nil, .failed(error))
                 }
-                results.append(.failure(error))
+                return (.failure(error), nil)
             }
         }
-        if !events.isEmpty {
-            do throws(StoreError) {
-                try insertEvents()
-            } catch {
-                if db.isAutocommit { return .failed(error) }
-                rollback()
-                return .retryIsolated
+
+        if !batch.events.isEmpty {
+            let (output, end) = step { () throws(StoreError) in
+                try WriteOperation.insert(batch.events, on: db)
+                return .none
             }
+            if let end { return end }
+            if case .failure(let error)? = output {
+                Self.report("\(batch.events.count) events were not stored: \(error)")
+            }
+        }
+        var results: [Result<WriteOperation.Output, StoreError>] = []
+        results.reserveCapacity(batch.writes.count)
+        for (index, operation) in batch.writes.enumerated() {
+            if operation.isBarrier || folding.skipped.contains(index) {
+                results.append(.success(.none))
+                continue
+            }
+            let (output, end) = step { () throws(StoreError) in
+                try operation.apply(on: db, startedAt: folding.startTimes[index])
+            }
+            if let end { return end }
+            if let output { results.append(output) }
         }
         do throws(StoreError) {
             try db.run("COMMIT")
@@ -274,7 +303,7 @@ final class StoreWriter: @unchecked Sendable {
     }
 
     /// Failures nobody waits for would otherwise vanish: one line on stderr (never a value).
-    private static func report(_ message: String) {
+    static func report(_ message: String) {
         FileHandle.standardError.write(Data("hydra: state store: \(message)\n".utf8))
     }
 }

@@ -34,16 +34,41 @@ struct EncodedJob: Sendable {
     }
 }
 
+/// An event row with its fields encoded as JSON on the emitting thread.
+/// Events do not queue as writes: the writer takes all those appended since
+/// its last batch and inserts them first, many rows per statement.
+struct EncodedEvent: Sendable {
+    let seq: Int
+    let name: String
+    let jobId: String
+    let rootJobId: String
+    let stepPath: String
+    let time: Double
+    let fields: [UInt8]
+
+    /// Nil when `seq` does not fit SQLite's INTEGER (63 bits).
+    init?(_ event: HydraEvent) {
+        guard let seq = Int(exactly: event.seq) else { return nil }
+        self.seq = seq
+        name = event.name
+        jobId = event.jobId
+        rootJobId = event.rootJobId
+        stepPath = event.stepPath
+        time = event.time
+        fields = JSONWriter.bytes(.object(event.fields))
+    }
+}
+
 /// One write queued for the writer thread, with its callback if someone waits
 /// for it. ``StoreWriter`` runs a batch of them in one transaction; `apply`
 /// holds the SQL of each.
 enum WriteOperation: Sendable {
     case insert([EncodedJob], done: @Sendable (Result<[InsertOutcome], StoreError>) -> Void)
     case markStarted(jobId: String, time: Double)
-    case finish(jobId: String, state: JobState, result: JSONValue, time: Double,
+    /// `result`: the `job.result` object's JSON, encoded on the caller's thread.
+    case finish(jobId: String, state: JobState, result: [UInt8], time: Double,
                 done: (@Sendable (Result<Void, StoreError>) -> Void)?)
     case step(jobId: String, stepPath: String, StoredStep, done: (@Sendable (Result<Void, StoreError>) -> Void)?)
-    case events([HydraEvent])
     /// `bytes` is the encoded value (encoded on the caller's thread); `value`
     /// the clear one, for the in-memory cache once committed.
     case setShared(key: String, bytes: [UInt8], cipher: SharedCipher, value: JSONValue,
@@ -54,13 +79,6 @@ enum WriteOperation: Sendable {
     case prune(before: Double)
     /// A marker: `reached` runs once every write queued before it is committed (or failed).
     case barrier(reached: @Sendable () -> Void)
-
-    /// True for a write that reads or deletes events: the writer inserts the
-    /// events it gathered from earlier writes of the batch before it runs.
-    var touchesEvents: Bool {
-        if case .prune = self { return true }
-        return false
-    }
 
     /// What a write produced, for its callback.
     enum Output {
@@ -74,7 +92,7 @@ enum WriteOperation: Sendable {
         switch self {
         case .insert, .setShared, .removeShared, .removeResponses: return true
         case .finish(_, _, _, _, let done), .step(_, _, _, let done): return done != nil
-        case .markStarted, .events, .storeResponse, .prune, .barrier: return false
+        case .markStarted, .storeResponse, .prune, .barrier: return false
         }
     }
 
@@ -96,7 +114,7 @@ enum WriteOperation: Sendable {
             done(outcome.map { if case .count(let n) = $0 { return n } else { return 0 } })
         case .barrier(let reached):
             reached()
-        case .finish, .step, .markStarted, .events, .storeResponse, .prune:
+        case .finish, .step, .markStarted, .storeResponse, .prune:
             break
         }
     }
@@ -121,7 +139,7 @@ enum WriteOperation: Sendable {
 
     /// Inserts events many rows per statement: one step inserts a whole chunk,
     /// which costs far less than a statement per event.
-    static func insert(_ events: [HydraEvent], on db: SQLiteConnection) throws(StoreError) {
+    static func insert(_ events: [EncodedEvent], on db: SQLiteConnection) throws(StoreError) {
         var rest = events[...]
         while !rest.isEmpty {
             let chunk = rest.prefix(rest.count >= eventsPerInsert ? eventsPerInsert : 1)
@@ -129,16 +147,14 @@ enum WriteOperation: Sendable {
             var values: [SQLValue] = []
             values.reserveCapacity(chunk.count * 7)
             for event in chunk {
-                // seq is an SQLite INTEGER (63 bits): a larger one cannot be stored.
-                guard let seq = Int(exactly: event.seq) else { throw StoreError("event seq \(event.seq) is out of range") }
                 // Appended one by one: an array literal here would allocate for every event.
-                values.append(.int(seq))
+                values.append(.int(event.seq))
                 values.append(.text(event.name))
                 values.append(.text(event.jobId))
                 values.append(.text(event.rootJobId))
                 values.append(.text(event.stepPath))
                 values.append(.double(event.time))
-                values.append(.json(.object(event.fields)))
+                values.append(.utf8(event.fields))
             }
             try db.run(chunk.count == 1 ? insertEvent : insertEvents, values)
         }
@@ -180,19 +196,16 @@ enum WriteOperation: Sendable {
 
         case .finish(let jobId, let state, let result, let time, _) where startedAt != nil:
             try db.run("UPDATE jobs SET state = ?, result = ?, finished_at = ?, started_at = COALESCE(started_at, ?) WHERE job_id = ?",
-                       [.text(state.rawValue), .json(result), .double(time), .double(startedAt!), .text(jobId)])
+                       [.text(state.rawValue), .utf8(result), .double(time), .double(startedAt!), .text(jobId)])
 
         case .finish(let jobId, let state, let result, let time, _):
             try db.run("UPDATE jobs SET state = ?, result = ?, finished_at = ? WHERE job_id = ?",
-                       [.text(state.rawValue), .json(result), .double(time), .text(jobId)])
+                       [.text(state.rawValue), .utf8(result), .double(time), .text(jobId)])
 
         case .step(let jobId, let stepPath, let step, _):
             try db.run("INSERT OR REPLACE INTO steps (job_id, step_path, state, result, error) VALUES (?, ?, ?, ?, ?)",
                        [.text(jobId), .text(stepPath), .text(step.state.rawValue), SQLValue(step.result),
                         SQLValue(step.error)])
-
-        case .events(let events):
-            try Self.insert(events, on: db)
 
         case .setShared(let key, let bytes, let cipher, _, _):
             try db.run("INSERT OR REPLACE INTO shared (key, cipher, value) VALUES (?, ?, ?)",
@@ -233,8 +246,15 @@ enum WriteOperation: Sendable {
                     (SELECT job_id FROM jobs WHERE finished_at < ? AND +state IN \(Self.finalStates))
                 """, [.double(time)])
             try db.run("DELETE FROM jobs WHERE finished_at < ? AND +state IN \(Self.finalStates)", [.double(time)])
+            // Events go as a prefix in seq order: all those before the first
+            // one still within retention, so a replay never meets a gap (and
+            // an event whose clock went back is kept with its neighbours).
+            // The scan stops at that first recent event: no index on time.
             // The newest event is kept so seq never goes back after a restart.
-            try db.run("DELETE FROM events WHERE time < ? AND seq < (SELECT MAX(seq) FROM events)", [.double(time)])
+            try db.run("""
+                DELETE FROM events WHERE seq < COALESCE(
+                    (SELECT seq FROM events WHERE time >= ? ORDER BY seq LIMIT 1), (SELECT MAX(seq) FROM events))
+                """, [.double(time)])
             try db.run("DELETE FROM cache WHERE stored_at + ttl <= ?", [.double(Date().timeIntervalSince1970)])
 
         case .barrier:

@@ -183,7 +183,8 @@ import Testing
                 group.leave()
             }
         }
-        // A fire-and-forget write that fails (seq beyond SQLite's integers) amid good ones.
+        // Events ride along (inserted again in the isolated retry); one whose seq
+        // cannot be stored is refused alone (on stderr), its neighbours stay.
         store.append([HydraEvent(seq: 1, name: "job.queued", jobId: "x", rootJobId: "x", stepPath: "", time: 1, fields: [:])])
         store.append([HydraEvent(seq: .max, name: "job.queued", jobId: "x", rootJobId: "x", stepPath: "", time: 1, fields: [:])])
         store.append([HydraEvent(seq: 2, name: "job.queued", jobId: "y", rootJobId: "y", stepPath: "", time: 1, fields: [:])])
@@ -259,8 +260,8 @@ import Testing
         let noop: @Sendable () -> Void = {}
         let ops: [WriteOperation] = [
             .markStarted(jobId: "a", time: 10), .markStarted(jobId: "b", time: 20), .barrier(reached: noop),
-            .finish(jobId: "a", state: .succeeded, result: 1, time: 11, done: nil),
-            .finish(jobId: "c", state: .failed, result: nil, time: 31, done: nil),
+            .finish(jobId: "a", state: .succeeded, result: Array("1".utf8), time: 11, done: nil),
+            .finish(jobId: "c", state: .failed, result: Array("null".utf8), time: 31, done: nil),
         ]
         let folding = StoreWriter.Folding(ops)
         #expect(folding.skipped == [0])
@@ -443,9 +444,9 @@ import Testing
         for id in ["old", "recent", "running"] {
             store.recordStep(jobId: id, stepPath: "0", outcome: StoredStep(state: .succeeded, result: 1, error: nil), done: nil)
         }
-        store.append((1...4).map {
+        store.append((1...5).map {
             HydraEvent(seq: UInt64($0), name: "job.queued", jobId: "j", rootJobId: "j", stepPath: "",
-                       time: $0 == 2 ? 1000 : 10, fields: [:])
+                       time: $0 == 3 ? 1000 : 10, fields: [:])
         })
         let now = Date().timeIntervalSince1970
         store.storeResponse("expired", api: nil, value: 1, ttl: 10, now: now - 100)
@@ -455,12 +456,49 @@ import Testing
 
         #expect(try store.job("old") == nil)
         #expect(try store.jobs(state: nil, limit: 10, after: nil).jobs.map(\.jobId).sorted() == ["queued", "recent", "running"])
-        // Events before 500 go, but the newest stays so seq never goes back.
-        #expect(try store.events(after: 0, limit: 10).map(\.seq) == [2, 4])
-        #expect(try store.lastSeq() == 4)
+        // Events go as a prefix: those before the first one within retention
+        // (seq 3). Seq 4, whose clock went back, stays: a replay has no gap.
+        #expect(try store.events(after: 0, limit: 10).map(\.seq) == [3, 4, 5])
         #expect(try store.cachedResponse("fresh", now: now) == 2)
         #expect(try rows(store.path, "SELECT key FROM cache") == [["fresh"]])
         #expect(try rows(store.path, "SELECT job_id FROM steps ORDER BY job_id") == [["recent"], ["running"]])
+
+        // With no event within retention, only the newest stays, so seq never goes back.
+        store.prune(before: 2000)
+        store.flush()
+        #expect(try store.events(after: 0, limit: 10).map(\.seq) == [5])
+        #expect(try store.lastSeq() == 5)
+    }
+
+    @Test func migrationThreeKeepsJobsAndIdempotencyKeys() throws {
+        // A database as Hydra left it at schema version 2.
+        let dir = folder()
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let path = dir + "/hydra.db"
+        let old = try SQLiteConnection(path: path, sync: .normal)
+        try old.execute("CREATE TABLE migrations (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)")
+        for version in 1...2 {
+            try old.execute(Migrations.all[version - 1])
+            try old.run("INSERT INTO migrations (version, applied_at) VALUES (?, 0)", [.int(version)])
+        }
+        for (id, key) in [("a", "k1"), ("b", nil), ("c", nil)] as [(String, String?)] {
+            try old.run("""
+                INSERT INTO jobs (job_id, spec, input, canonical, priority, idempotency_key, state, created_at)
+                VALUES (?, '{"type":"local","name":"echo"}', 'null', '', 0, ?, 'queued', 1)
+                """, [.text(id), SQLValue(key)])
+        }
+        old.close()
+
+        let store = try SQLiteStore(directory: dir)
+        defer { store.close() }
+        #expect(try store.jobs(state: .queued, limit: 10, after: nil).jobs.map(\.jobId).sorted() == ["a", "b", "c"])
+        #expect(try store.job("a")?.idempotencyKey == "k1")
+        // The key still answers a repeated submit; jobs without a key never collide.
+        #expect(try insert(store, [job("a2", at: 2, key: "k1"), job("d", at: 2), job("e", at: 2)]) ==
+                [.existing(jobId: "a", sameSpec: false), .inserted, .inserted])
+        let indexes = try rows(store.path, "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name")
+        #expect(indexes == [["cache_by_api"], ["jobs_by_created"], ["jobs_by_finished"], ["jobs_by_idempotency_key"],
+                            ["jobs_by_state"]])
     }
 
     @Test func closedStoresRefuse() throws {

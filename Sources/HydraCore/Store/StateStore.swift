@@ -50,6 +50,9 @@ public protocol StateStore: Sendable {
     /// Appends events (already numbered, in `seq` order). Fire and forget.
     func append(_ events: [HydraEvent])
 
+    /// Appends one event (the journal's case: every event as it is emitted).
+    func append(_ event: HydraEvent)
+
     /// Events with `seq > after`, oldest first, at most `limit`.
     func events(after seq: UInt64, limit: Int) throws(StoreError) -> [HydraEvent]
 

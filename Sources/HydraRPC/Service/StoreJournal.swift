@@ -16,7 +16,7 @@ final class StoreJournal: StepJournal, EventSink, SharedDataReader {
     }
 
     func receive(_ event: HydraEvent) {
-        store.append([event])
+        store.append(event)
         if event.name == EventName.started, event.stepPath.isEmpty {
             store.markStarted(jobId: event.rootJobId, at: event.time)
         }
