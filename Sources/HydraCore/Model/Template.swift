@@ -37,11 +37,22 @@ public struct ReferenceError: Error, Sendable, CustomStringConvertible {
 /// reference takes the referenced value with its JSON type; otherwise each
 /// reference is replaced by its text (strings as they are, other values as JSON).
 public enum Template {
+    /// Whether `string` holds `${`. Runs for every leaf a coordinator
+    /// dispatches, so it reads the UTF-8 in place rather than through an iterator.
     public static func containsReference(_ string: String) -> Bool {
-        var dollar = false
-        for byte in string.utf8 {
-            if dollar && byte == UInt8(ascii: "{") { return true }
-            dollar = byte == UInt8(ascii: "$")
+        if let found = string.utf8.withContiguousStorageIfAvailable(containsReference(utf8:)) { return found }
+        return containsReference(utf8: Array(string.utf8))
+    }
+
+    private static func containsReference<Bytes: RandomAccessCollection<UInt8>>(utf8 bytes: Bytes) -> Bool
+        where Bytes.Index == Int
+    {
+        guard bytes.count > 1 else { return false }
+        var i = bytes.startIndex
+        let last = bytes.endIndex - 1
+        while i < last {
+            if bytes[i] == UInt8(ascii: "$") && bytes[i + 1] == UInt8(ascii: "{") { return true }
+            i += 1
         }
         return false
     }
