@@ -68,6 +68,17 @@ import Testing
         #expect(throws: ReferenceError.self) { try Template.resolve("${prev.body.missing}", in: scope) }
     }
 
+    @Test func referencesAreFoundAnywhereInAString() {
+        for text in ["${a}", "ab${", "é${x}", "/u/$${id}", String(repeating: "x", count: 100) + "${y}"] {
+            #expect(Template.containsReference(text), "\(text)")
+        }
+        for text in ["", "$", "{", "a$", "$ {", "{$}", "é$", "x$y{"] {
+            #expect(!Template.containsReference(text), "\(text)")
+        }
+        #expect(Template.containsReference(["k": ["list": [1, "${prev}"]]] as JSONValue))
+        #expect(!Template.containsReference(["k": ["list": [1, "$ {prev}"]]] as JSONValue))
+    }
+
     @Test func retryBackoffIsCappedExponentialWithJitter() {
         let policy = RetryPolicy(maxAttempts: 5, backoffMs: 100, maxBackoffMs: 300)
         #expect(policy.baseDelayMs(afterAttempt: 1) == 100)
