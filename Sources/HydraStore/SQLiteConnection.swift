@@ -46,6 +46,8 @@ final class SQLiteConnection {
 
     /// Finalizes the statements and closes the database; later calls throw "store is closed".
     func close() {
+        if let db, walHook != nil { sqlite3_wal_hook(db, nil, nil) }
+        walHook = nil
         for statement in statements.values { sqlite3_finalize(statement) }
         statements.removeAll()
         if let db { sqlite3_close_v2(db) }
@@ -60,6 +62,39 @@ final class SQLiteConnection {
 
     private func error(_ context: String) -> StoreError {
         StoreError("\(path): \(context): \(db.map { String(cString: sqlite3_errmsg($0)) } ?? "closed")")
+    }
+
+    /// Replaces SQLite's automatic checkpoints on this connection. After each
+    /// commit `onCommit` gets the number of frames in the WAL, on the
+    /// committing thread; when it returns true, the connection checkpoints
+    /// right there (passive: never waits for readers, nor for a checkpoint
+    /// running elsewhere).
+    func replaceAutomaticCheckpoints(_ onCommit: @escaping (_ walFrames: Int) -> Bool) {
+        guard let db else { return }
+        let hook = WALHook(onCommit)
+        walHook = hook
+        sqlite3_wal_hook(db, { context, db, _, frames in
+            let hook = Unmanaged<WALHook>.fromOpaque(context!).takeUnretainedValue()
+            if hook.onCommit(Int(frames)) {
+                _ = sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            }
+            return SQLITE_OK
+        }, Unmanaged.passUnretained(hook).toOpaque())
+    }
+
+    /// The hook's closure, kept alive by the connection that calls it.
+    private final class WALHook {
+        let onCommit: (Int) -> Bool
+        init(_ onCommit: @escaping (Int) -> Bool) { self.onCommit = onCommit }
+    }
+    private var walHook: WALHook?
+
+    /// Copies what it can of the WAL into the database file (a passive
+    /// checkpoint: it never waits). Another checkpoint in progress is not an error.
+    func checkpoint() throws(StoreError) {
+        guard let db else { throw StoreError("store is closed") }
+        let status = sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+        guard status == SQLITE_OK || status & 0xFF == SQLITE_BUSY else { throw error("cannot checkpoint the WAL") }
     }
 
     /// Runs SQL without bindings nor results; several statements allowed (schema, pragmas).

@@ -10,9 +10,11 @@ import OrderedCollections
 /// thread on a second connection behind a lock; WAL lets them run beside the
 /// writer, and they see every write whose `done` already ran. Shared values
 /// are also kept in memory, so `${shared.KEY}` reads on the coordinator's hot
-/// path are a lock and a dictionary lookup. Every method is thread-safe.
+/// path are a lock and a dictionary lookup. A third connection, on its own
+/// thread, copies the WAL into the database file (``Checkpointer``). Every
+/// method is thread-safe.
 ///
-/// Call ``close()`` when done: it commits what is queued and stops the thread.
+/// Call ``close()`` when done: it commits what is queued and stops the threads.
 public final class SQLiteStore: StateStore {
     /// SQLite's `synchronous` setting: `normal` survives a process crash,
     /// `full` also a power loss, at one more fsync per commit.
@@ -21,6 +23,7 @@ public final class SQLiteStore: StateStore {
     /// The database file (`directory/hydra.db`).
     public let path: String
     private let writer: StoreWriter
+    private let checkpointer: Checkpointer
     private let reader: ReadConnection
     private let codec: SharedCodec
     private let shared: SharedCache
@@ -42,6 +45,15 @@ public final class SQLiteStore: StateStore {
         let writeConnection = try SQLiteConnection(path: path, sync: sync)
         try Migrations.apply(to: writeConnection)
         let readConnection = try SQLiteConnection(path: path, sync: sync, queryOnly: true)
+        // Checkpoints run beside the writer, not inside its commits (see `Checkpointer`);
+        // a WAL reset after a burst is truncated back to 64 MiB.
+        let checkpointer = Checkpointer(connection: try SQLiteConnection(path: path, sync: sync))
+        self.checkpointer = checkpointer
+        try writeConnection.execute("PRAGMA journal_size_limit=\(64 << 20)")
+        writeConnection.replaceAutomaticCheckpoints { frames in
+            if frames >= Checkpointer.backgroundFrames { checkpointer.request() }
+            return frames >= Checkpointer.writerFrames
+        }
 
         // Every shared value, decoded once. One that cannot be (an aes-gcm
         // value without the right key) keeps its error for whoever reads it:
@@ -68,6 +80,7 @@ public final class SQLiteStore: StateStore {
             }
         }
         writer.start()
+        checkpointer.start()
     }
 
     /// Closes the store if ``close()`` was not called.
@@ -318,6 +331,7 @@ public final class SQLiteStore: StateStore {
     /// at once) and reads throw it. Any thread; idempotent.
     public func close() {
         writer.close()
+        checkpointer.close()
         reader.close()
         shared.close()
     }

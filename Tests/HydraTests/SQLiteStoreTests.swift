@@ -470,6 +470,26 @@ import Testing
         #expect(try store.lastSeq() == 5)
     }
 
+    /// The WAL reaches the database file through the checkpoint thread: the
+    /// writer's own threshold is far above what is written here, and SQLite's
+    /// automatic checkpoints are off on the write connection.
+    @Test func checkpointsRunBesideTheWriter() throws {
+        let store = try SQLiteStore(directory: folder())
+        defer { store.close() }
+        let big = JSONValue.string(String(repeating: "x", count: 8000))
+        for chunk in 0..<10 {
+            _ = try insert(store, (0..<100).map { job("j\(chunk)-\($0)", at: 1, input: big) })
+        }
+        func size(_ path: String) -> Int {
+            ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0
+        }
+        // About 8 MB of rows: some 2,000 WAL frames, far below `Checkpointer.writerFrames`.
+        let deadline = Date().addingTimeInterval(20)
+        while size(store.path) < 4 << 20 && Date() < deadline { usleep(20_000) }
+        #expect(size(store.path) >= 4 << 20)
+        #expect(try store.job("j9-99")?.input == big)
+    }
+
     @Test func migrationThreeKeepsJobsAndIdempotencyKeys() throws {
         // A database as Hydra left it at schema version 2.
         let dir = folder()

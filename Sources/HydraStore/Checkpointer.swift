@@ -1,0 +1,86 @@
+import Dispatch
+import Foundation
+import HydraCore
+import HydraLoop
+import Synchronization
+
+/// Copies committed pages from the WAL into the database file on a thread
+/// of its own (`hydra-checkpt`), so the writer thread never waits for those
+/// writes and their fsync: with SQLite's automatic checkpoints, every
+/// thousandth page stalled a commit, and single-call submits, one commit
+/// each, felt every stall.
+///
+/// The writer asks for a checkpoint once the WAL passes ``backgroundFrames``
+/// (SQLite's own default threshold). Checkpoints here are passive: they copy
+/// what is committed and never block the writer. A WAL that keeps growing
+/// because commits never pause (SQLite restarts the WAL only once a
+/// checkpoint has caught up with the last commit) is checkpointed by the
+/// writer itself at ``writerFrames``; by then most pages are already copied.
+/// Durability does not change: a commit is durable once in the WAL.
+final class Checkpointer: @unchecked Sendable {
+    // @unchecked: `connection` is used only on the checkpoint thread; the
+    // rest is a lock, a semaphore and a group.
+    private let connection: SQLiteConnection
+    private let state = Mutex<(requested: Bool, closed: Bool)>((false, false))
+    private let wake = DispatchSemaphore(value: 0)
+    private let running = DispatchGroup()
+
+    /// WAL frames after which the writer asks for a background checkpoint.
+    static let backgroundFrames = 1000
+    /// WAL frames after which the writer checkpoints itself (about 64 MiB of 4 KiB pages).
+    static let writerFrames = 16_000
+
+    /// Takes over `connection` (its own, to the same database).
+    init(connection: SQLiteConnection) {
+        self.connection = connection
+    }
+
+    func start() {
+        running.enter()
+        let thread = Thread { [self] in run() }
+        thread.name = "hydra-checkpt"
+        thread.start()
+    }
+
+    /// Asks for a checkpoint soon. Any thread; cheap when one is already asked for.
+    func request() {
+        let signal = state.withLock { s -> Bool in
+            if s.requested || s.closed { return false }
+            s.requested = true
+            return true
+        }
+        if signal { wake.signal() }
+    }
+
+    /// Stops the thread (after the checkpoint in progress) and closes its connection. Idempotent.
+    func close() {
+        let first = state.withLock { s -> Bool in
+            defer { s.closed = true }
+            return !s.closed
+        }
+        if first { wake.signal() }
+        running.wait()
+    }
+
+    private func run() {
+        nameCurrentThread("hydra-checkpt")
+        var reported = false
+        while true {
+            wake.wait()
+            let closed = state.withLock { s -> Bool in
+                s.requested = false
+                return s.closed
+            }
+            if closed { break }
+            do throws(StoreError) {
+                try connection.checkpoint()
+            } catch {
+                // The writer checkpoints itself past `writerFrames`: say it once, go on.
+                if !reported { StoreWriter.report("background checkpoint failed: \(error)") }
+                reported = true
+            }
+        }
+        connection.close()
+        running.leave()
+    }
+}
