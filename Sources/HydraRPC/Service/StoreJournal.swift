@@ -5,7 +5,9 @@ import HydraCore
 /// of each job, and `${shared.KEY}` reads.
 ///
 /// Every method runs on the thread that calls it (the coordinator, or the
-/// emitting thread under the bus lock) and only queues a write.
+/// emitting thread under the bus lock) and only queues a write. An event's
+/// fields are encoded as JSON there, under the bus lock: the one writer
+/// thread is the server's bottleneck, the emitting threads are not.
 final class StoreJournal: StepJournal, EventSink, SharedDataReader {
     let store: any StateStore
 
