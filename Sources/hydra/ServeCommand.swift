@@ -1,5 +1,4 @@
 import ArgumentParser
-import Dispatch
 import Foundation
 import Hydra
 import HydraLoop
@@ -99,67 +98,26 @@ struct ServeCommand: AsyncParsableCommand {
             exitInvalid(error)
         }
 
-        store.prune(before: Date().timeIntervalSince1970 - Double(configuration.retentionHours) * 3600)
+        let retention = Double(configuration.retentionHours) * 3600
+        store.prune(before: Date().timeIntervalSince1970 - retention)
+        let signals = TerminationSignals(upkeepEvery: 3600) {
+            store.prune(before: Date().timeIntervalSince1970 - retention)
+        }
         writeLine("hydra \(HydraVersion.string) serving on \(server.listening.joined(separator: " and "))")
         writeLine("state: \(statePath)/hydra.db\(recovered > 0 ? " (\(recovered) unfinished jobs resumed)" : "")")
 
-        let retention = Double(configuration.retentionHours) * 3600
-        let signal = await Self.waitForTermination(pruneEvery: 3600) {
-            store.prune(before: Date().timeIntervalSince1970 - retention)
-        }
+        let signal = await signals.wait()
         FileHandle.standardError.write(Data("hydra: \(signal): stopping (grace period \(grace) s)\n".utf8))
-        server.stopListening()
+        // The listeners stay open through the grace period: a client that connects now
+        // hears -32005 for new work and can still ask for status and results. (Closing
+        // them would also reset connections the kernel had queued but the loop had not
+        // yet accepted: those clients would see a bare reset instead of -32005.)
         let finished = await service.shutdown(gracePeriod: .milliseconds(Int(grace * 1000)))
         server.shutdown()
+        signals.close()
         _ = FileManager.default.createFile(atPath: cleanMarker, contents: Data())
         FileHandle.standardError.write(Data(
             "hydra: stopped\(finished ? "" : "; unfinished jobs are kept and resume at the next start")\n".utf8))
-    }
-
-    /// Waits for SIGTERM or SIGINT; runs `upkeep` every `pruneEvery` seconds meanwhile.
-    private static func waitForTermination(pruneEvery: Double, upkeep: @escaping @Sendable () -> Void) async -> String {
-        signal(SIGTERM, SIG_IGN)
-        signal(SIGINT, SIG_IGN)
-        signal(SIGPIPE, SIG_IGN)
-        let queue = DispatchQueue(label: "hydra-signals")
-        return await withCheckedContinuation { continuation in
-            let once = SignalOnce(continuation)
-            var sources: [DispatchSourceSignal] = []
-            for (number, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
-                let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-                source.setEventHandler { once.fire(name) }
-                source.resume()
-                sources.append(source)
-            }
-            let timer = DispatchSource.makeTimerSource(queue: queue)
-            timer.schedule(deadline: .now() + pruneEvery, repeating: pruneEvery)
-            timer.setEventHandler(handler: upkeep)
-            timer.resume()
-            once.keep(sources + [timer])
-        }
-    }
-}
-
-/// Resumes the signal wait once and keeps the dispatch sources alive.
-private final class SignalOnce: @unchecked Sendable {
-    private let lock = NSLock()
-    private var continuation: CheckedContinuation<String, Never>?
-    private var sources: [any DispatchSourceProtocol] = []
-
-    init(_ continuation: CheckedContinuation<String, Never>) { self.continuation = continuation }
-
-    func keep(_ sources: [any DispatchSourceProtocol]) {
-        lock.lock()
-        self.sources = sources
-        lock.unlock()
-    }
-
-    func fire(_ name: String) {
-        lock.lock()
-        let c = continuation
-        continuation = nil
-        lock.unlock()
-        c?.resume(returning: name)
     }
 }
 

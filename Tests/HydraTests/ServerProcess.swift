@@ -78,6 +78,18 @@ final class ServerProcess: @unchecked Sendable {
         return (process.terminationStatus, String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
     }
 
+    /// Sends SIGTERM and waits at most `limit`; nil (after a kill -9) when the server did not exit in time.
+    func terminate(within limit: Duration) -> Int32? {
+        process.terminate()
+        let deadline = ContinuousClock.now + limit
+        while process.isRunning && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        guard !process.isRunning else {
+            kill9()
+            return nil
+        }
+        return process.terminationStatus
+    }
+
     /// kill -9: no chance to flush or clean up.
     func kill9() {
         kill(process.processIdentifier, SIGKILL)

@@ -336,13 +336,19 @@ import Testing
         let job = try client.call("job.submit", ["job": ["type": "remote", "endpoint": "/delay/2000"]])
         let other = try server.client()
         kill(server.process.processIdentifier, SIGTERM)
-        Thread.sleep(forTimeInterval: 0.1)
-        do {
-            _ = try other.call("job.submit", ["job": ["type": "local", "name": "echo"]])
-            Issue.record("accepted work while shutting down")
-        } catch {
-            #expect(error.code == -32005)
+        Thread.sleep(forTimeInterval: 0.2)
+        // Both a connection opened before the signal and one opened after it hear -32005.
+        let late = try server.client()
+        for connection in [other, late] {
+            do {
+                _ = try connection.call("job.submit", ["job": ["type": "local", "name": "echo"]])
+                Issue.record("accepted work while shutting down")
+            } catch {
+                #expect(error.code == -32005, "\(error)")
+            }
         }
+        // Queries still work during the grace period.
+        #expect(try late.call("job.status", ["jobId": job["jobId"]!])["state"] == "running")
         let (status, _) = server.terminate()
         #expect(status == 0)
         // The job that was running finished and its result was kept.
@@ -350,6 +356,14 @@ import Testing
         defer { restarted.terminate() }
         let result = try restarted.client().call("job.result", ["jobId": job["jobId"]!])
         #expect(result["state"] == "succeeded")
+    }
+
+    /// A supervisor may stop the server the moment it prints where it listens.
+    @Test func aSignalRightAfterTheBannerIsNeverLost() throws {
+        for _ in 0..<5 {
+            let server = try ServerProcess()
+            #expect(server.terminate(within: .seconds(10)) == 0)
+        }
     }
 
     @Test func aClientThatStopsReadingLosesItsSubscriptionsOthersKeepFullSpeed() throws {

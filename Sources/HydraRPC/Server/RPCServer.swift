@@ -58,12 +58,6 @@ public final class RPCServer: Sendable {
         return loop.submitAndWait(ifStopped: nil) { runtime.value.tcpPort }
     }
 
-    /// Stops accepting connections; open connections stay (so clients hear `-32005`).
-    public func stopListening() {
-        let runtime = self.runtime
-        loop.submitAndWait(ifStopped: ()) { runtime.value.closeListeners() }
-    }
-
     /// Closes every connection (after flushing what is queued) and stops the loop.
     public func shutdown() {
         service.engine.unsubscribe(busSubscription)
