@@ -47,7 +47,7 @@ extension RPCServerRuntime {
                     state = s
                 }
                 let limit = try params.int("limit", min: 1, max: 10_000) ?? 100
-                now(.success(try service.list(state: state, limit: limit, after: params.string("after"))))
+                service.list(state: state, limit: limit, after: try params.string("after"), reply: later)
 
             case "events.subscribe":
                 var names = try params.stringSet("events")

@@ -214,7 +214,19 @@ public final class HydraService: Sendable {
     }
 
     /// `job.list`: newest first, with a cursor for the next page.
-    public func list(state: JobState?, limit: Int, after: String?) throws(ServiceError) -> JSONValue {
+    ///
+    /// Answered off the caller's thread once the store has committed every write queued
+    /// before the call, so the list agrees with whatever the client saw before asking
+    /// (a job `job.result` reported succeeded is listed under `succeeded`).
+    public func list(state: JobState?, limit: Int, after: String?,
+                     reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+        DispatchQueue.global().async { [self] in
+            store.flush()
+            reply(Result { () throws(ServiceError) in try listPage(state: state, limit: limit, after: after) })
+        }
+    }
+
+    private func listPage(state: JobState?, limit: Int, after: String?) throws(ServiceError) -> JSONValue {
         let page: (jobs: [StoredJob], next: String?)
         do {
             page = try store.jobs(state: state, limit: limit, after: after)
