@@ -25,6 +25,35 @@ import Testing
                 == "steps[1].id: duplicate id 'a'")
     }
 
+    @Test func unknownKeysAreFoundInLargeObjectsToo() throws {
+        // Past 64 members the reader tracks what it read differently: both paths refuse a typo.
+        var members = (0..<70).map { #""k\#($0)":\#($0)"# }
+        var reader = try FieldReader(try JSONParser.parse("{" + members.joined(separator: ",") + "}"), path: "x")
+        for i in 0..<70 where i != 3 && i != 66 { _ = reader.value("k\(i)") }
+        #expect(throws: ValidationError(path: "x.k3", "unknown key")) { try reader.rejectUnknownKeys() }
+        _ = reader.value("k3")
+        #expect(throws: ValidationError(path: "x.k66", "unknown key")) { try reader.rejectUnknownKeys() }
+        _ = reader.value("k66")
+        try reader.rejectUnknownKeys()
+        // A key asked for but absent does not count as read.
+        members = [#""a":1"#, #""b":2"#]
+        reader = try FieldReader(try JSONParser.parse("{" + members.joined(separator: ",") + "}"), path: "")
+        _ = reader.value("a")
+        _ = reader.value("c")
+        #expect(throws: ValidationError(path: "b", "unknown key")) { try reader.rejectUnknownKeys() }
+    }
+
+    @Test func summariesNeverShowCredentials() throws {
+        func url(_ text: String) throws -> String? {
+            try spec(#"{"type":"remote","url":"\#(text)"}"#).summary["url"]?.stringValue
+        }
+        #expect(try url("https://user:pw@api.example.com/x") == "https://***@api.example.com/x")
+        #expect(try url("http://token@h:8080") == "http://***@h:8080")
+        #expect(try url("https://api.example.com/users/@me") == "https://api.example.com/users/@me")
+        #expect(try url("http://h/x?mail=a@b") == "http://h/x?mail=a@b")
+        #expect(try url("http://h/x") == "http://h/x")
+    }
+
     @Test func specRoundTripsThroughJSON() throws {
         let text = #"{"type":"serial","stopWhenFailed":true,"steps":[{"type":"remote","id":"a","method":"POST","url":"http://h/x","query":{"q":"1"},"body":{"k":[1]},"retry":{"maxAttempts":3,"backoffMs":10,"maxBackoffMs":100}},{"type":"local","name":"echo","input":"${prev.body}"}]}"#
         let parsed = try spec(text)

@@ -6,7 +6,10 @@ import OrderedCollections
 public struct FieldReader {
     public let members: OrderedDictionary<String, JSONValue>
     public let path: String
-    private var known: Set<String> = []
+    /// Which members an accessor asked for, by index: bit i for the first 64
+    /// (spec objects are small: no hashing, no allocation), a set beyond.
+    private var readLow: UInt64 = 0
+    private var readHigh: Set<Int> = []
 
     public init(_ value: JSONValue, path: String) throws(ValidationError) {
         guard case .object(let members) = value else {
@@ -26,8 +29,10 @@ public struct FieldReader {
     public func path(_ key: String) -> String { FieldReader.join(path, key) }
 
     public mutating func value(_ key: String) -> JSONValue? {
-        known.insert(key)
-        guard let value = members[key], !value.isNull else { return nil }
+        guard let i = members.index(forKey: key) else { return nil }
+        if i < 64 { readLow |= 1 << UInt64(i) } else { readHigh.insert(i) }
+        let value = members.values[i]
+        if value.isNull { return nil }  // (not `?:`: JSONValue is nil-literal expressible)
         return value
     }
 
@@ -95,8 +100,10 @@ public struct FieldReader {
 
     /// Fails on the first member that no accessor asked for.
     public func rejectUnknownKeys() throws(ValidationError) {
-        for key in members.keys where !known.contains(key) {
-            throw ValidationError(path: path(key), "unknown key")
+        if members.count <= 64 && readLow == (members.count == 64 ? .max : (1 << UInt64(members.count)) - 1) { return }
+        for (i, key) in members.keys.enumerated() {
+            let read = i < 64 ? readLow & (1 << UInt64(i)) != 0 : readHigh.contains(i)
+            if !read { throw ValidationError(path: path(key), "unknown key") }
         }
     }
 }

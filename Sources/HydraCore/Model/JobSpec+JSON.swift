@@ -203,11 +203,26 @@ extension RemoteSpec {
 
     /// A URL with any `user:password@` part removed, for summaries and logs.
     static func redactingCredentials(_ url: String) -> String {
-        guard let scheme = url.range(of: "://"),
-              let at = url[scheme.upperBound...].firstIndex(of: "@") else { return url }
-        let slash = url[scheme.upperBound...].firstIndex(of: "/") ?? url.endIndex
+        // Byte scan (no Foundation search): runs for every remote job's `job.queued`.
+        let bytes = url.utf8
+        guard bytes.contains(UInt8(ascii: "@")) else { return url }
+        var authorityStart: String.Index?
+        var i = bytes.startIndex
+        while i < bytes.endIndex {
+            if bytes[i] == UInt8(ascii: ":") {
+                let rest = bytes[bytes.index(after: i)...]
+                if rest.starts(with: "//".utf8) {
+                    authorityStart = bytes.index(i, offsetBy: 3)
+                    break
+                }
+            }
+            i = bytes.index(after: i)
+        }
+        guard let start = authorityStart,
+              let at = bytes[start...].firstIndex(of: UInt8(ascii: "@")) else { return url }
+        let slash = bytes[start...].firstIndex(of: UInt8(ascii: "/")) ?? bytes.endIndex
         guard at < slash else { return url }
-        return String(url[..<scheme.upperBound]) + "***@" + String(url[url.index(after: at)...])
+        return String(url[..<start]) + "***@" + String(url[bytes.index(after: at)...])
     }
 }
 
