@@ -82,8 +82,10 @@ public final class Mailbox<Message: Sendable>: Sendable {
     final class Storage: Sendable {
         @usableFromInline
         struct Buffer {
-            @usableFromInline var pending: [Message] = []
-            @usableFromInline var spare: [Message] = []
+            /// Where producers append.
+            @usableFromInline var pending = MessageBuffer<Message>()
+            /// The last drained buffer, kept for its capacity (nil while a drain holds it).
+            @usableFromInline var spare: MessageBuffer<Message>? = MessageBuffer<Message>()
             @usableFromInline var closed = false
             @usableFromInline var draining = false
             @inlinable init() {}
@@ -107,35 +109,32 @@ public final class Mailbox<Message: Sendable>: Sendable {
         func append(contentsOf messages: [Message]) -> Bool {
             buffer.withLock { b -> Bool in
                 if b.closed || messages.isEmpty { return false }
-                let wasEmpty = b.pending.isEmpty
+                let wasEmpty = b.pending.count == 0
                 b.pending.append(contentsOf: messages)
                 return wasEmpty && !b.draining
             }
         }
 
         /// Delivers the messages pending now, in order. Returns true when more
-        /// arrived meanwhile and the caller must wake the loop again. The arrays
-        /// trade places so their capacity is reused.
+        /// arrived meanwhile and the caller must wake the loop again. The drained
+        /// buffer becomes the spare, so its capacity is reused.
         @inlinable
         @discardableResult
         func drain(_ handler: (Message) -> Void) -> Bool {
-            var batch: [Message] = []
-            let taken = buffer.withLock { b -> Bool in
-                guard !b.pending.isEmpty else { return false }
+            let taken = buffer.withLock { b -> MessageBuffer<Message>? in
+                guard b.pending.count > 0 else { return nil }
                 b.draining = true
-                swap(&b.pending, &batch)
-                swap(&b.pending, &b.spare)
-                return true
+                let batch = b.pending
+                b.pending = b.spare ?? MessageBuffer()
+                b.spare = nil
+                return batch
             }
-            guard taken else { return false }
-            // Hand each message over by move, not copy: reversed, `popLast` moves
-            // the last element out, which spares a retain and a release per payload.
-            batch.reverse()
-            while let message = batch.popLast() { handler(message) }
+            guard let batch = taken else { return false }
+            batch.moveOut(handler)
             return buffer.withLock { b -> Bool in
                 b.draining = false
-                if batch.capacity > b.spare.capacity { swap(&b.spare, &batch) }
-                return !b.pending.isEmpty
+                if batch.capacity > b.spare?.capacity ?? -1 { b.spare = batch }
+                return b.pending.count > 0
             }
         }
 
@@ -144,9 +143,75 @@ public final class Mailbox<Message: Sendable>: Sendable {
         func close() -> [Message] {
             buffer.withLock { b -> [Message] in
                 b.closed = true
-                defer { b.pending.removeAll() }
-                return b.pending
+                var rest: [Message] = []
+                rest.reserveCapacity(b.pending.count)
+                b.pending.moveOut { rest.append($0) }
+                return rest
             }
         }
+    }
+}
+
+/// A growable run of messages in manually managed memory, so a drain can move
+/// each message out in order (an `Array` can only give up its elements by copy,
+/// or by move from the end).
+///
+/// Thread safety: a buffer is only touched under its mailbox's lock, or by the one
+/// draining thread after the lock handed it over; hence `@unchecked Sendable`.
+@usableFromInline
+final class MessageBuffer<Message>: @unchecked Sendable {
+    @usableFromInline var base: UnsafeMutablePointer<Message>
+    @usableFromInline private(set) var count = 0
+    @usableFromInline private(set) var capacity: Int
+
+    @inlinable
+    init(capacity: Int = 16) {
+        base = .allocate(capacity: capacity)
+        self.capacity = capacity
+    }
+
+    @inlinable
+    deinit {
+        base.deinitialize(count: count)
+        base.deallocate()
+    }
+
+    @inlinable
+    func append(_ message: Message) {
+        if count == capacity { grow(to: count + 1) }
+        (base + count).initialize(to: message)
+        count += 1
+    }
+
+    @inlinable
+    func append(contentsOf messages: [Message]) {
+        if count + messages.count > capacity { grow(to: count + messages.count) }
+        messages.withUnsafeBufferPointer { source in
+            guard let from = source.baseAddress else { return }
+            (base + count).initialize(from: from, count: source.count)
+        }
+        count += messages.count
+    }
+
+    /// Hands each message to `body` by move, in order; the buffer is empty after.
+    @inlinable
+    func moveOut(_ body: (Message) -> Void) {
+        let total = count
+        count = 0  // the elements below are moved out one by one: never deinitialized twice
+        var i = 0
+        while i < total {
+            body((base + i).move())
+            i += 1
+        }
+    }
+
+    @inlinable
+    func grow(to minimum: Int) {
+        let newCapacity = Swift.max(capacity * 2, minimum)
+        let fresh = UnsafeMutablePointer<Message>.allocate(capacity: newCapacity)
+        fresh.moveInitialize(from: base, count: count)
+        base.deallocate()
+        base = fresh
+        capacity = newCapacity
     }
 }
