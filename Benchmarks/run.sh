@@ -368,7 +368,12 @@ EOF
         rpc_run rpc-submit rpc-submit --jobs "$((RPC_JOBS * 5))" --clients "$clients" --batch 500
     done
     for r in $(seq "$REPEAT"); do
-        log "remote jobs over RPC (batches of 500, 64 in flight), run $r/$REPEAT"
+        # raw C right before each run: the ratio of the pair is taken at the same moment
+        # (on a shared machine raw C alone varies by a third from one minute to the next).
+        log "remote jobs over RPC (batches of 500, 64 in flight), run $r/$REPEAT, after raw C at c=64"
+        "$RAWBENCH" "$URL" "$REQUESTS" 64 > "$TMP/out.txt" || true
+        line="$(json_line raw-c "$TMP/out.txt")"
+        [[ -n "$line" ]] && record "${line/\"name\":\"raw-c\"/\"name\":\"raw-c-paired\"}"
         rpc_run rpc-remote rpc-remote --url "$URL" --jobs "$REQUESTS" --clients 1 --batch 500
     done
     log "event fan-out to 100 subscribers"
@@ -437,6 +442,17 @@ for c in sorted(by):
     cpu = (by[c].get("hydra") or {}).get("cpu") or {}
     if cpu:
         cpu_lines.append("c=%d: " % c + ", ".join("%s %.1f" % (t, v) for t, v in sorted(cpu.items(), key=lambda kv: -kv[1])))
+# Each hydra run follows a raw C run at the same concurrency: the median of the
+# per-pair ratios is less sensitive to the machine's drift than a ratio of medians.
+pair_lines = []
+for c in sorted(runs):
+    raws, hydras = runs[c].get("raw-c", []), runs[c].get("hydra", [])
+    pairs = [h["rps"] / r["rps"] for r, h in zip(raws, hydras) if r["rps"] > 0]
+    if pairs:
+        pair_lines.append("c=%d %.2f× (%s)" % (c, statistics.median(pairs), ", ".join("%.2f" % p for p in pairs)))
+if pair_lines:
+    out.append("hydra ÷ raw C, run by run (median of the pairs, then each pair): " + "; ".join(pair_lines))
+    out.append("")
 if cpu_lines:
     out.append("Hydra CPU µs per request by thread (median of runs; the busiest thread limits throughput): "
                + "; ".join(cpu_lines))
@@ -463,7 +479,14 @@ if submits or remote_rpc or fan:
     if remote_rpc:
         med = statistics.median(r["rps"] for r in remote_rpc)
         raw64 = by.get(64, {}).get("raw-c")
-        ratio = f" ({med / raw64['rps']:.2f}× raw C at c=64)" if raw64 and raw64["rps"] else ""
+        ratio = f" ({med / raw64['rps']:.2f}× the raw C median at c=64" if raw64 and raw64["rps"] else " ("
+        paired = [r for r in rows if r.get("name") == "raw-c-paired"]
+        if len(paired) == len(remote_rpc):
+            pairs = [h["rps"] / r["rps"] for r, h in zip(paired, remote_rpc) if r["rps"] > 0]
+            if pairs:
+                ratio += "%s%.2f× raw C run just before, median of pairs %s" % (
+                    "; " if raw64 else "", statistics.median(pairs), "/".join("%.2f" % p for p in pairs))
+        ratio = ratio + ")" if ratio != " (" else ""
         failed = sum(r.get("failed", 0) for r in remote_rpc)
         out.append("| remote jobs end to end, 64 in flight | 1 | %d | %s jobs/s%s%s |" % (
             remote_rpc[0]["batch"], f"{med:,.0f}", ratio, f" [{failed} failed]" if failed else ""))
