@@ -75,9 +75,11 @@ public enum JSONParser {
         mutating func readObject(depth: Int) throws(JSONParseError) -> JSONValue {
             guard depth <= JSONParser.maxDepth else { throw error("nesting too deep") }
             index += 1
-            var members = OrderedDictionary<String, JSONValue>()
             skipWhitespace()
-            if index < bytes.count && bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
+            if index < bytes.count && bytes[index] == UInt8(ascii: "}") { index += 1; return .object([:]) }
+            // Room for a typical object up front: growing from empty reallocates its
+            // key and value storage two or three times.
+            var members = OrderedDictionary<String, JSONValue>(minimumCapacity: 8)
             while true {
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a string key") }
@@ -98,9 +100,10 @@ public enum JSONParser {
         mutating func readArray(depth: Int) throws(JSONParseError) -> JSONValue {
             guard depth <= JSONParser.maxDepth else { throw error("nesting too deep") }
             index += 1
-            var items: [JSONValue] = []
             skipWhitespace()
-            if index < bytes.count && bytes[index] == UInt8(ascii: "]") { index += 1; return .array(items) }
+            if index < bytes.count && bytes[index] == UInt8(ascii: "]") { index += 1; return .array([]) }
+            var items: [JSONValue] = []
+            items.reserveCapacity(4)
             while true {
                 skipWhitespace()
                 items.append(try readValue(depth: depth))

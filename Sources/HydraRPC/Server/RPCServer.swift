@@ -359,6 +359,10 @@ final class BatchReply {
     func set(_ index: Int, _ response: JSONValue?) {
         responses[index] = response
         remaining -= 1
-        if remaining == 0 { done(responses.compactMap { $0 }) }
+        guard remaining == 0 else { return }
+        var present: [JSONValue] = []
+        present.reserveCapacity(responses.count)
+        for case let response? in responses { present.append(response) }
+        done(present)
     }
 }
