@@ -34,10 +34,13 @@ public final class HydraEngine: Sendable {
     ///   - journal: hears each finished step of jobs queued with `Scheduler.enqueue` (durable servers).
     ///   - responseCache: where responses of apis with a `cacheTTL` are kept (none: no caching).
     ///   - lastSeq: the seq of the last event already issued (events continue after it).
+    ///   - retainFinished: how many finished jobs (status and result) stay in memory for
+    ///     ``status(of:)`` and ``result(of:)``, oldest forgotten first. Each costs its
+    ///     result's size (a remote result with headers: about 2 KB).
     public init(configuration: Configuration = Configuration(), stateDirectory: String? = nil,
                 jobsDirectory: String? = nil, shared: (any SharedDataReader)? = nil,
                 journal: (any StepJournal)? = nil, responseCache: (any ResponseCache)? = nil,
-                lastSeq: UInt64 = 0) throws(ValidationError) {
+                lastSeq: UInt64 = 0, retainFinished: Int = 100_000) throws(ValidationError) {
         HTTPClient.initializeLibrary()
         self.configuration = configuration
         self.stateDirectory = stateDirectory ?? configuration.state.path
@@ -51,7 +54,7 @@ public final class HydraEngine: Sendable {
             managers: [rest, LocalJobManager(registry: localJobs)],
             library: FileJobLibrary(folder: jobsDirectory ?? configuration.jobsPath),
             environment: environment, shared: shared, journal: journal, lastSeq: lastSeq,
-            maxQueuedJobs: configuration.maxQueuedJobs)
+            retainFinished: retainFinished, maxQueuedJobs: configuration.maxQueuedJobs)
     }
 
     /// Starts an engine from a configuration file (errors name the file and key path).

@@ -28,7 +28,7 @@ extension RPCServerRuntime {
                 service.submit(request) { result in later(result.map { ["jobId": .string($0)] }) }
 
             case "job.status":
-                now(.success(try service.status(of: params.requiredString("jobId"))))
+                service.status(of: try params.requiredString("jobId"), reply: later)
 
             case "job.result":
                 let jobId = try params.requiredString("jobId")

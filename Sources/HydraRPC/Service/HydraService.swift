@@ -32,11 +32,18 @@ public final class HydraService: Sendable {
         var recovered = 0
     }
 
+    /// Finished jobs the engine keeps in memory by default: the store answers for older
+    /// ones. (An embedded engine keeps 100,000: it has nowhere else to look. Here that
+    /// was some 200 MB of results, and a page fault for most of the first 100,000 jobs.)
+    public static let finishedInMemory = 10_000
+
     /// Opens the engine over `store`. Event numbering continues after the
     /// store's last event (plus `seqReserve` after an unclean stop, so a seq a
     /// client saw before a crash is never issued again).
+    /// `retainFinished`: finished jobs the engine keeps in memory (see ``finishedInMemory``).
     public init(configuration: Configuration, store: any StateStore, stateDirectory: String? = nil,
-                jobsDirectory: String? = nil, seqReserve: UInt64 = 0) throws {
+                jobsDirectory: String? = nil, seqReserve: UInt64 = 0,
+                retainFinished: Int = HydraService.finishedInMemory) throws {
         self.configuration = configuration
         self.store = store
         let journal = StoreJournal(store: store)
@@ -45,7 +52,8 @@ public final class HydraService: Sendable {
         let cache = StoreResponseCache(store: store, events: EventRelay())
         engine = try HydraEngine(configuration: configuration, stateDirectory: stateDirectory,
                                  jobsDirectory: jobsDirectory, shared: journal, journal: journal,
-                                 responseCache: cache, lastSeq: lastSeq + seqReserve)
+                                 responseCache: cache, lastSeq: lastSeq + seqReserve,
+                                 retainFinished: retainFinished)
         cache.events.bus.withLock { $0 = engine.scheduler.bus }
         _ = engine.subscribe(sink: journal)
         registerSharedJobs()
@@ -152,15 +160,41 @@ public final class HydraService: Sendable {
     }
 
     /// `job.status`: live from the coordinator, else from the store.
-    public func status(of jobId: String) throws(ServiceError) -> JSONValue {
-        if let live = engine.status(of: jobId) { return live.json }
-        guard let stored = try storeJob(jobId) else { throw ServiceError(.notFound, "job \(jobId) not found") }
-        return statusJSON(stored)
+    public func status(of jobId: String, reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+        status(of: jobId, caughtUp: false, reply: reply)
+    }
+
+    private func status(of jobId: String, caughtUp: Bool,
+                        reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+        if let live = engine.status(of: jobId) { reply(.success(live.json)); return }
+        let stored: StoredJob?
+        do { stored = try storeJob(jobId) } catch { reply(.failure(error)); return }
+        guard let stored else { reply(.failure(ServiceError(.notFound, "job \(jobId) not found"))); return }
+        if !stored.state.isFinal && !caughtUp {
+            // Forgotten by the engine but not final in the store: its finish is still queued.
+            afterQueuedWrites { [self] in status(of: jobId, caughtUp: true, reply: reply) }
+            return
+        }
+        reply(.success(statusJSON(stored)))
+    }
+
+    /// Runs `body` off the caller's thread once the store committed every write queued
+    /// before the call (for reads that must see a finish the engine already forgot).
+    private func afterQueuedWrites(_ body: @escaping @Sendable () -> Void) {
+        DispatchQueue.global().async { [store] in
+            store.flush()
+            body()
+        }
     }
 
     /// `job.result`: the final result, waiting up to `waitMs` for it; before
     /// that, `{jobId, state}` alone.
     public func result(of jobId: String, waitMs: Int, reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+        result(of: jobId, waitMs: waitMs, caughtUp: false, reply: reply)
+    }
+
+    private func result(of jobId: String, waitMs: Int, caughtUp: Bool,
+                        reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         let stored: StoredJob?
         do { stored = try storeJob(jobId) } catch { reply(.failure(error)); return }
         if let stored, stored.state.isFinal, let result = stored.result {
@@ -168,6 +202,11 @@ public final class HydraService: Sendable {
             return
         }
         let live = engine.status(of: jobId)
+        if live == nil, let stored, !stored.state.isFinal, !caughtUp {
+            // As in `status(of:)`: the engine forgot it, its finish is still queued.
+            afterQueuedWrites { [self] in result(of: jobId, waitMs: waitMs, caughtUp: true, reply: reply) }
+            return
+        }
         if stored == nil && live == nil {
             reply(.failure(ServiceError(.notFound, "job \(jobId) not found")))
             return
@@ -204,6 +243,8 @@ public final class HydraService: Sendable {
             case .alreadyFinal:
                 reply(.failure(ServiceError(.conflict, "job \(jobId) is already final")))
             case .notFound:
+                // Forgotten by the engine: final in the store once its queued finish is committed.
+                store.flush()
                 if let job = try? store.job(jobId) {
                     reply(.failure(ServiceError(.conflict, "job \(jobId) is already \(job.state.rawValue)")))
                 } else {

@@ -1,0 +1,69 @@
+import Foundation
+import HydraCore
+import HydraStore
+import Synchronization
+import Testing
+
+@testable import HydraRPC
+
+/// The service over a real SQLite store, without the RPC server in front.
+@Suite struct HydraServiceTests {
+    /// Calls `start` with a reply callback and waits for the reply.
+    func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, ServiceError>) -> Void) -> Void) throws -> T {
+        let outcome = Mutex<Result<T, ServiceError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        start { result in
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        return try #require(outcome.withLock { $0 }).get()
+    }
+
+    /// With a memory window of one job, every other finished job is answered from the
+    /// store, including those whose finish is still queued for the writer: none may
+    /// read as running or queued once the engine has finished it.
+    @Test func jobsTheEngineForgotAreAnsweredFinalFromTheStore() async throws {
+        let folder = NSTemporaryDirectory() + "hydra-service-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let store = try SQLiteStore(directory: folder)
+        let service = try HydraService(configuration: Configuration(), store: store, stateDirectory: folder,
+                                       retainFinished: 1)
+        // A burst: submitted without waiting, so finishes pile up behind the writer.
+        let count = 2000
+        let submitted = Mutex<[Int: String]>([:])
+        let allIn = DispatchSemaphore(value: 0)
+        for i in 0..<count {
+            let request = HydraService.SubmitRequest(job: ["type": "local", "name": "echo", "input": .int(i)])
+            service.submit(request) { result in
+                let n = submitted.withLock { ids in
+                    ids[i] = (try? result.get()) ?? "failed"
+                    return ids.count
+                }
+                if n == count { allIn.signal() }
+            }
+        }
+        allIn.wait()
+        let ids = submitted.withLock { ids in (0..<count).map { ids[$0]! } }
+        // Once the last job is final, all are (one local worker, first in, first out);
+        // newest first, so the reads land where the writer is most behind.
+        let last = try wait { service.result(of: ids[count - 1], waitMs: 10_000, reply: $0) }
+        #expect(last["state"] == "succeeded")
+        for id in ids.reversed().prefix(500) {
+            let status = try wait { service.status(of: id, reply: $0) }
+            #expect(status["state"] == "succeeded", "\(id): \(status)")
+        }
+        for id in ids.prefix(100) {
+            let result = try wait { service.result(of: id, waitMs: 0, reply: $0) }
+            #expect(result["state"] == "succeeded", "\(id): \(result)")
+        }
+        do {
+            _ = try wait { service.status(of: "j-nope", reply: $0) }
+            Issue.record("an unknown job had a status")
+        } catch let error as ServiceError {
+            #expect(error.kind == .notFound)
+        }
+        _ = await service.shutdown(gracePeriod: .seconds(1))
+        store.close()
+    }
+}
