@@ -8,18 +8,6 @@ import Testing
 
 /// The service over a real SQLite store, without the RPC server in front.
 @Suite struct HydraServiceTests {
-    /// Calls `start` with a reply callback and waits for the reply.
-    func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, ServiceError>) -> Void) -> Void) throws -> T {
-        let outcome = Mutex<Result<T, ServiceError>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        start { result in
-            outcome.withLock { $0 = result }
-            done.signal()
-        }
-        done.wait()
-        return try #require(outcome.withLock { $0 }).get()
-    }
-
     /// With a memory window of one job, every other finished job is answered from the
     /// store, including those whose finish is still queued for the writer: none may
     /// read as running or queued once the engine has finished it.
@@ -47,20 +35,20 @@ import Testing
         let ids = submitted.withLock { ids in (0..<count).map { ids[$0]! } }
         // Once the last job is final, all are (one local worker, first in, first out);
         // newest first, so the reads land where the writer is most behind.
-        let last = try wait { service.result(of: ids[count - 1], waitMs: 10_000, reply: $0) }
+        let last = try waitForResult { service.result(of: ids[count - 1], waitMs: 10_000, reply: $0) }
         #expect(last["state"] == "succeeded")
         for id in ids.reversed().prefix(500) {
-            let status = try wait { service.status(of: id, reply: $0) }
+            let status = try waitForResult { service.status(of: id, reply: $0) }
             #expect(status["state"] == "succeeded", "\(id): \(status)")
         }
         for id in ids.prefix(100) {
-            let result = try wait { service.result(of: id, waitMs: 0, reply: $0) }
+            let result = try waitForResult { service.result(of: id, waitMs: 0, reply: $0) }
             #expect(result["state"] == "succeeded", "\(id): \(result)")
         }
         do {
-            _ = try wait { service.status(of: "j-nope", reply: $0) }
+            _ = try waitForResult { service.status(of: "j-nope", reply: $0) }
             Issue.record("an unknown job had a status")
-        } catch let error as ServiceError {
+        } catch {
             #expect(error.kind == .notFound)
         }
         _ = await service.shutdown(gracePeriod: .seconds(1))

@@ -21,25 +21,12 @@ import Testing
                   idempotencyKey: key, createdAt: time)
     }
 
-    /// Calls `start` with a callback and waits for it.
-    func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void) throws(StoreError) -> T {
-        let result = Mutex<Result<T, StoreError>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        start { r in
-            result.withLock { $0 = r }
-            done.signal()
-        }
-        done.wait()
-        guard let outcome = result.withLock({ $0 }) else { throw StoreError("no outcome") }
-        return try outcome.get()
-    }
-
     func insert(_ store: SQLiteStore, _ jobs: [StoredJob]) throws(StoreError) -> [InsertOutcome] {
-        try wait { store.insert(jobs, done: $0) }
+        try waitForResult { store.insert(jobs, done: $0) }
     }
 
     func setShared(_ store: SQLiteStore, _ key: String, _ value: JSONValue, _ cipher: SharedCipher) throws(StoreError) {
-        try wait { store.setShared(key, value: value, cipher: cipher, done: $0) }
+        try waitForResult { store.setShared(key, value: value, cipher: cipher, done: $0) }
     }
 
     /// The rows of a query on a connection of the test's own.
@@ -204,7 +191,7 @@ import Testing
         store.recordStep(jobId: "a", stepPath: "1.0", outcome: StoredStep(state: .failed, result: nil, error: ["kind": "http"]),
                          done: nil)
         store.recordStep(jobId: "c", stepPath: "0", outcome: StoredStep(state: .succeeded, result: 1, error: nil), done: nil)
-        try wait { store.finish(jobId: "c", state: .succeeded, result: ["state": "succeeded"], at: 6, done: $0) }
+        try waitForResult { store.finish(jobId: "c", state: .succeeded, result: ["state": "succeeded"], at: 6, done: $0) }
         store.markStarted(jobId: "c", at: 7)  // too late: c is final
         store.flush()
 
@@ -324,8 +311,8 @@ import Testing
         // Replaced with another cipher.
         try setShared(store, "g", "now plain", .none)
         #expect(try store.sharedValue("g") == "now plain")
-        #expect(try wait { store.removeShared("p", done: $0) } == true)
-        #expect(try wait { store.removeShared("p", done: $0) } == false)
+        #expect(try waitForResult { store.removeShared("p", done: $0) } == true)
+        #expect(try waitForResult { store.removeShared("p", done: $0) } == false)
         #expect(try store.sharedValue("p") == nil)
         store.close()
 
@@ -390,7 +377,7 @@ import Testing
         store = try SQLiteStore(directory: dir)
         refused(store)
         // It can still be replaced or removed.
-        #expect(try wait { store.removeShared("e", done: $0) } == true)
+        #expect(try waitForResult { store.removeShared("e", done: $0) } == true)
         #expect(try store.sharedValue("e") == nil)
         store.close()
 
@@ -420,7 +407,7 @@ import Testing
         #expect(try store.cachedResponse("GET http://h/ab", now: 205) == 22)
 
         func remove(api: String? = nil, key: String? = nil, prefix: String? = nil) throws -> Int {
-            try wait { store.removeResponses(api: api, key: key, prefix: prefix, done: $0) }
+            try waitForResult { store.removeResponses(api: api, key: key, prefix: prefix, done: $0) }
         }
         #expect(try remove(prefix: "GET http://h/a%") == 1)  // `%` is literal, not a wildcard
         #expect(try remove(prefix: "GET http://h/a_") == 1)  // so is `_`
@@ -537,10 +524,10 @@ import Testing
         let error = #expect(throws: StoreError.self) { try insert(store, [job("late", at: 1)]) }
         #expect(error?.description == "store is closed")
         #expect(throws: StoreError.self) { try setShared(store, "s", 2, .none) }
-        #expect(throws: StoreError.self) { try wait { store.removeShared("s", done: $0) } }
-        #expect(throws: StoreError.self) { try wait { store.removeResponses(api: nil, key: nil, prefix: nil, done: $0) } }
+        #expect(throws: StoreError.self) { try waitForResult { store.removeShared("s", done: $0) } }
+        #expect(throws: StoreError.self) { try waitForResult { store.removeResponses(api: nil, key: nil, prefix: nil, done: $0) } }
         #expect(throws: StoreError.self) {
-            try wait { store.finish(jobId: "a", state: .failed, result: nil, at: 1, done: $0) }
+            try waitForResult { store.finish(jobId: "a", state: .failed, result: nil, at: 1, done: $0) }
         }
         store.markStarted(jobId: "a", at: 1)
         store.append([HydraEvent(seq: 1, name: "job.queued", jobId: "a", rootJobId: "a", stepPath: "", time: 1, fields: [:])])
@@ -550,7 +537,7 @@ import Testing
     @Test func callbacksMayFlushAndClose() throws {
         let store = try SQLiteStore(directory: folder())
         // flush() from a callback (the writer thread) must not wait for itself.
-        let seen = try wait { (done: @escaping @Sendable (Result<StoredJob?, StoreError>) -> Void) in
+        let seen = try waitForResult { (done: @escaping @Sendable (Result<StoredJob?, StoreError>) -> Void) in
             store.insert([job("a", at: 1)]) { _ in
                 store.markStarted(jobId: "a", at: 2)
                 store.flush()
@@ -559,7 +546,7 @@ import Testing
         }
         #expect(seen?.state == .running)
         // Nor close().
-        _ = try wait { (done: @escaping @Sendable (Result<Bool, StoreError>) -> Void) in
+        _ = try waitForResult { (done: @escaping @Sendable (Result<Bool, StoreError>) -> Void) in
             store.insert([job("b", at: 1)]) { _ in
                 store.storeResponse("k", api: nil, value: 1, ttl: 10, now: 1)
                 store.close()
@@ -607,7 +594,7 @@ import Testing
                 if t % 2 == 0 {
                     let id = "t\(t)-\(i)"
                     // A read right after `done` sees the write.
-                    let seen = try? wait { (done: @escaping @Sendable (Result<Bool, StoreError>) -> Void) in
+                    let seen = try? waitForResult { (done: @escaping @Sendable (Result<Bool, StoreError>) -> Void) in
                         store.insert([job(id, at: Double(i))]) { r in done(r.map { _ in true }) }
                     }
                     if seen != true || (try? store.job(id)) == nil { failures.add(1, ordering: .relaxed) }
