@@ -100,7 +100,10 @@ public struct FieldReader {
 
     /// Fails on the first member that no accessor asked for.
     public func rejectUnknownKeys() throws(ValidationError) {
-        if members.count <= 64 && readLow == (members.count == 64 ? .max : (1 << UInt64(members.count)) - 1) { return }
+        if members.count <= 64 {
+            let everyMember: UInt64 = members.count == 64 ? .max : (1 << UInt64(members.count)) - 1
+            if readLow == everyMember { return }
+        }
         for (i, key) in members.keys.enumerated() {
             let read = i < 64 ? readLow & (1 << UInt64(i)) != 0 : readHigh.contains(i)
             if !read { throw ValidationError(path: path(key), "unknown key") }

@@ -244,11 +244,12 @@ public final class HydraService: Sendable {
                 reply(.failure(ServiceError(.conflict, "job \(jobId) is already final")))
             case .notFound:
                 // Forgotten by the engine: final in the store once its queued finish is committed.
-                store.flush()
-                if let job = try? store.job(jobId) {
-                    reply(.failure(ServiceError(.conflict, "job \(jobId) is already \(job.state.rawValue)")))
-                } else {
-                    reply(.failure(ServiceError(.notFound, "job \(jobId) not found")))
+                afterQueuedWrites {
+                    if let job = try? store.job(jobId) {
+                        reply(.failure(ServiceError(.conflict, "job \(jobId) is already \(job.state.rawValue)")))
+                    } else {
+                        reply(.failure(ServiceError(.notFound, "job \(jobId) not found")))
+                    }
                 }
             }
         }
@@ -261,8 +262,7 @@ public final class HydraService: Sendable {
     /// (a job `job.result` reported succeeded is listed under `succeeded`).
     public func list(state: JobState?, limit: Int, after: String?,
                      reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
-        DispatchQueue.global().async { [self] in
-            store.flush()
+        afterQueuedWrites { [self] in
             reply(Result { () throws(ServiceError) in try listPage(state: state, limit: limit, after: after) })
         }
     }
