@@ -8,8 +8,6 @@ public struct HTTPResponse: Sendable {
     public var body: [UInt8]
     /// Body bytes received (decoded size).
     public var bodyBytes: Int
-    /// The URL of the final response (differs from the request's after redirects).
-    public var effectiveURL: String
 
     /// The first value of header `name` (case-insensitive).
     public func header(_ name: String) -> String? { headers.first(name) }

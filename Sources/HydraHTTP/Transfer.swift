@@ -288,10 +288,7 @@ final class Transfer {
     func response() -> HTTPResponse {
         var status = 0
         hydra_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
-        var url: UnsafeMutablePointer<CChar>?
-        hydra_easy_getinfo_str(easy, CURLINFO_EFFECTIVE_URL, &url)
-        return HTTPResponse(status: status, headers: headers, body: body, bodyBytes: bodyBytes,
-                            effectiveURL: url.map { String(cString: $0) } ?? "")
+        return HTTPResponse(status: status, headers: headers, body: body, bodyBytes: bodyBytes)
     }
 
     func failure(for code: CURLcode) -> HTTPFailure {

@@ -19,10 +19,17 @@ struct PreparedRequest: Sendable {
 /// Turns a remote spec (references already resolved) into an HTTP request:
 /// the address (`url` | `server`+`endpoint` | `api` | `endpoint` + `defaults.server`),
 /// path variables, query, headers (defaults < server < api < job), body, and
-/// the transport options of the server. Immutable; thread-safe.
-struct RouteResolver: Sendable {
+/// the transport options of the server. Immutable; thread-safe. A class: every
+/// remote request goes through it, and copying the configuration it holds cost
+/// about 1% of the remote worker's instructions per request.
+final class RouteResolver: Sendable {
     let configuration: Configuration
     let stateDirectory: String
+
+    init(configuration: Configuration, stateDirectory: String) {
+        self.configuration = configuration
+        self.stateDirectory = stateDirectory
+    }
 
     /// - Parameter encodeWithDogma: encodes a body with the named dogma; nil when that
     ///   dogma leaves encoding to `bodyEncoding`.
