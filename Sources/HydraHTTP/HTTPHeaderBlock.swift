@@ -23,7 +23,12 @@ public struct HTTPHeaderBlock: Sendable, Equatable {
 
     var isEmpty: Bool { bytes.isEmpty }
 
-    mutating func append(line: UnsafeBufferPointer<UInt8>) { bytes.append(contentsOf: line) }
+    mutating func append(line: UnsafeBufferPointer<UInt8>) {
+        // Room for a typical response's headers at the first line: growing from
+        // empty reallocated the block five times per response.
+        if bytes.isEmpty { bytes.reserveCapacity(Swift.max(512, line.count)) }
+        bytes.append(contentsOf: line)
+    }
     mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
 
     /// Calls `body` with each field: its name lowercased and its value trimmed.
