@@ -93,6 +93,43 @@ import Testing
         #expect(try rawCall(raw, #"{"jsonrpc":"2.0","id":9,"method":"hydra.ping"}"#)["id"] == 9)
     }
 
+    /// The submits of a batch are written together; each still gets its own outcome.
+    @Test func submitsInOneBatchKeepTheirOwnOutcomes() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let raw = try server.raw()
+        let echo = #"{"type":"local","name":"echo","input":7}"#
+        let reply = try rawCall(raw, "[" + [
+            #"{"jsonrpc":"2.0","id":1,"method":"job.submit","params":{"job":\#(echo)}}"#,
+            #"{"jsonrpc":"2.0","id":2,"method":"job.submit","params":{"job":{"type":"remote","url":5}}}"#,
+            #"{"jsonrpc":"2.0","id":3,"method":"job.submit","params":{"job":\#(echo),"idempotencyKey":"k1"}}"#,
+            #"{"jsonrpc":"2.0","id":4,"method":"job.submit","params":{"job":\#(echo),"idempotencyKey":"k1"}}"#,
+            #"{"jsonrpc":"2.0","id":5,"method":"job.submit","params":{"job":{"type":"local","name":"echo","input":8},"idempotencyKey":"k1"}}"#,
+            #"{"jsonrpc":"2.0","method":"job.submit","params":{"job":\#(echo)}}"#,
+            #"{"jsonrpc":"2.0","id":6,"method":"hydra.ping"}"#,
+        ].joined(separator: ",") + "]")
+        let items = try #require(reply.arrayValue)
+        #expect(items.count == 6)  // not the notification
+        func item(_ id: Int) -> JSONValue? { items.first { $0["id"] == .int(id) } }
+        let first = try #require(item(1)?["result"]?["jobId"]?.stringValue)
+        #expect(item(2)?["error"]?["code"] == -32602)
+        #expect(item(2)?["error"]?["data"]?["field"] == "job.url")
+        let keyed = try #require(item(3)?["result"]?["jobId"]?.stringValue)
+        #expect(keyed != first)
+        #expect(item(4)?["result"]?["jobId"] == .string(keyed))  // same key, same spec: the same job
+        #expect(item(5)?["error"]?["code"] == -32003)  // same key, another spec
+        #expect(item(6)?["result"]?["version"] != nil)
+        let client = try server.client()
+        for id in [first, keyed] {
+            let result = try client.call("job.result", ["jobId": .string(id), "waitMs": 5000])
+            #expect(result["state"] == "succeeded")
+            #expect(result["result"] == 7)
+        }
+        // New jobs: calls 1 and 3 and the notification (4 named an existing job).
+        let stats = try client.call("hydra.stats")
+        #expect(stats["jobs"]?["submitted"] == 3)
+    }
+
     @Test func oversizedMessageClosesOnlyThatConnection() throws {
         let server = try ServerProcess(config: #""rpc": {"listen": "127.0.0.1:0", "maxMessageBytes": 1024}"#)
         defer { server.terminate() }

@@ -5,7 +5,9 @@ import HydraCore
 /// `now` answers on this loop at once; `later` may be called from any thread
 /// (the server hops back to its loop before writing).
 extension RPCServerRuntime {
-    func dispatch(_ request: RPCRequest, session: RPCSession,
+    /// `submits`: when given (the calls of one batch), `job.submit` calls are collected
+    /// there and sent to the service together once the batch has been read.
+    func dispatch(_ request: RPCRequest, session: RPCSession, submits: SubmitGroup?,
                   now: (Result<JSONValue, ServiceError>) -> Void,
                   later: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         let params = request.params
@@ -25,7 +27,11 @@ extension RPCServerRuntime {
                     job: job, input: params["input"] ?? .null,
                     idempotencyKey: try params.string("idempotencyKey"),
                     priority: try params.int("priority") ?? 0)
-                service.submit(request) { result in later(result.map { ["jobId": .string($0)] }) }
+                if let submits {
+                    submits.add(request, reply: later)
+                } else {
+                    service.submit(request) { result in later(result.map { ["jobId": .string($0)] }) }
+                }
 
             case "job.status":
                 service.status(of: try params.requiredString("jobId"), reply: later)
@@ -105,5 +111,29 @@ extension RPCServerRuntime {
         } catch {
             now(.failure(error))
         }
+    }
+}
+
+/// The `job.submit` calls of one JSON-RPC batch, submitted with one store write
+/// (``HydraService/submit(_:reply:)-([SubmitRequest],_)``). RPC loop thread.
+final class SubmitGroup {
+    private var requests: [HydraService.SubmitRequest] = []
+    private var replies: [@Sendable (Result<JSONValue, ServiceError>) -> Void] = []
+
+    func add(_ request: HydraService.SubmitRequest,
+             reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+        requests.append(request)
+        replies.append(reply)
+    }
+
+    /// Submits what was added (nothing when nothing was).
+    func submit(to service: HydraService) {
+        guard !requests.isEmpty else { return }
+        let replies = self.replies
+        service.submit(requests) { results in
+            for (result, reply) in zip(results, replies) { reply(result.map { ["jobId": .string($0)] }) }
+        }
+        requests.removeAll()
+        self.replies.removeAll()
     }
 }

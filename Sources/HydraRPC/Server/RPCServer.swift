@@ -179,18 +179,22 @@ final class RPCServerRuntime {
                 guard let session, !responses.isEmpty else { return }
                 session.send(.array(responses))
             }
+            let submits = SubmitGroup()
             for (i, item) in items.enumerated() {
-                call(item, from: session) { response in batch.set(i, response) }
+                call(item, from: session, submits: submits) { response in batch.set(i, response) }
             }
+            submits.submit(to: service)
             return
         }
-        call(message, from: session) { [weak session] response in
+        call(message, from: session, submits: nil) { [weak session] response in
             if let response { session?.send(response) }
         }
     }
 
     /// Runs one request; `respond` gets the response (nil for a notification), on this loop.
-    private func call(_ message: JSONValue, from session: RPCSession, respond: @escaping (JSONValue?) -> Void) {
+    /// `submits`: where a batch collects its `job.submit` calls.
+    private func call(_ message: JSONValue, from session: RPCSession, submits: SubmitGroup?,
+                      respond: @escaping (JSONValue?) -> Void) {
         let request: RPCRequest
         switch RPCRequest.parse(message) {
         case .success(let r): request = r
@@ -222,7 +226,7 @@ final class RPCServerRuntime {
                 finish(result)
             }
         }
-        dispatch(request, session: session, now: { result in
+        dispatch(request, session: session, submits: submits, now: { result in
             session.pending -= 1
             finish(result)
         }, later: later)

@@ -80,40 +80,66 @@ public final class HydraService: Sendable {
     /// queues it, then replies with its id. A repeated idempotency key with the
     /// same spec replies with the first job's id; with another spec, `conflict`.
     public func submit(_ request: SubmitRequest, reply: @escaping @Sendable (Result<String, ServiceError>) -> Void) {
-        let prepared: PreparedJob
-        do throws(ValidationError) {
-            let spec = try JobSpec(json: request.job)
-            prepared = try engine.scheduler.prepare(spec)
-            try engine.scheduler.reserve(1)
-        } catch {
-            reply(.failure(ServiceError(error.kind == .invalid ? error.prefixed(with: "job") : error)))
+        submit([request]) { results in reply(results[0]) }
+    }
+
+    /// Submits several jobs as ``submit(_:reply:)`` does, with one store write, one
+    /// hand-over to the coordinator and one reply (the results in request order).
+    /// Each request succeeds or fails on its own, except that a failed write of
+    /// the store fails every job that was valid. The JSON-RPC server uses it for
+    /// the `job.submit` calls of one batch.
+    public func submit(_ requests: [SubmitRequest],
+                       reply: @escaping @Sendable ([Result<String, ServiceError>]) -> Void) {
+        var results = [Result<String, ServiceError>](repeating: .failure(ServiceError(.internalError, "not submitted")),
+                                                     count: requests.count)
+        var valid: [(index: Int, prepared: PreparedJob)] = []
+        var stored: [StoredJob] = []
+        valid.reserveCapacity(requests.count)
+        stored.reserveCapacity(requests.count)
+        let now = Date().timeIntervalSince1970
+        for (i, request) in requests.enumerated() {
+            do throws(ValidationError) {
+                let prepared = try engine.scheduler.prepare(try JobSpec(json: request.job))
+                try engine.scheduler.reserve(1)
+                valid.append((i, prepared))
+                stored.append(StoredJob(jobId: prepared.jobId, spec: request.job, input: request.input,
+                                        priority: request.priority, idempotencyKey: request.idempotencyKey,
+                                        createdAt: now))
+            } catch {
+                results[i] = .failure(ServiceError(error.kind == .invalid ? error.prefixed(with: "job") : error))
+            }
+        }
+        guard !valid.isEmpty else {
+            reply(results)
             return
         }
-        let now = Date().timeIntervalSince1970
-        let stored = StoredJob(jobId: prepared.jobId, spec: request.job, input: request.input,
-                               priority: request.priority, idempotencyKey: request.idempotencyKey, createdAt: now)
         let scheduler = engine.scheduler
-        store.insert([stored]) { [self] outcome in
+        store.insert(stored) { [self, results, valid] outcome in
+            var results = results
             switch outcome {
             case .failure(let error):
-                scheduler.release(1)
-                reply(.failure(ServiceError(error)))
+                scheduler.release(valid.count)
+                for job in valid { results[job.index] = .failure(ServiceError(error)) }
             case .success(let outcomes):
-                switch outcomes.first {
-                case .existing(let jobId, let sameSpec):
-                    scheduler.release(1)
-                    if sameSpec {
-                        reply(.success(jobId))
-                    } else {
-                        reply(.failure(ServiceError(.conflict, "idempotencyKey \"\(request.idempotencyKey ?? "")\" was used by job \(jobId) with a different spec")))
+                var queued: [QueuedJob] = []
+                queued.reserveCapacity(valid.count)
+                for (job, outcome) in zip(valid, outcomes) {
+                    let request = requests[job.index]
+                    switch outcome {
+                    case .existing(let jobId, let sameSpec):
+                        scheduler.release(1)
+                        results[job.index] = sameSpec ? .success(jobId) : .failure(ServiceError(.conflict,
+                            "idempotencyKey \"\(request.idempotencyKey ?? "")\" was used by job \(jobId) with a different spec"))
+                    case .inserted:
+                        queued.append(QueuedJob(prepared: job.prepared, input: request.input, priority: request.priority,
+                                                createdAt: now, completion: finisher()))
+                        results[job.index] = .success(job.prepared.jobId)
                     }
-                default:
-                    counters.value.withLock { $0.submitted += 1 }
-                    scheduler.enqueue([QueuedJob(prepared: prepared, input: request.input, priority: request.priority,
-                                                 createdAt: now, completion: finisher())])
-                    reply(.success(prepared.jobId))
                 }
+                counters.value.withLock { $0.submitted += queued.count }
+                scheduler.enqueue(queued)
             }
+            reply(results)
         }
     }
 
