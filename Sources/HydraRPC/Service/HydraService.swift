@@ -87,7 +87,8 @@ public final class HydraService: Sendable {
     /// hand-over to the coordinator and one reply (the results in request order).
     /// Each request succeeds or fails on its own, except that a failed write of
     /// the store fails every job that was valid. The JSON-RPC server uses it for
-    /// the `job.submit` calls of one batch.
+    /// the `job.submit` calls of one batch. `reply` runs on the store's writer thread
+    /// after the commit (or on the caller's when no request was valid).
     public func submit(_ requests: [SubmitRequest],
                        reply: @escaping @Sendable ([Result<String, ServiceError>]) -> Void) {
         var results = [Result<String, ServiceError>](repeating: .failure(ServiceError(.internalError, "not submitted")),
@@ -123,6 +124,7 @@ public final class HydraService: Sendable {
             case .success(let outcomes):
                 var queued: [QueuedJob] = []
                 queued.reserveCapacity(valid.count)
+                let completion = finisher()
                 for (job, outcome) in zip(valid, outcomes) {
                     let request = requests[job.index]
                     switch outcome {
@@ -132,7 +134,7 @@ public final class HydraService: Sendable {
                             "idempotencyKey \"\(request.idempotencyKey ?? "")\" was used by job \(jobId) with a different spec"))
                     case .inserted:
                         queued.append(QueuedJob(prepared: job.prepared, input: request.input, priority: request.priority,
-                                                createdAt: now, completion: finisher()))
+                                                createdAt: now, completion: completion))
                         results[job.index] = .success(job.prepared.jobId)
                     }
                 }
