@@ -231,7 +231,7 @@ final class RESTExecutor: JobExecutor {
         }
         guard expected else { return .failure(httpError(response.status, body: body)) }
         let saveTo = call.request.http.saveTo
-        var values: ContiguousArray<JSONValue> = []
+        var values: [JSONValue] = []
         values.reserveCapacity(8)
         values.append(.int(response.status))
         values.append(.object(headers ?? [:]))
@@ -307,16 +307,15 @@ final class RESTExecutor: JobExecutor {
     }
 
     /// The members of a remote job's result, in order (protocol §4).
-    static let resultKeys: ContiguousArray = ["status", "headers", "body", "fromCache", "attempts", "elapsedMs"]
-    static let savedResultKeys: ContiguousArray = ["status", "headers", "body", "file", "bytes", "fromCache", "attempts", "elapsedMs"]
+    static let resultKeys = ["status", "headers", "body", "fromCache", "attempts", "elapsedMs"]
+    static let savedResultKeys = ["status", "headers", "body", "file", "bytes", "fromCache", "attempts", "elapsedMs"]
 
     static func headerObject(_ headers: HTTPHeaderBlock) -> OrderedDictionary<String, JSONValue> {
         // Keys and values are collected first and handed over as unique keys:
         // cheaper than inserting field by field. A repeated field is rare; its
         // values are joined, as HTTP allows.
-        // ContiguousArrays: the dictionary adopts their storage (an Array is copied).
-        var names: ContiguousArray<String> = []
-        var values: ContiguousArray<JSONValue> = []
+        var names: [String] = []
+        var values: [JSONValue] = []
         names.reserveCapacity(16)
         values.reserveCapacity(16)
         headers.forEach { name, value in
