@@ -40,7 +40,7 @@ public final class HydraEngine: Sendable {
     public init(configuration: Configuration = Configuration(), stateDirectory: String? = nil,
                 jobsDirectory: String? = nil, shared: (any SharedDataReader)? = nil,
                 journal: (any StepJournal)? = nil, responseCache: (any ResponseCache)? = nil,
-                lastSeq: UInt64 = 0, retainFinished: Int = 100_000) throws(ValidationError) {
+                lastSeq: UInt64 = 0, retainFinished: Int = Scheduler.defaultRetainFinished) throws(ValidationError) {
         HTTPClient.initializeLibrary()
         self.configuration = configuration
         self.stateDirectory = stateDirectory ?? configuration.state.path

@@ -17,6 +17,9 @@ public final class Scheduler: Sendable {
     private let unfinished = Atomic<Int>(0)
     private let maxQueuedJobs: Int
 
+    /// Finished jobs kept in memory for status queries unless told otherwise.
+    public static let defaultRetainFinished = 100_000
+
     /// Starts the worker and coordinator threads.
     /// - Parameters:
     ///   - workers: the named workers to run (at least one).
@@ -28,7 +31,8 @@ public final class Scheduler: Sendable {
     public init(workers configurations: [Configuration.Worker], managers: [any JobManager],
                 library: (any JobLibrary)?, environment: [String: String] = [:],
                 shared: (any SharedDataReader)? = nil, journal: (any StepJournal)? = nil, lastSeq: UInt64 = 0,
-                retainFinished: Int = 100_000, maxQueuedJobs: Int = 1_000_000) throws(ValidationError) {
+                retainFinished: Int = Scheduler.defaultRetainFinished,
+                maxQueuedJobs: Int = 1_000_000) throws(ValidationError) {
         self.maxQueuedJobs = maxQueuedJobs
         guard !configurations.isEmpty else { throw ValidationError(path: "workers", "at least one worker is required") }
         let workers = configurations.map(Worker.init(configuration:))

@@ -187,7 +187,9 @@ public final class HydraService: Sendable {
         return queued.count
     }
 
-    /// `job.status`: live from the coordinator, else from the store.
+    /// `job.status`: live from the coordinator, else from the store. `reply` runs on
+    /// the caller's thread, or on a dispatch thread when the store must first commit
+    /// a finish the engine has already forgotten (as for `job.result` and `job.cancel`).
     public func status(of jobId: String, reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         status(of: jobId, caughtUp: false, reply: reply)
     }
