@@ -171,15 +171,21 @@ final class CoordinatorRuntime {
     /// The scope of root leaf jobs without input: nothing is recorded in it.
     private let emptyScope = GraphScope(input: .null)
     // Jobs are keyed by integers (cheap to hash); ids map to keys with `key(of:)`.
-    @exclusivity(unchecked) private var active: [UInt64: RootJob] = [:]
-    @exclusivity(unchecked) private var finished: [UInt64: FinishedJob] = [:]
+    @exclusivity(unchecked) private var active = JobTable<RootJob>(capacity: 1 << 14)
+    @exclusivity(unchecked) private var finished: JobTable<FinishedJob>
     @exclusivity(unchecked) private var finishedOrder = Deque<UInt64>()
     /// Keys of jobs whose ids this process did not issue (given by the caller).
     @exclusivity(unchecked) private var foreignKeys: [String: UInt64] = [:]
 
-    private struct FinishedJob {
+    /// A class: the table then holds a reference per job instead of both
+    /// values inline, a sixth of the memory the lookups walk.
+    private final class FinishedJob {
         let status: JobStatus
         let result: JobResult
+        init(status: JobStatus, result: JobResult) {
+            self.status = status
+            self.result = result
+        }
     }
     @exclusivity(unchecked) private var nextToken: UInt64 = 1
 
@@ -192,7 +198,8 @@ final class CoordinatorRuntime {
         self.environment = environment
         self.shared = shared
         self.retainFinished = retainFinished
-        finished.reserveCapacity(min(retainFinished, 1 << 20) + 1)
+        // The keys of the jobs kept span a little more than their number (jobs finish out of order).
+        finished = JobTable(capacity: min(max(retainFinished, 1), 1 << 20) * 2)
     }
 
     private func key(of jobId: String) -> UInt64? {
@@ -235,7 +242,7 @@ final class CoordinatorRuntime {
     }
 
     func list(state: JobState?, limit: Int, after: String?) -> [JobStatus] {
-        var all = active.values.map(status(of:)) + finished.values.map(\.status)
+        var all = active.allValues.map(status(of:)) + finished.allValues.map(\.status)
         if let state { all = all.filter { $0.state == state } }
         all.sort { ($0.createdAt, $0.jobId) > ($1.createdAt, $1.jobId) }
         if let after, let i = all.firstIndex(where: { $0.jobId == after }) { all = Array(all[(i + 1)...]) }
@@ -260,7 +267,7 @@ final class CoordinatorRuntime {
         root.completion = submission.completion
         root.journaled = submission.journaled && journal != nil
         root.recoveredSteps = submission.recoveredSteps
-        active[root.key] = root
+        active.insert(root, forKey: root.key)
         emit(EventName.queued, node) { ["spec": submission.spec.summary] }
         run(node)
     }
@@ -479,9 +486,9 @@ final class CoordinatorRuntime {
     private func finishRoot(_ root: RootJob, error: JobError?) {
         let node = root.node!
         root.finishedAt = Date().timeIntervalSince1970
-        active[root.key] = nil
+        active.removeValue(forKey: root.key)
         let result = JobResult(jobId: root.id, state: node.state, result: node.result, error: error)
-        finished[root.key] = FinishedJob(status: status(of: root), result: result)
+        finished.insert(FinishedJob(status: status(of: root), result: result), forKey: root.key)
         finishedOrder.append(root.key)
         if finishedOrder.count > retainFinished, let oldest = finishedOrder.popFirst() {
             if let gone = finished.removeValue(forKey: oldest), !foreignKeys.isEmpty {
@@ -496,7 +503,7 @@ final class CoordinatorRuntime {
     /// The coordinator is stopping: whoever waits on an unfinished job hears nil.
     /// Completions do not run: those jobs did not finish.
     func abandonWaiters() {
-        for root in active.values {
+        for root in active.allValues {
             for waiter in root.waiters { waiter(nil) }
             root.waiters.removeAll()
         }
