@@ -46,8 +46,9 @@ struct EncodedEvent: Sendable {
     let time: Double
     let fields: [UInt8]
 
-    /// Nil when `seq` does not fit SQLite's INTEGER (63 bits).
-    init?(_ event: HydraEvent) {
+    /// Nil when `seq` does not fit SQLite's INTEGER (63 bits). `fields`: the
+    /// event's fields already encoded (default: encoded here).
+    init?(_ event: HydraEvent, fields: [UInt8]? = nil) {
         guard let seq = Int(exactly: event.seq) else { return nil }
         self.seq = seq
         name = event.name
@@ -55,7 +56,7 @@ struct EncodedEvent: Sendable {
         rootJobId = event.rootJobId
         stepPath = event.stepPath
         time = event.time
-        fields = JSONWriter.bytes(.object(event.fields))
+        self.fields = fields ?? JSONWriter.bytes(.object(event.fields))
     }
 }
 

@@ -270,6 +270,33 @@ import Testing
 
     /// Events go in many rows per statement: a batch larger than one statement's
     /// rows comes back whole and in order.
+    @Test func aSucceededRootJobsRowKeepsItsWholeResult() throws {
+        // The finish row reuses the JSON its `job.succeeded` event was just encoded
+        // with; a trimmed event result (bodyOmitted) must not stand in for it.
+        let store = try SQLiteStore(directory: folder())
+        defer { store.close() }
+        _ = try insert(store, [job("j1", at: 1), job("j2", at: 1), job("j3", at: 1)])
+        let result: JSONValue = ["status": 200, "body": ["text": "a \"quoted\" line\n", "n": 1.5]]
+        func succeeded(_ seq: UInt64, _ id: String, _ shown: JSONValue) -> HydraEvent {
+            HydraEvent(seq: seq, name: EventName.succeeded, jobId: id, rootJobId: id, stepPath: "", time: 2,
+                       fields: ["result": shown])
+        }
+        func finalJSON(_ id: String) -> JSONValue { JobResult(jobId: id, state: .succeeded, result: result, error: nil).json }
+        store.append(succeeded(1, "j1", result))
+        try waitForResult { store.finish(jobId: "j1", state: .succeeded, result: finalJSON("j1"), at: 3, done: $0) }
+        store.append(succeeded(2, "j2", ["status": 200, "bodyOmitted": true]))
+        try waitForResult { store.finish(jobId: "j2", state: .succeeded, result: finalJSON("j2"), at: 3, done: $0) }
+        // Another job's event in between: j3's row is encoded from its own result.
+        store.append(succeeded(3, "j1", ["status": 500]))
+        try waitForResult { store.finish(jobId: "j3", state: .succeeded, result: finalJSON("j3"), at: 3, done: $0) }
+
+        #expect(try store.job("j1")?.result == finalJSON("j1"))
+        #expect(try store.job("j2")?.result == finalJSON("j2"))
+        #expect(try store.job("j3")?.result == finalJSON("j3"))
+        let events = try store.events(after: 0, limit: 10)
+        #expect(events.map { $0.fields["result"] } == [result, ["status": 200, "bodyOmitted": true], ["status": 500]])
+    }
+
     @Test func manyEventsInOneWrite() throws {
         let store = try SQLiteStore(directory: folder())
         defer { store.close() }
