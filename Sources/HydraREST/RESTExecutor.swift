@@ -158,9 +158,15 @@ final class RESTExecutor: JobExecutor {
         var retryAfterMs: Int?
         switch result {
         case .success(let response):
-            outcome = judge(response: response, call: call)
-            if case .failure(let error, _) = outcome, RESTExecutor.isRetryable(error) {
-                retryAfterMs = response.header("retry-after").flatMap(RESTExecutor.parseRetryAfter)
+            switch judge(response: response, call: call) {
+            case .success(let built):
+                succeed(call, built)
+                return
+            case .failure(let error):
+                outcome = .failure(error)
+                if RESTExecutor.isRetryable(error) {
+                    retryAfterMs = response.header("retry-after").flatMap(RESTExecutor.parseRetryAfter)
+                }
             }
         case .failure(let failure):
             switch failure.kind {
@@ -198,28 +204,50 @@ final class RESTExecutor: JobExecutor {
                 cache.storeResponse(key, api: call.request.api, value: stored, ttl: call.cacheTTL,
                                     now: Date().timeIntervalSince1970)
             }
-            if let api = call.request.api, let invalidates = manager.configuration.apis[api]?.invalidates {
-                for other in invalidates { cache.invalidate(api: other) }
-            }
+            invalidateCaches(after: call, in: cache)
         }
         call.handle.finish(outcome)
     }
 
+    /// Ends a call with a response judged a success. Its result object is built
+    /// on the coordinator (see ``DeferredResult``), unless the cache needs it here.
+    private func succeed(_ call: RemoteCall, _ result: RemoteResult) {
+        if call.cacheKey != nil {
+            finish(call, .success(result.build()))
+            return
+        }
+        calls[call.task.token] = nil
+        if let cache = manager.cache { invalidateCaches(after: call, in: cache) }
+        call.handle.succeed(building: result)
+    }
+
+    /// A successful call of an api with `invalidates` empties those apis' cached responses.
+    private func invalidateCaches(after call: RemoteCall, in cache: any ResponseCache) {
+        guard let api = call.request.api, let invalidates = manager.configuration.apis[api]?.invalidates else { return }
+        for other in invalidates { cache.invalidate(api: other) }
+    }
+
     // MARK: - Judging responses
 
-    private func judge(response: HTTPResponse, call: RemoteCall) -> StepOutcome {
+    /// What a response amounts to: a success (its result, not yet built) or a failure.
+    private enum Judgement {
+        case success(RemoteResult)
+        case failure(JobError)
+    }
+
+    /// Checks the status against `expect` and decodes the body with the job's
+    /// dogma. The body is decoded here, on the worker's loop, because a body
+    /// that does not decode fails the job; the rest of the result waits.
+    private func judge(response: HTTPResponse, call: RemoteCall) -> Judgement {
         let dogmaResponse = DogmaResponse(status: response.status, headers: response.headers, body: response.body)
         let expected = call.request.expect.map { $0.contains(response.status) } ?? (200...299).contains(response.status)
-        let saved = call.request.http.saveTo != nil
-        // A success reports every header: read them once, and the content type from them.
-        let headers = expected ? RESTExecutor.headerObject(response.headers) : nil
+        let saveTo = call.request.http.saveTo
         let body: JSONValue
-        if saved && expected {
+        if saveTo != nil && expected {
             body = .null
         } else {
             do {
-                let json = headers.map { $0["content-type"]?.stringValue.map(DogmaResponse.isJSON(contentType:)) ?? false }
-                body = try decode(dogmaResponse, dogma: call.request.dogma, isJSON: json)
+                body = try decode(dogmaResponse, dogma: call.request.dogma)
             } catch {
                 if !expected {
                     // Keep what can be kept of an error body.
@@ -230,22 +258,9 @@ final class RESTExecutor: JobExecutor {
             }
         }
         guard expected else { return .failure(httpError(response.status, body: body)) }
-        let saveTo = call.request.http.saveTo
-        var values: [JSONValue] = []
-        values.reserveCapacity(8)
-        values.append(.int(response.status))
-        values.append(.object(headers ?? [:]))
-        values.append(body)
-        if let saveTo {
-            values.append(.string(saveTo))
-            values.append(.int(response.bodyBytes))
-        }
-        values.append(false)
-        values.append(.int(call.attempts))
-        values.append(.double(call.elapsedMs))
-        let names = saveTo == nil ? RESTExecutor.resultKeys : RESTExecutor.savedResultKeys
-        let result = OrderedDictionary(uncheckedUniqueKeys: names, values: values)
-        return .success(.object(result))
+        return .success(RemoteResult(status: response.status, headers: response.headers, body: body,
+                                     file: saveTo.map { ($0, response.bodyBytes) }, attempts: call.attempts,
+                                     elapsedMs: call.elapsedMs))
     }
 
     private func judge(dummy reply: DummyReply, call: RemoteCall) -> StepOutcome {
@@ -263,14 +278,13 @@ final class RESTExecutor: JobExecutor {
         JobError(.http, "HTTP \(status)", status: status, body: body)
     }
 
-    /// `isJSON`: whether the content type says JSON, when the caller already knows.
-    private func decode(_ response: DogmaResponse, dogma name: String?, isJSON: Bool? = nil) throws -> JSONValue {
+    private func decode(_ response: DogmaResponse, dogma name: String?) throws -> JSONValue {
         let dogma: any Dogma
         if let name {
             guard let named = manager.dogma(named: name) else { throw DecodeError("unknown dogma '\(name)'") }
             dogma = named
         } else {
-            dogma = (isJSON ?? response.isJSON) ? JSONDogma() : TextDogma()
+            dogma = response.isJSON ? JSONDogma() : TextDogma()
         }
         return try dogma.decode(response)
     }
@@ -304,28 +318,5 @@ final class RESTExecutor: JobExecutor {
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         guard let date = formatter.date(from: trimmed) else { return nil }
         return max(0, Int(date.timeIntervalSinceNow * 1000))
-    }
-
-    /// The members of a remote job's result, in order (protocol §4).
-    static let resultKeys = ["status", "headers", "body", "fromCache", "attempts", "elapsedMs"]
-    static let savedResultKeys = ["status", "headers", "body", "file", "bytes", "fromCache", "attempts", "elapsedMs"]
-
-    static func headerObject(_ headers: HTTPHeaderBlock) -> OrderedDictionary<String, JSONValue> {
-        // Keys and values are collected first and handed over as unique keys:
-        // cheaper than inserting field by field. A repeated field is rare; its
-        // values are joined, as HTTP allows.
-        var names: [String] = []
-        var values: [JSONValue] = []
-        names.reserveCapacity(16)
-        values.reserveCapacity(16)
-        headers.forEach { name, value in
-            if let i = names.firstIndex(of: name), case .string(let existing) = values[i] {
-                values[i] = .string(existing + ", " + value)
-            } else {
-                names.append(name)
-                values.append(.string(value))
-            }
-        }
-        return OrderedDictionary(uncheckedUniqueKeys: names, values: values)
     }
 }

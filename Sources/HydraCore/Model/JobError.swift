@@ -54,6 +54,8 @@ public enum StepOutcome: Sendable {
     case failure(JobError, result: JSONValue?)
 
     public static func failure(_ error: JobError) -> StepOutcome { .failure(error, result: nil) }
+
+    public var isSuccess: Bool { if case .success = self { return true } else { return false } }
 }
 
 /// The final states of protocol §5, plus the live ones.

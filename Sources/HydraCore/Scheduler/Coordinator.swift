@@ -383,6 +383,12 @@ final class CoordinatorRuntime {
             emit(EventName.skipped, node) { ["reason": .string(reason)] }
         case .finished(let outcome):
             finish(node, outcome)
+        case .succeeded(let result, let ran):
+            if ran {
+                node.state = .running
+                emit(EventName.started, node) { ["worker": .string(workerNames[node.workerIndex])] }
+            }
+            finish(node, .success(result.build()))
         }
     }
 

@@ -44,7 +44,14 @@ public final class TaskHandle {
     public func finish(_ outcome: StepOutcome) {
         guard !isFinished else { return }
         isFinished = true
-        worker.taskFinished(self, outcome)
+        worker.taskFinished(self, succeeded: outcome.isSuccess) { ran in ran ? .ran(outcome) : .finished(outcome) }
+    }
+
+    /// The task succeeded; the coordinator builds its result (see ``DeferredResult``). Frees the worker's slot.
+    public func succeed(building result: any DeferredResult) {
+        guard !isFinished else { return }
+        isFinished = true
+        worker.taskFinished(self, succeeded: true) { ran in .succeeded(result, ran: ran) }
     }
 }
 
@@ -57,4 +64,7 @@ public enum WorkerReport: Sendable {
     case retrying(attempt: Int, delayMs: Int, error: JobError)
     case skipped(reason: String)
     case finished(StepOutcome)
+    /// Succeeded, with the result to build on the coordinator; `ran`: the
+    /// task also started in this report (it completed inside `start`).
+    case succeeded(any DeferredResult, ran: Bool)
 }

@@ -150,15 +150,17 @@ final class WorkerRuntime {
         report(handle.task, .started)
     }
 
-    func taskFinished(_ handle: TaskHandle, _ outcome: StepOutcome) {
-        if case .success = outcome { done += 1 } else { failed += 1 }
+    /// A task ended; `report(ran)` is its last report, `ran` true when it
+    /// finished inside `start` (never announced as started).
+    func taskFinished(_ handle: TaskHandle, succeeded: Bool, report: (_ ran: Bool) -> WorkerReport) {
+        if succeeded { done += 1 } else { failed += 1 }
         if handle.announced {
             active[handle.task.token] = nil
-            outbox?.post(.report(handle.task, .finished(outcome)))
+            outbox?.post(.report(handle.task, report(false)))
         } else {
             // Finished inside `start`: never entered `active`.
             handle.announced = true
-            outbox?.post(.report(handle.task, .ran(outcome)))
+            outbox?.post(.report(handle.task, report(true)))
         }
         pump()
     }
