@@ -278,7 +278,12 @@ import Testing
         let server = try ServerProcess()
         defer { server.terminate() }
         let client = try server.client()
+        func local() throws -> JSONValue? {
+            try client.call("worker.list")["workers"]?.arrayValue?.first { $0["name"] == "local" }
+        }
         _ = try client.call("worker.pause", ["name": "local"])
+        // Paused from the moment the call answers.
+        #expect(try local()?["state"] == "paused")
         let job = try client.call("job.submit", ["job": ["type": "local", "name": "echo", "input": 1]])
         let waiting = try client.call("job.result", ["jobId": job["jobId"]!, "waitMs": 200])
         #expect(waiting["state"] == "queued")
@@ -289,6 +294,9 @@ import Testing
         #expect(workers.contains { $0["name"] == "local" && $0["state"] == "paused" && $0["queued"] == 1 })
         _ = try client.call("worker.resume", ["name": "local"])
         #expect(try client.call("job.result", ["jobId": job["jobId"]!, "waitMs": 5000])["state"] == "succeeded")
+        // Counted before the job's end is heard.
+        let after = try local()
+        #expect(after?["state"] == "running" && after?["done"] == 1 && after?["queued"] == 0 && after?["active"] == 0)
         let stats = try client.call("hydra.stats")
         #expect(stats["jobs"]?["succeeded"] == 1)
     }

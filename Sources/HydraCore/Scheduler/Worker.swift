@@ -16,8 +16,8 @@ public final class Worker: Sendable {
     public let loop: EventLoop
     let inbox: Mailbox<WorkerMessage>
     private let runtime: LoopBound<WorkerRuntime>
-    /// The counters at shutdown, for ``stats()`` once the loop is gone.
-    private let lastStats = Mutex<WorkerStats?>(nil)
+    /// Published by the worker's loop, read by anyone: ``stats()`` never waits for the loop.
+    private let counters = WorkerCounters()
 
     init(configuration: Configuration.Worker) {
         self.configuration = configuration
@@ -25,8 +25,9 @@ public final class Worker: Sendable {
         kind = configuration.kind
         let loop = EventLoop(name: "hydra-\(configuration.name)")
         self.loop = loop
+        let counters = self.counters
         (inbox, runtime) = loop.submitAndWait {
-            let runtime = WorkerRuntime(configuration: configuration, loop: loop)
+            let runtime = WorkerRuntime(configuration: configuration, loop: loop, counters: counters)
             let inbox = Mailbox<WorkerMessage>(loop: loop) { runtime.handle($0) }
             return (inbox, LoopBound(runtime, loop: loop))
         }
@@ -42,26 +43,29 @@ public final class Worker: Sendable {
         }
     }
 
-    /// Stops starting queued tasks (running ones go on). Thread-safe.
-    public func pause() { inbox.send(.pause) }
-    /// Starts queued tasks again. Thread-safe.
-    public func resume() { inbox.send(.resume) }
-
-    /// Counters and state, read on the worker's thread. Never call it on that thread.
-    public func stats() -> WorkerStats {
-        let runtime = self.runtime
-        return loop.submitAndWait(ifStopped: lastStats.withLock { $0 }!) { runtime.value.stats }
+    /// Stops starting queued tasks (running ones go on). Thread-safe; ``stats()``
+    /// reports the worker paused from the moment this returns.
+    public func pause() {
+        counters.setPaused(true)
+        inbox.send(.pause)
     }
+    /// Starts queued tasks again. Thread-safe.
+    public func resume() {
+        counters.setPaused(false)
+        inbox.send(.resume)
+    }
+
+    /// Counters and state, as the worker's loop last published them (after
+    /// every command it handled and every task that ended). Any thread; it
+    /// never waits for the loop, so a busy worker cannot stall the caller
+    /// (the RPC loop answers `hydra.stats` and `worker.list` with it).
+    public func stats() -> WorkerStats { counters.snapshot(name: name, kind: kind) }
 
     /// Closes the executor and stops the thread; ``stats()`` keeps answering with
     /// the final counters. Thread-safe; call once.
     func shutdown() {
         let runtime = self.runtime
-        let last = loop.submitAndWait { () -> WorkerStats in
-            runtime.value.close()
-            return runtime.value.stats
-        }
-        lastStats.withLock { $0 = last }
+        loop.submitAndWait { runtime.value.close() }
         loop.shutdown()
     }
 }
@@ -79,6 +83,35 @@ public struct WorkerStats: Sendable {
     public var json: JSONValue {
         ["name": .string(name), "kind": .string(kind.rawValue), "state": .string(paused ? "paused" : "running"),
          "queued": .int(queued), "active": .int(active), "done": .int(done), "failed": .int(failed)]
+    }
+}
+
+/// A worker's counters as its loop last published them (the loop writes, any
+/// thread reads; each value is exact, the set may mix two publications), and
+/// whether it was asked to pause (written by ``Worker/pause()`` and ``Worker/resume()``).
+final class WorkerCounters: Sendable {
+    private let paused = Atomic<Bool>(false)
+    private let queued = Atomic<Int>(0)
+    private let active = Atomic<Int>(0)
+    private let done = Atomic<Int>(0)
+    private let failed = Atomic<Int>(0)
+
+    func setPaused(_ paused: Bool) { self.paused.store(paused, ordering: .relaxed) }
+
+    /// Worker loop only.
+    func publish(queued: Int, active: Int, done: Int, failed: Int) {
+        self.queued.store(queued, ordering: .relaxed)
+        self.active.store(active, ordering: .relaxed)
+        self.done.store(done, ordering: .relaxed)
+        // Releasing: a reader that sees this store sees the ones before it.
+        self.failed.store(failed, ordering: .releasing)
+    }
+
+    func snapshot(name: String, kind: JobKind) -> WorkerStats {
+        let failed = self.failed.load(ordering: .acquiring)
+        return WorkerStats(name: name, kind: kind, paused: paused.load(ordering: .relaxed),
+                           queued: queued.load(ordering: .relaxed), active: active.load(ordering: .relaxed),
+                           done: done.load(ordering: .relaxed), failed: failed)
     }
 }
 
@@ -103,10 +136,12 @@ final class WorkerRuntime {
     @exclusivity(unchecked) private var pumping = false
     @exclusivity(unchecked) private var done = 0
     @exclusivity(unchecked) private var failed = 0
+    private let counters: WorkerCounters
 
-    init(configuration: Configuration.Worker, loop: EventLoop) {
+    init(configuration: Configuration.Worker, loop: EventLoop, counters: WorkerCounters) {
         self.configuration = configuration
         self.loop = loop
+        self.counters = counters
     }
 
     func bind(executor: any JobExecutor, outbox: Outbox<CoordinatorMessage>) {
@@ -114,12 +149,14 @@ final class WorkerRuntime {
         self.outbox = outbox
     }
 
-    var stats: WorkerStats {
-        WorkerStats(name: configuration.name, kind: configuration.kind, paused: paused,
-                    queued: max(0, queue.count - cancelledWhileQueued.count), active: active.count, done: done, failed: failed)
+    /// Makes the counters visible to ``Worker/stats()``.
+    private func publish() {
+        counters.publish(queued: max(0, queue.count - cancelledWhileQueued.count),
+                         active: active.count, done: done, failed: failed)
     }
 
     func handle(_ message: WorkerMessage) {
+        defer { publish() }
         switch message {
         case .run(let task):
             queue.push(task)
@@ -163,6 +200,9 @@ final class WorkerRuntime {
             outbox?.post(.report(handle.task, report(true)))
         }
         pump()
+        // Before the report leaves (the outbox hands it over when this loop
+        // iteration ends): whoever hears the job ended sees it counted.
+        publish()
     }
 
     /// Starts queued tasks while slots are free. Not re-entered: a task that
@@ -190,6 +230,7 @@ final class WorkerRuntime {
         executor?.close()
         executor = nil
         outbox?.flush()
+        publish()
     }
 }
 
