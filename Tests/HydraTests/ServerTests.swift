@@ -228,6 +228,42 @@ import Testing
         #expect(try failures.nextNotification(timeout: .milliseconds(300)) == nil)
     }
 
+    @Test func replayCoversTimeWithoutSubscribersThenGoesLive() throws {
+        // With no subscriber the RPC loop takes no events: a replay of that time
+        // comes from the store, and live events follow it without gap or duplicate.
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let client = try server.client()
+        func run(_ input: Int) throws {
+            let submitted = try client.call("job.submit", ["job": ["type": "local", "name": "echo", "input": .int(input)]])
+            _ = try client.call("job.result", ["jobId": submitted["jobId"]!, "waitMs": 5000])
+        }
+        func seqs(_ watcher: RPCClient, _ count: Int) throws -> [Int] {
+            var seen: [Int] = []
+            while seen.count < count, let note = try watcher.nextNotification(timeout: .seconds(2)) {
+                if let seq = note["params"]?["seq"]?.intValue { seen.append(seq) }
+            }
+            return seen
+        }
+        let start = try #require(client.call("hydra.stats")["events"]?["lastSeq"]?.intValue)
+        try run(1)  // queued, started, succeeded: nobody listens
+
+        let watcher = try server.client()
+        let subscribed = try watcher.call("events.subscribe", ["fromSeq": .int(start)])
+        #expect(subscribed["seq"]?.intValue == start + 3)
+        try run(2)
+        #expect(try seqs(watcher, 6) == Array((start + 1)...(start + 6)))
+
+        // Leaving and coming back: the time in between is replayed, then live again.
+        _ = try watcher.call("events.unsubscribe", ["subscription": subscribed["subscription"]!])
+        try run(3)
+        #expect(try watcher.nextNotification(timeout: .milliseconds(200)) == nil)
+        _ = try watcher.call("events.subscribe", ["fromSeq": .int(start + 6)])
+        try run(4)
+        #expect(try seqs(watcher, 6) == Array((start + 7)...(start + 12)))
+        #expect(try watcher.nextNotification(timeout: .milliseconds(200)) == nil)
+    }
+
     @Test func sharedDataCiphersAndReferences() throws {
         let server = try ServerProcess(environment: ["HYDRA_SHARED_KEY": "correct horse battery staple"])
         defer { server.terminate() }

@@ -37,6 +37,10 @@ public final class EventBus: Sendable {
     /// The seq of the newest event.
     public var lastSeq: UInt64 { seq.load(ordering: .acquiring) }
 
+    /// Returns once no emit is under way: every event issued so far has
+    /// reached every sink it was for. Any thread but a sink's.
+    public func waitForEmits() { state.withLock { _ in } }
+
     /// True when someone listens; emitters may skip building an event otherwise.
     public var hasSubscribers: Bool { subscriberCount.load(ordering: .relaxed) > 0 }
 

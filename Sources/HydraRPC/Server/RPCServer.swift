@@ -10,13 +10,14 @@ import HydraLoop
 /// It runs on a loop of its own ("hydra-rpc"), never a worker's, so job I/O
 /// cannot starve the control plane. All connection and subscription state is
 /// confined to that loop; replies computed elsewhere (the store writer, the
-/// coordinator) hop back to it. Events arrive through one bus subscription
-/// and a mailbox, are kept in a ring of recent events for replay, and are
-/// encoded once per event whatever the number of subscribers.
+/// coordinator) hop back to it. While any client subscribes to events,
+/// events arrive through one bus subscription and a mailbox, are kept in a
+/// ring of recent events for replay, and are encoded once per event whatever
+/// the number of subscribers. With no subscriber the loop takes no events at
+/// all (a replay then reads the store).
 public final class RPCServer: Sendable {
     public let loop: EventLoop
     private let runtime: LoopBound<RPCServerRuntime>
-    private let busSubscription: UInt64
     private let service: HydraService
 
     /// Listens on `addresses` (TCP and/or Unix). Errors name the address:
@@ -34,16 +35,15 @@ public final class RPCServer: Sendable {
                 return .failure(error)
             }
             let mailbox = Mailbox<HydraEvent>(loop: loop) { runtime.deliver($0) }
+            runtime.eventSink = MailboxSink(mailbox)
             return .success((LoopBound(runtime, loop: loop), mailbox))
         }
-        let events: Mailbox<HydraEvent>
         switch made {
-        case .success(let pair): (runtime, events) = pair
+        case .success(let pair): runtime = pair.0
         case .failure(let error):
             loop.shutdown()
             throw error
         }
-        busSubscription = service.engine.subscribe(sink: MailboxSink(events))
     }
 
     /// Where the server listens, as printed at startup (`127.0.0.1:7400`, `unix:/path`).
@@ -60,7 +60,6 @@ public final class RPCServer: Sendable {
 
     /// Closes every connection (after flushing what is queued) and stops the loop.
     public func shutdown() {
-        service.engine.unsubscribe(busSubscription)
         let runtime = self.runtime
         loop.submitAndWait(ifStopped: ()) { runtime.value.closeAll() }
         loop.shutdown()
@@ -68,7 +67,7 @@ public final class RPCServer: Sendable {
 }
 
 /// Forwards bus events to the RPC loop (runs on the emitting thread: one append).
-private final class MailboxSink: EventSink {
+final class MailboxSink: EventSink {
     let mailbox: Mailbox<HydraEvent>
     init(_ mailbox: Mailbox<HydraEvent>) { self.mailbox = mailbox }
     func receive(_ event: HydraEvent) { mailbox.send(event) }
@@ -86,8 +85,12 @@ final class RPCServerRuntime {
     /// Recent events, oldest first, for `fromSeq` replay without the store.
     private var recent = Deque<HydraEvent>()
     private let recentCapacity = 65_536
-    /// The seq of the newest event that reached this loop.
+    /// The seq of the newest event that reached this loop (while subscribed to the bus).
     private var lastSeq: UInt64
+    /// Feeds the bus's events to this loop; subscribed only while some client subscribes.
+    var eventSink: MailboxSink?
+    /// The bus subscription of `eventSink`, while there is one.
+    private var busSubscription: UInt64?
     private let secret: [UInt8]?
 
     init(loop: EventLoop, service: HydraService, options: Configuration.RPC) {
@@ -127,6 +130,10 @@ final class RPCServerRuntime {
 
     func closeAll() {
         closeListeners()
+        if let id = busSubscription {
+            service.engine.unsubscribe(id)
+            busSubscription = nil
+        }
         for session in sessions.values { session.connection.close() }
     }
 
@@ -154,8 +161,10 @@ final class RPCServerRuntime {
         }
         connection.onClose = { [unowned self, unowned session] in
             session.closed = true
+            let subscribed = !session.subscriptions.isEmpty
             session.subscriptions.removeAll()
             self.sessions[session.id] = nil
+            if subscribed { self.subscriptionsRemoved() }
         }
     }
 
@@ -236,7 +245,10 @@ final class RPCServerRuntime {
 
     /// A bus event reached the loop: keep it for replay and fan it out.
     func deliver(_ event: HydraEvent) {
-        lastSeq = max(lastSeq, event.seq)
+        // One sent before the loop last left the bus: subscriptions made since
+        // replay it from the store if they asked for it.
+        guard event.seq > lastSeq else { return }
+        lastSeq = event.seq
         recent.append(event)
         if recent.count > recentCapacity { recent.removeFirst() }
         var encoded: [UInt8]?
@@ -259,6 +271,7 @@ final class RPCServerRuntime {
         if !session.subscriptions.isEmpty {
             let ids = session.subscriptions.map { JSONValue.string($0.id) }
             session.subscriptions.removeAll()
+            subscriptionsRemoved()
             session.send(RPCEncoder.notification("hydra.dropped", [
                 "subscriptions": .array(ids),
                 "reason": .string("outgoing buffer above rpc.maxOutboundBytes (\(options.maxOutboundBytes) bytes): the client is not reading"),
@@ -269,6 +282,14 @@ final class RPCServerRuntime {
     func subscribe(_ session: RPCSession, filter: EventFilter, fromSeq: UInt64?) -> Result<JSONValue, ServiceError> {
         let id = "s\(nextSubscriptionID)"
         nextSubscriptionID += 1
+        if busSubscription == nil, let eventSink {
+            // The first subscription: from here on the bus feeds this loop
+            // every event after `lastSeq`; earlier ones are in the store.
+            recent.removeAll()
+            let (busID, seq) = service.engine.scheduler.bus.subscribe(EventFilter(), sink: eventSink)
+            busSubscription = busID
+            lastSeq = seq
+        }
         let upTo = lastSeq
         var replay: [HydraEvent] = []
         if let fromSeq, fromSeq < upTo {
@@ -277,7 +298,10 @@ final class RPCServerRuntime {
                     replay.append(event)
                 }
             } else {
-                // Older than the ring: read the journal (flushed so it holds every event up to `upTo`).
+                // Older than the ring: read the journal, flushed so it holds every
+                // event up to `upTo` (the bus hands an event to the journal and to
+                // this loop in one emit: once no emit runs, all have been queued).
+                service.engine.scheduler.bus.waitForEmits()
                 service.store.flush()
                 var after = fromSeq
                 do {
@@ -317,7 +341,17 @@ final class RPCServerRuntime {
             return .failure(ServiceError(.notFound, "subscription \(id) not found"))
         }
         session.subscriptions.remove(at: index)
+        subscriptionsRemoved()
         return .success(["ok": true])
+    }
+
+    /// Leaves the bus once no client subscribes any more: events then cost
+    /// this loop nothing. The ring is dropped (it would have a gap).
+    private func subscriptionsRemoved() {
+        guard let id = busSubscription, !sessions.values.contains(where: { !$0.subscriptions.isEmpty }) else { return }
+        service.engine.unsubscribe(id)
+        busSubscription = nil
+        recent.removeAll()
     }
 
     // MARK: - Auth
