@@ -170,7 +170,7 @@ final class CoordinatorRuntime {
     @exclusivity(unchecked) private var workerNames: [String] = []
     /// The scope of root leaf jobs without input: nothing is recorded in it.
     private let emptyScope = GraphScope(input: .null)
-    // Jobs are keyed by integers (cheap to hash); ids map to keys with `key(of:)`.
+    // Jobs are keyed by integers (consecutive counters, see `JobTable`); ids map to keys with `key(of:)`.
     @exclusivity(unchecked) private var active = JobTable<RootJob>(capacity: 1 << 14)
     @exclusivity(unchecked) private var finished: JobTable<FinishedJob>
     @exclusivity(unchecked) private var finishedOrder = Deque<UInt64>()
