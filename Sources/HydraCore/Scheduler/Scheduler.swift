@@ -225,32 +225,26 @@ public final class Scheduler: Sendable {
 /// per job); longer ids stay correct, they are just heap strings.
 public enum JobIdentifier {
     private static let digits: [UInt8] = Array("0123456789abcdefghijklmnopqrstuvwxyz".utf8)
-    private static let prefix: [UInt8] = {
+    private static let prefixBytes: [UInt8] = {
         let millis = UInt64(Date().timeIntervalSince1970 * 1000)
         return Array("j".utf8) + base36(millis) + [digits[Int.random(in: 0..<36)]]
     }()
+    private static let prefix = String(decoding: prefixBytes, as: UTF8.self)
     private static let counter = Atomic<UInt64>(0)
 
     /// A new id and its key.
     public static func next() -> (id: String, key: UInt64) {
         let key = nextKey()
-        var divisor: UInt64 = 1, width = 1
-        while divisor <= key / 36 {
-            divisor *= 36
-            width += 1
-        }
-        // The exact length: at most 15 bytes makes an inline string.
-        let id = prefix.withUnsafeBufferPointer { head in
-            String(unsafeUninitializedCapacity: head.count + width) { out in
-                _ = out.initialize(fromContentsOf: head)
-                var rest = key, place = divisor
-                for i in head.count..<(head.count + width) {
-                    out[i] = digits[Int(rest / place)]
-                    rest %= place
-                    place /= 36
-                }
-                return head.count + width
-            }
+        var id = prefix
+        // The counter's digits, most significant first. Appending ASCII to a
+        // short string keeps it inline: no allocation.
+        var place: UInt64 = 1
+        while place <= key / 36 { place *= 36 }
+        var rest = key
+        while place > 0 {
+            id.unicodeScalars.append(Unicode.Scalar(digits[Int(rest / place)]))
+            rest %= place
+            place /= 36
         }
         return (id, key)
     }
@@ -260,25 +254,23 @@ public enum JobIdentifier {
 
     /// The key of an id made by this process, else nil.
     public static func key(of id: String) -> UInt64? {
-        var id = id
-        return id.withUTF8 { bytes -> UInt64? in
-            guard bytes.count > prefix.count, bytes.count <= prefix.count + 13,
-                  prefix.withUnsafeBufferPointer({ $0.elementsEqual(bytes.prefix(prefix.count)) }) else { return nil }
-            var key: UInt64 = 0
-            for byte in bytes[prefix.count...] {
-                let digit: UInt64
-                switch byte {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt64(byte - UInt8(ascii: "0"))
-                case UInt8(ascii: "a")...UInt8(ascii: "z"): digit = UInt64(byte - UInt8(ascii: "a")) + 10
-                default: return nil
-                }
-                let (shifted, overflow) = key.multipliedReportingOverflow(by: 36)
-                let (sum, carry) = shifted.addingReportingOverflow(digit)
-                guard !overflow, !carry else { return nil }
-                key = sum
+        let bytes = id.utf8
+        guard bytes.count > prefixBytes.count, bytes.count <= prefixBytes.count + 13,
+              bytes.starts(with: prefixBytes) else { return nil }
+        var key: UInt64 = 0
+        for byte in bytes.dropFirst(prefixBytes.count) {
+            let digit: UInt64
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt64(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): digit = UInt64(byte - UInt8(ascii: "a")) + 10
+            default: return nil
             }
-            return key
+            let (shifted, overflow) = key.multipliedReportingOverflow(by: 36)
+            let (sum, carry) = shifted.addingReportingOverflow(digit)
+            guard !overflow, !carry else { return nil }
+            key = sum
         }
+        return key
     }
 
     /// `value` in base 36, most significant digit first.
