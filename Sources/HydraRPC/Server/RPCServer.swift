@@ -253,10 +253,14 @@ final class RPCServerRuntime {
         if recent.count > recentCapacity { recent.removeFirst() }
         var encoded: [UInt8]?
         for session in sessions.values where !session.subscriptions.isEmpty {
-            for subscription in session.subscriptions where subscription.filter.matches(event) {
+            for i in session.subscriptions.indices where session.subscriptions[i].filter.matches(event) {
+                if session.subscriptions[i].held != nil {
+                    session.subscriptions[i].held!.append(event)
+                    continue
+                }
                 if encoded == nil { encoded = JSONWriter.bytes(event.json) }
                 var out: [UInt8] = []
-                RPCEncoder.eventNotification(subscription: subscription.id, event: encoded!, into: &out)
+                RPCEncoder.eventNotification(subscription: session.subscriptions[i].id, event: encoded!, into: &out)
                 session.send(raw: out)
             }
             enforceOutboundCap(session)
@@ -291,49 +295,81 @@ final class RPCServerRuntime {
             lastSeq = seq
         }
         let upTo = lastSeq
-        var replay: [HydraEvent] = []
-        if let fromSeq, fromSeq < upTo {
-            if let oldest = recent.first, oldest.seq <= fromSeq + 1 {
-                for event in recent where event.seq > fromSeq && event.seq <= upTo && filter.matches(event) {
-                    replay.append(event)
-                }
-            } else {
-                // Older than the ring: read the journal, flushed so it holds every
-                // event up to `upTo` (the bus hands an event to the journal and to
-                // this loop in one emit: once no emit runs, all have been queued).
-                service.engine.scheduler.bus.waitForEmits()
-                service.store.flush()
-                var after = fromSeq
-                do {
-                    while after < upTo {
-                        let page = try service.store.events(after: after, limit: 10_000)
-                        guard let last = page.last else { break }
-                        for event in page where event.seq <= upTo && filter.matches(event) { replay.append(event) }
-                        after = last.seq
-                    }
-                } catch {
-                    return .failure(ServiceError(error))
-                }
-            }
-        }
-        session.subscriptions.append((id, filter))
         let reply: JSONValue = ["subscription": .string(id), "seq": .int(Int(upTo))]
-        // The reply goes first; replayed events follow it, then live ones.
-        let context = LoopBound((self, session, replay), loop: loop)
-        loop.execute {
-            let (server, session, replay) = context.value
-            guard session.subscriptions.contains(where: { $0.id == id }) else { return }
-            for event in replay {
-                var out: [UInt8] = []
-                RPCEncoder.eventNotification(subscription: id, event: JSONWriter.bytes(event.json), into: &out)
-                session.send(raw: out)
-                if session.connection.queuedBytes > server.options.maxOutboundBytes {
-                    server.enforceOutboundCap(session)
-                    return
+        guard let fromSeq, fromSeq < upTo else {
+            session.subscriptions.append(Subscription(id: id, filter: filter))
+            return .success(reply)
+        }
+        if let oldest = recent.first, oldest.seq <= fromSeq + 1 {
+            var replay: [HydraEvent] = []
+            for event in recent where event.seq > fromSeq && event.seq <= upTo && filter.matches(event) {
+                replay.append(event)
+            }
+            session.subscriptions.append(Subscription(id: id, filter: filter))
+            // The reply goes first; replayed events follow it, then live ones.
+            let context = LoopBound((self, session, replay), loop: loop)
+            loop.execute { context.value.0.send(context.value.2, to: context.value.1, subscription: id) }
+            return .success(reply)
+        }
+        // Older than the ring: read from the store, off the loop (a flush waits
+        // for a commit). Live events wait in `held` meanwhile.
+        session.subscriptions.append(Subscription(id: id, filter: filter, held: []))
+        let context = LoopBound((self, session), loop: loop)
+        let bus = service.engine.scheduler.bus, store = service.store, loop = self.loop
+        DispatchQueue.global().async {
+            let read = Result { () throws(StoreError) -> [HydraEvent] in
+                // The bus hands an event to the store journal and to this loop in
+                // one emit: once no emit runs, every event up to `upTo` is queued.
+                bus.waitForEmits()
+                store.flush()
+                var replay: [HydraEvent] = []
+                var after = fromSeq
+                while after < upTo {
+                    let page = try store.events(after: after, limit: 10_000)
+                    guard let last = page.last else { break }
+                    for event in page where event.seq <= upTo && filter.matches(event) { replay.append(event) }
+                    after = last.seq
                 }
+                return replay
+            }
+            loop.execute {
+                let (server, session) = context.value
+                server.replayRead(read, for: session, subscription: id)
             }
         }
         return .success(reply)
+    }
+
+    /// The store replay of a subscription arrived: send it, then the live
+    /// events held meanwhile, and let later ones through.
+    private func replayRead(_ read: Result<[HydraEvent], StoreError>, for session: RPCSession, subscription id: String) {
+        guard let index = session.subscriptions.firstIndex(where: { $0.id == id }) else { return }
+        switch read {
+        case .success(let replay):
+            let held = session.subscriptions[index].held ?? []
+            session.subscriptions[index].held = nil
+            send(replay + held, to: session, subscription: id)
+        case .failure(let error):
+            session.subscriptions.remove(at: index)
+            subscriptionsRemoved()
+            session.send(RPCEncoder.notification("hydra.dropped", [
+                "subscriptions": [.string(id)], "reason": .string("replay failed: \(error)"),
+            ]))
+        }
+    }
+
+    /// Sends replayed events of one subscription, stopping if the client stops reading.
+    private func send(_ events: [HydraEvent], to session: RPCSession, subscription id: String) {
+        guard session.subscriptions.contains(where: { $0.id == id }) else { return }
+        for event in events {
+            var out: [UInt8] = []
+            RPCEncoder.eventNotification(subscription: id, event: JSONWriter.bytes(event.json), into: &out)
+            session.send(raw: out)
+            if session.connection.queuedBytes > options.maxOutboundBytes {
+                enforceOutboundCap(session)
+                return
+            }
+        }
     }
 
     func unsubscribe(_ session: RPCSession, id: String) -> Result<JSONValue, ServiceError> {

@@ -8,7 +8,7 @@ final class RPCSession {
     let connection: StreamConnection
     var authenticated: Bool
     /// Subscriptions by id, in creation order.
-    var subscriptions: [(id: String, filter: EventFilter)] = []
+    var subscriptions: [Subscription] = []
     /// Set once the connection is gone: late replies are dropped.
     var closed = false
     /// Replies still being computed (async methods); for diagnostics.
@@ -46,4 +46,13 @@ final class RPCSession {
             connection.pauseReading()
         }
     }
+}
+
+/// One `events.subscribe` of a session. RPC loop thread only.
+struct Subscription {
+    let id: String
+    let filter: EventFilter
+    /// While its `fromSeq` replay is read from the store (off the loop), the
+    /// live events it matches wait here, to follow the replayed ones.
+    var held: [HydraEvent]?
 }
