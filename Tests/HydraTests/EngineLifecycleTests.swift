@@ -50,12 +50,16 @@ import Testing
 
     @Test func gracefulStopGivesUpAfterTheGracePeriod() async throws {
         let engine = try makeEngine()
-        let abandoned = try engine.submit(spec(#"{"type":"remote","endpoint":"/delay/3000"}"#))
+        // A 10 s transfer: shutdown must return long before it ends. The bound
+        // is loose because the whole suite shares 2 cores (a full run once took
+        // 2.5 s to resume this test after a 200 ms grace period).
+        let abandoned = try engine.submit(spec(#"{"type":"remote","endpoint":"/delay/10000"}"#))
         let started = ContinuousClock.now
         let finished = await engine.shutdown(gracePeriod: .milliseconds(200))
+        let took = ContinuousClock.now - started
         #expect(finished == false)
+        #expect(took < .seconds(5), "shutdown took \(took)")
         #expect(await engine.result(of: abandoned) == nil)
-        #expect(ContinuousClock.now - started < .seconds(2))
     }
 }
 
