@@ -305,10 +305,14 @@ final class RPCServerRuntime {
             for event in recent where event.seq > fromSeq && event.seq <= upTo && filter.matches(event) {
                 replay.append(event)
             }
-            session.subscriptions.append(Subscription(id: id, filter: filter))
-            // The reply goes first; replayed events follow it, then live ones.
+            // The reply goes first; replayed events follow it, then the live ones
+            // (held until then).
+            session.subscriptions.append(Subscription(id: id, filter: filter, held: []))
             let context = LoopBound((self, session, replay), loop: loop)
-            loop.execute { context.value.0.send(context.value.2, to: context.value.1, subscription: id) }
+            loop.execute {
+                let (server, session, replay) = context.value
+                server.replayRead(.success(replay), for: session, subscription: id)
+            }
             return .success(reply)
         }
         // Older than the ring: read from the store, off the loop (a flush waits
@@ -340,8 +344,8 @@ final class RPCServerRuntime {
         return .success(reply)
     }
 
-    /// The store replay of a subscription arrived: send it, then the live
-    /// events held meanwhile, and let later ones through.
+    /// The replay of a subscription is ready: send it, then the live events
+    /// held meanwhile, and let later ones through.
     private func replayRead(_ read: Result<[HydraEvent], StoreError>, for session: RPCSession, subscription id: String) {
         guard let index = session.subscriptions.firstIndex(where: { $0.id == id }) else { return }
         switch read {
