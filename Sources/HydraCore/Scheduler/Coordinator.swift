@@ -363,12 +363,7 @@ final class CoordinatorRuntime {
         guard !node.state.isFinal else { return }  // cancelled or timed out meanwhile
         switch report {
         case .started:
-            node.state = .running
-            emit(EventName.started, node) { ["worker": .string(workerNames[node.workerIndex])] }
-        case .ran(let outcome):
-            node.state = .running
-            emit(EventName.started, node) { ["worker": .string(workerNames[node.workerIndex])] }
-            finish(node, outcome)
+            started(node)
         case .progress(let bytes, let total):
             emit(EventName.progress, node) {
                 var fields: OrderedDictionary<String, JSONValue> = ["bytes": .int(Int(bytes))]
@@ -381,15 +376,19 @@ final class CoordinatorRuntime {
             }
         case .skipped(let reason):
             emit(EventName.skipped, node) { ["reason": .string(reason)] }
-        case .finished(let outcome):
+        case .finished(let outcome, let ran):
+            if ran { started(node) }
             finish(node, outcome)
         case .succeeded(let result, let ran):
-            if ran {
-                node.state = .running
-                emit(EventName.started, node) { ["worker": .string(workerNames[node.workerIndex])] }
-            }
+            if ran { started(node) }
             finish(node, .success(result.build()))
         }
+    }
+
+    /// A leaf's worker started it: `job.started`.
+    private func started(_ node: GraphNode) {
+        node.state = .running
+        emit(EventName.started, node) { ["worker": .string(workerNames[node.workerIndex])] }
     }
 
     // MARK: - Finishing

@@ -44,7 +44,7 @@ public final class TaskHandle {
     public func finish(_ outcome: StepOutcome) {
         guard !isFinished else { return }
         isFinished = true
-        worker.taskFinished(self, succeeded: outcome.isSuccess) { ran in ran ? .ran(outcome) : .finished(outcome) }
+        worker.taskFinished(self, succeeded: outcome.isSuccess) { ran in .finished(outcome, ran: ran) }
     }
 
     /// The task succeeded; the coordinator builds its result (see ``DeferredResult``). Frees the worker's slot.
@@ -58,13 +58,13 @@ public final class TaskHandle {
 /// What a worker tells the coordinator about a task.
 public enum WorkerReport: Sendable {
     case started
-    /// Started and finished in one go (the task completed inside `start`).
-    case ran(StepOutcome)
     case progress(bytes: Int64, total: Int64?)
     case retrying(attempt: Int, delayMs: Int, error: JobError)
     case skipped(reason: String)
-    case finished(StepOutcome)
-    /// Succeeded, with the result to build on the coordinator; `ran`: the
-    /// task also started in this report (it completed inside `start`).
+    /// The task's outcome; `ran`: the task also started in this report (it
+    /// completed inside `start`, so one message stands for two).
+    case finished(StepOutcome, ran: Bool)
+    /// Succeeded, with the result to build on the coordinator (see
+    /// ``DeferredResult``); `ran` as for `finished`.
     case succeeded(any DeferredResult, ran: Bool)
 }

@@ -87,7 +87,8 @@ final class RPCServerRuntime {
     private let recentCapacity = 65_536
     /// The seq of the newest event that reached this loop (while subscribed to the bus).
     private var lastSeq: UInt64
-    /// Feeds the bus's events to this loop; subscribed only while some client subscribes.
+    /// Feeds the bus's events to this loop (set once, when the server starts); subscribed
+    /// only while some client subscribes.
     var eventSink: MailboxSink?
     /// The bus subscription of `eventSink`, while there is one.
     private var busSubscription: UInt64?
