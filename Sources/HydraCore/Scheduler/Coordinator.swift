@@ -58,6 +58,12 @@ public final class Coordinator: Sendable {
         return loop.submitAndWait(ifStopped: jobIds.map { _ in nil }) { jobIds.map { runtime.value.status($0) } }
     }
 
+    /// Statuses of several jobs (nil for jobs it does not know), without waiting:
+    /// `reply` runs on the coordinator thread (all nil at once when it has stopped). Thread-safe.
+    func statuses(_ jobIds: [String], reply: @escaping @Sendable ([JobStatus?]) -> Void) {
+        if !inbox.send(.statuses(jobIds, reply)) { reply(jobIds.map { _ in nil }) }
+    }
+
     /// Statuses of known jobs, newest first, optionally only those in `state`.
     func list(state: JobState?, limit: Int, after: String?) -> [JobStatus] {
         let runtime = self.runtime
@@ -114,6 +120,7 @@ enum CoordinatorMessage: Sendable {
     case submit(Submission)
     case cancel(String, @Sendable (CancelReply) -> Void)
     case whenFinished(String, @Sendable (JobResult?) -> Void)
+    case statuses([String], @Sendable ([JobStatus?]) -> Void)
     case report(WorkTask, WorkerReport)
 }
 
@@ -230,6 +237,8 @@ final class CoordinatorRuntime {
             } else {
                 reply(key.flatMap { finished[$0]?.result })
             }
+        case .statuses(let jobIds, let reply):
+            reply(jobIds.map(status))
         }
     }
 

@@ -195,6 +195,12 @@ public final class Scheduler: Sendable {
     /// Statuses of several jobs in one hop to the coordinator (nil where unknown).
     public func statuses(of jobIds: [String]) -> [JobStatus?] { coordinator.statuses(jobIds) }
 
+    /// Statuses of several jobs (nil where unknown), without blocking the caller:
+    /// `reply` runs on the coordinator's thread, so it must be short and never wait.
+    public func statuses(of jobIds: [String], reply: @escaping @Sendable ([JobStatus?]) -> Void) {
+        coordinator.statuses(jobIds, reply: reply)
+    }
+
     public func jobs(state: JobState? = nil, limit: Int = 100, after: String? = nil) -> [JobStatus] {
         coordinator.list(state: state, limit: limit, after: after)
     }

@@ -187,25 +187,32 @@ public final class HydraService: Sendable {
         return queued.count
     }
 
-    /// `job.status`: live from the coordinator, else from the store. `reply` runs on
-    /// the caller's thread, or on a dispatch thread when the store must first commit
-    /// a finish the engine has already forgotten (as for `job.result` and `job.cancel`).
+    /// `job.status`: live from the coordinator, else from the store.
+    ///
+    /// Never blocks the caller: the coordinator answers by message, and the store
+    /// is read on a dispatch thread. `reply` runs on the coordinator's thread or
+    /// on a dispatch thread.
     public func status(of jobId: String, reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         status(of: jobId, caughtUp: false, reply: reply)
     }
 
     private func status(of jobId: String, caughtUp: Bool,
                         reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
-        if let live = engine.status(of: jobId) { reply(.success(live.json)); return }
-        let stored: StoredJob?
-        do { stored = try storeJob(jobId) } catch { reply(.failure(error)); return }
-        guard let stored else { reply(.failure(ServiceError(.notFound, "job \(jobId) not found"))); return }
-        if !stored.state.isFinal && !caughtUp {
-            // Forgotten by the engine but not final in the store: its finish is still queued.
-            afterQueuedWrites { [self] in status(of: jobId, caughtUp: true, reply: reply) }
-            return
+        engine.scheduler.statuses(of: [jobId]) { [self] live in
+            if let live = live[0] { reply(.success(live.json)); return }
+            DispatchQueue.global().async { [self] in
+                let stored: StoredJob?
+                do throws(ServiceError) { stored = try storeJob(jobId) } catch { reply(.failure(error)); return }
+                guard let stored else { reply(.failure(ServiceError(.notFound, "job \(jobId) not found"))); return }
+                if !stored.state.isFinal && !caughtUp {
+                    // Forgotten by the engine but not final in the store: its finish is still queued.
+                    store.flush()
+                    status(of: jobId, caughtUp: true, reply: reply)
+                    return
+                }
+                reply(.success(statusJSON(stored)))
+            }
         }
-        reply(.success(statusJSON(stored)))
     }
 
     /// Runs `body` off the caller's thread once the store committed every write queued
@@ -218,32 +225,42 @@ public final class HydraService: Sendable {
     }
 
     /// `job.result`: the final result, waiting up to `waitMs` for it; before
-    /// that, `{jobId, state}` alone.
+    /// that, `{jobId, state}` alone. Never blocks the caller, as `status(of:)`.
     public func result(of jobId: String, waitMs: Int, reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         result(of: jobId, waitMs: waitMs, caughtUp: false, reply: reply)
     }
 
     private func result(of jobId: String, waitMs: Int, caughtUp: Bool,
                         reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
-        let stored: StoredJob?
-        do { stored = try storeJob(jobId) } catch { reply(.failure(error)); return }
-        if let stored, stored.state.isFinal, let result = stored.result {
-            reply(.success(result))
-            return
+        engine.scheduler.statuses(of: [jobId]) { [self] live in
+            if let live = live[0] {
+                answerResult(of: jobId, state: live.state, waitMs: waitMs, reply: reply)
+                return
+            }
+            DispatchQueue.global().async { [self] in
+                let stored: StoredJob?
+                do throws(ServiceError) { stored = try storeJob(jobId) } catch { reply(.failure(error)); return }
+                guard let stored else { reply(.failure(ServiceError(.notFound, "job \(jobId) not found"))); return }
+                if stored.state.isFinal, let result = stored.result {
+                    reply(.success(result))
+                } else if !stored.state.isFinal && !caughtUp {
+                    // As in `status(of:)`: the engine forgot it, its finish is still queued.
+                    store.flush()
+                    result(of: jobId, waitMs: waitMs, caughtUp: true, reply: reply)
+                } else {
+                    answerResult(of: jobId, state: stored.state, waitMs: waitMs, reply: reply)
+                }
+            }
         }
-        let live = engine.status(of: jobId)
-        if live == nil, let stored, !stored.state.isFinal, !caughtUp {
-            // As in `status(of:)`: the engine forgot it, its finish is still queued.
-            afterQueuedWrites { [self] in result(of: jobId, waitMs: waitMs, caughtUp: true, reply: reply) }
-            return
-        }
-        if stored == nil && live == nil {
-            reply(.failure(ServiceError(.notFound, "job \(jobId) not found")))
-            return
-        }
-        let current: JSONValue = ["jobId": .string(jobId), "state": .string((live?.state ?? stored?.state ?? .queued).rawValue)]
+    }
+
+    /// Answers `job.result` for a job the engine knows, in `state` now: its result
+    /// once final, waiting up to `waitMs`; else `{jobId, state}`.
+    private func answerResult(of jobId: String, state: JobState, waitMs: Int,
+                              reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+        let current: JSONValue = ["jobId": .string(jobId), "state": .string(state.rawValue)]
         guard waitMs > 0 else {
-            if live?.state.isFinal == true {
+            if state.isFinal {
                 // Final in memory (its store write may still be queued): answered at once.
                 engine.scheduler.whenFinished(jobId) { result in reply(.success(result?.json ?? current)) }
             } else {
@@ -257,8 +274,9 @@ public final class HydraService: Sendable {
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(waitMs)) { [self] in
             guard once.claim() else { return }
-            let state = engine.status(of: jobId)?.state ?? stored?.state ?? .queued
-            reply(.success(["jobId": .string(jobId), "state": .string(state.rawValue)]))
+            engine.scheduler.statuses(of: [jobId]) { live in
+                reply(.success(["jobId": .string(jobId), "state": .string((live[0]?.state ?? state).rawValue)]))
+            }
         }
     }
 
