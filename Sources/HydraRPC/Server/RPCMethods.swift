@@ -71,7 +71,7 @@ extension RPCServerRuntime {
 
             case "shared.get":
                 let key = try params.requiredString("key")
-                now(.success(["key": .string(key), "value": try service.sharedValue(key)]))
+                service.sharedValue(key) { later($0.map { ["key": .string(key), "value": $0] }) }
 
             case "shared.set":
                 let key = try params.requiredString("key")

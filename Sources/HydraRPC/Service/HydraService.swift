@@ -348,12 +348,20 @@ public final class HydraService: Sendable {
 
     // MARK: - Shared data
 
-    /// `shared.get`.
-    public func sharedValue(_ key: String) throws(ServiceError) -> JSONValue {
-        let value: JSONValue?
-        do { value = try store.sharedValue(key) } catch { throw ServiceError(error) }
-        guard let value else { throw ServiceError(.notFound, "shared key \"\(key)\" not found") }
-        return value
+    /// `shared.get`. Read (and deciphered) on a dispatch thread, where `reply` runs:
+    /// never on the caller's.
+    public func sharedValue(_ key: String, reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+        DispatchQueue.global().async { [store] in
+            do throws(StoreError) {
+                guard let value = try store.sharedValue(key) else {
+                    reply(.failure(ServiceError(.notFound, "shared key \"\(key)\" not found")))
+                    return
+                }
+                reply(.success(value))
+            } catch {
+                reply(.failure(ServiceError(error)))
+            }
+        }
     }
 
     /// `shared.set`: stores durably, then emits `shared.updated` (without the
