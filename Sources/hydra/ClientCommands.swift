@@ -114,10 +114,18 @@ struct SubmitCommand: ParsableCommand {
         let terminal = isatty(STDERR_FILENO) != 0
         var tracker = ProgressTracker()
         var lastDraw = Date.distantPast
+        var lastSeq = before
         while true {
             let note: JSONValue?
             do { note = try client.nextNotification(timeout: .milliseconds(200)) } catch { exitWith(error) }
+            if let note, note["method"] == "hydra.dropped" {
+                // The server dropped the subscription (this side read too slowly):
+                // take it up again after the last event seen, so nothing is missed.
+                _ = call(client, "events.subscribe", ["jobId": .string(jobId), "fromSeq": .int(lastSeq)])
+                continue
+            }
             if let note, note["method"] == "hydra.event", let event = note["params"] {
+                if let seq = event["seq"]?.intValue { lastSeq = max(lastSeq, seq) }
                 if terminal {
                     tracker.observe(json: event)
                 } else {

@@ -58,12 +58,14 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.rpc.secret = secret
         }
 
+        // Where rpc.listen came from, for errors: the flag, else the configuration file.
+        let listenSource = listen != nil ? "--listen" : "\(configurationSource(config)): rpc.listen"
         var addresses: [SocketAddress] = []
         guard let tcp = SocketAddress(parsing: configuration.rpc.listen), case .tcp = tcp else {
-            exitInvalid("rpc.listen: \"\(configuration.rpc.listen)\" is not HOST:PORT")
+            exitInvalid("\(listenSource): \"\(configuration.rpc.listen)\" is not HOST:PORT")
         }
         if !tcp.isLoopback && configuration.rpc.secret == nil && !configuration.rpc.allowInsecure {
-            exitInvalid("rpc.listen: \(tcp) is not a loopback address: set rpc.secret (or HYDRA_RPC_SECRET), or rpc.allowInsecure")
+            exitInvalid("\(listenSource): \(tcp) is not a loopback address: set rpc.secret (or HYDRA_RPC_SECRET), or rpc.allowInsecure")
         }
         addresses.append(tcp)
         if let path = configuration.rpc.unixSocket {
@@ -78,7 +80,8 @@ struct ServeCommand: AsyncParsableCommand {
                                     sync: configuration.state.sync == .full ? .full : .normal,
                                     sharedKey: ProcessInfo.processInfo.environment["HYDRA_SHARED_KEY"])
         } catch {
-            exitInvalid("state.path: \(error)")
+            // A bad passphrase names its variable; anything else is about the state folder.
+            exitInvalid("\(error)".contains("HYDRA_SHARED_KEY") ? "\(error)" : "state.path: \(error)")
         }
         // After a crash, events issued but not yet committed may have been seen
         // by clients: skip ahead so no seq is ever issued twice.
@@ -128,6 +131,12 @@ func loadConfiguration(_ path: String?) throws -> Configuration {
         return try Configuration.load(path: "config/hydra.json")
     }
     return Configuration()
+}
+
+/// The file `loadConfiguration(path)` reads, or "the built-in defaults", for messages.
+func configurationSource(_ path: String?) -> String {
+    if let path { return path }
+    return FileManager.default.fileExists(atPath: "config/hydra.json") ? "config/hydra.json" : "the built-in defaults"
 }
 
 /// `path` made absolute against the current directory.

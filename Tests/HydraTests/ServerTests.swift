@@ -156,6 +156,10 @@ import Testing
             #expect(error.code == -32001)
             #expect(!error.message.contains("s3cret"))
         }
+        // Near misses: a prefix, and the secret padded to a length 256 bytes longer.
+        for token in ["s3cret-valu", "s3cret-value" + String(repeating: "\u{0}", count: 256)] {
+            #expect(throws: RPCClientError.self) { try anonymous.call("rpc.auth", ["token": .string(token)]) }
+        }
         let authed = try server.client(secret: "s3cret-value")
         #expect(try authed.call("worker.list")["workers"]?.arrayValue?.isEmpty == false)
         let (status, stderr) = server.terminate()
@@ -262,6 +266,13 @@ import Testing
         try run(4)
         #expect(try seqs(watcher, 6) == Array((start + 7)...(start + 12)))
         #expect(try watcher.nextNotification(timeout: .milliseconds(200)) == nil)
+
+        // A fromSeq ahead of the server: only later events come.
+        let ahead = try server.client()
+        _ = try ahead.call("events.subscribe", ["fromSeq": .int(start + 14)])
+        try run(5)
+        #expect(try seqs(ahead, 1) == [start + 15])
+        #expect(try ahead.nextNotification(timeout: .milliseconds(200)) == nil)
     }
 
     @Test func sharedDataCiphersAndReferences() throws {
@@ -277,6 +288,8 @@ import Testing
         let first = try #require(try watcher.nextNotification(timeout: .seconds(2)))
         let second = try #require(try watcher.nextNotification(timeout: .seconds(2)))
         #expect(first["params"]?["value"] == ["a": 1])
+        // The envelope's ids are always present (empty outside jobs).
+        #expect(first["params"]?["jobId"] == "" && first["params"]?["rootJobId"] == "" && first["params"]?["stepPath"] == "")
         #expect(second["params"]?["key"] == "token")
         #expect(second["params"]?["value"] == nil)  // never emitted for encrypted keys
 
@@ -393,6 +406,15 @@ import Testing
         #expect(run.err.contains(bad))
         #expect(run.err.contains("rpc.listn"))
         #expect(run.err.split(separator: "\n").count == 1)
+        // Each mistake named with the file and its key path, on one line.
+        for (text, key) in [(#"{"workers": []}"#, "workers"), (#"{"rpc": {"secret": ""}}"#, "rpc.secret"),
+                            (#"{"rpc": {"listen": "nowhere"}}"#, "rpc.listen")] {
+            try text.write(toFile: bad, atomically: true, encoding: .utf8)
+            let refused = try RunCommandTests().hydra(["serve", "--config", bad])
+            #expect(refused.status == 2)
+            #expect(refused.err.contains("\(bad): \(key)"), "\(refused.err)")
+            #expect(refused.err.split(separator: "\n").count == 1)
+        }
 
         let server = try ServerProcess()
         defer { server.terminate() }
@@ -407,6 +429,7 @@ import Testing
         let open = try RunCommandTests().hydra(["serve", "--listen", "0.0.0.0:0", "--state", state])
         #expect(open.status == 2)
         #expect(open.err.contains("rpc.secret"))
+        #expect(open.err.contains("--listen"))
     }
 
     @Test func gracefulShutdownRefusesNewWorkAndExitsZero() throws {

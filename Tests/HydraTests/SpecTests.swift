@@ -23,6 +23,10 @@ import Testing
         #expect(error(#"{"type":"remote","url":"http://x","api":"a"}"#)?.hasPrefix("url: give exactly one address") == true)
         #expect(error(#"{"type":"concurrent","steps":[{"type":"local","name":"echo","id":"a"},{"type":"local","name":"echo","id":"a"}]}"#)
                 == "steps[1].id: duplicate id 'a'")
+        // Nested groups share their graph's results: an id is unique across all levels.
+        #expect(error(#"{"type":"serial","steps":[{"type":"local","name":"echo","id":"a"},{"type":"concurrent","steps":[{"type":"local","name":"echo","id":"b"},{"type":"local","name":"echo","id":"a"}]}]}"#)
+                == "steps[1].steps[1].id: duplicate id 'a'")
+        #expect(error(#"{"type":"serial","steps":[{"type":"serial","id":"g","steps":[{"type":"local","name":"echo","id":"x"}]},{"type":"local","name":"echo","id":"y"}]}"#) == nil)
     }
 
     @Test func unknownKeysAreFoundInLargeObjectsToo() throws {

@@ -29,16 +29,15 @@ public struct HydraEvent: Sendable {
     public var isJobEvent: Bool { name.hasPrefix("job.") || name == EventName.groupDone }
 
     /// `{"seq", "event", "jobId", "rootJobId", "stepPath", "time", ...fields}`.
+    /// The ids are always present (protocol §6): empty for shared-data and cache events.
     public var json: JSONValue {
         var o = OrderedDictionary<String, JSONValue>()
         o.reserveCapacity(6 + fields.count)
         o["seq"] = .int(Int(seq))
         o["event"] = .string(name)
-        if isJobEvent {
-            o["jobId"] = .string(jobId)
-            o["rootJobId"] = .string(rootJobId)
-            o["stepPath"] = .string(stepPath)
-        }
+        o["jobId"] = .string(jobId)
+        o["rootJobId"] = .string(rootJobId)
+        o["stepPath"] = .string(stepPath)
         o["time"] = .string(HydraEvent.format(time))
         for (key, value) in fields { o[key] = value }
         return .object(o)

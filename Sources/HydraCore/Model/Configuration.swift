@@ -1,4 +1,5 @@
 import Foundation
+import HydraLoop
 import OrderedCollections
 
 /// The configuration file (`config.md`), decoded and checked. Every key is
@@ -140,8 +141,14 @@ extension Configuration {
         var r = try FieldReader(json, path: "")
         if var o = try r.object("rpc") {
             rpc.listen = try o.string("listen") ?? rpc.listen
+            if SocketAddress(parsing: rpc.listen).map({ if case .tcp = $0 { true } else { false } }) != true {
+                throw ValidationError(path: o.path("listen"), "\"\(rpc.listen)\" is not HOST:PORT")
+            }
             rpc.unixSocket = try o.string("unixSocket")
             rpc.secret = try o.string("secret")
+            if rpc.secret?.isEmpty == true {
+                throw ValidationError(path: o.path("secret"), "must not be empty (leave it out to run without a secret)")
+            }
             rpc.allowInsecure = try o.bool("allowInsecure") ?? false
             rpc.maxMessageBytes = try o.int("maxMessageBytes", min: 256) ?? rpc.maxMessageBytes
             rpc.maxOutboundBytes = try o.int("maxOutboundBytes", min: 1024) ?? rpc.maxOutboundBytes
@@ -159,6 +166,7 @@ extension Configuration {
             try o.rejectUnknownKeys()
         }
         if let items = try r.array("workers") {
+            guard !items.isEmpty else { throw ValidationError(path: r.path("workers"), "at least one worker is required") }
             workers = []
             var names: Set<String> = []
             for (i, item) in items.enumerated() {

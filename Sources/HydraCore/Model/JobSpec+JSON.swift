@@ -27,11 +27,7 @@ extension JobSpec {
                 steps.append(try JobSpec(json: item, path: r.path("steps") + "[\(i)]"))
             }
             var seen: Set<String> = []
-            for (i, step) in steps.enumerated() {
-                if let id = step.id, !seen.insert(id).inserted {
-                    throw ValidationError(path: r.path("steps") + "[\(i)].id", "duplicate id '\(id)'")
-                }
-            }
+            try JobSpec.checkUniqueIDs(steps, path: r.path("steps"), seen: &seen)
             let stop = try r.bool("stopWhenFailed") ?? (type == "serial")
             if type == "serial" {
                 body = .serial(GroupSpec(steps: steps, stopWhenFailed: stop))
@@ -237,5 +233,26 @@ extension RetryPolicy {
 
     public var json: JSONValue {
         ["maxAttempts": .int(maxAttempts), "backoffMs": .int(backoffMs), "maxBackoffMs": .int(maxBackoffMs)]
+    }
+}
+
+extension JobSpec {
+    /// Step ids must be unique within a graph: nested groups share their
+    /// graph's results (`${steps.ID}`), so every level is checked, not only
+    /// siblings. A named job's steps are a graph of their own.
+    fileprivate static func checkUniqueIDs(_ steps: [JobSpec], path: String,
+                                           seen: inout Set<String>) throws(ValidationError) {
+        for (i, step) in steps.enumerated() {
+            let stepPath = path + "[\(i)]"
+            if let id = step.id, !seen.insert(id).inserted {
+                throw ValidationError(path: stepPath + ".id", "duplicate id '\(id)'")
+            }
+            switch step.body {
+            case .serial(let group), .concurrent(let group):
+                try checkUniqueIDs(group.steps, path: stepPath + ".steps", seen: &seen)
+            default:
+                break
+            }
+        }
     }
 }

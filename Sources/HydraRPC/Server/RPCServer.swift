@@ -254,7 +254,8 @@ final class RPCServerRuntime {
         if recent.count > recentCapacity { recent.removeFirst() }
         var encoded: [UInt8]?
         for session in sessions.values where !session.subscriptions.isEmpty {
-            for i in session.subscriptions.indices where session.subscriptions[i].filter.matches(event) {
+            for i in session.subscriptions.indices
+            where event.seq > session.subscriptions[i].after && session.subscriptions[i].filter.matches(event) {
                 if session.subscriptions[i].held != nil {
                     session.subscriptions[i].held!.append(event)
                     continue
@@ -298,7 +299,7 @@ final class RPCServerRuntime {
         let upTo = lastSeq
         let reply: JSONValue = ["subscription": .string(id), "seq": .int(Int(upTo))]
         guard let fromSeq, fromSeq < upTo else {
-            session.subscriptions.append(Subscription(id: id, filter: filter))
+            session.subscriptions.append(Subscription(id: id, filter: filter, after: fromSeq ?? 0))
             return .success(reply)
         }
         if let oldest = recent.first, oldest.seq <= fromSeq + 1 {
@@ -412,7 +413,7 @@ final class RPCServerRuntime {
 
 /// Compares two byte strings in time that depends only on their lengths.
 func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-    var difference = UInt8(truncatingIfNeeded: a.count ^ b.count)
+    var difference: UInt8 = a.count == b.count ? 0 : 1
     let n = max(a.count, b.count)
     for i in 0..<n {
         let x = i < a.count ? a[i] : 0

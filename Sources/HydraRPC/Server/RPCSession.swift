@@ -55,4 +55,7 @@ struct Subscription {
     /// While its `fromSeq` replay is read from the store (off the loop), the
     /// live events it matches wait here, to follow the replayed ones.
     var held: [HydraEvent]?
+    /// Events up to this seq are not sent live: a `fromSeq` ahead of the
+    /// loop names events the client already has.
+    var after: UInt64 = 0
 }
