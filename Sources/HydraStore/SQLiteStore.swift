@@ -202,8 +202,8 @@ public final class SQLiteStore: StateStore {
 
     /// Jobs still queued or running, oldest first, each with the steps it
     /// already finished (by `stepPath`), read in one snapshot. Caller's thread.
-    public func unfinishedJobs() throws(StoreError) -> [(job: StoredJob, steps: [String: StoredStep])] {
-        let (jobs, steps) = try reader.snapshot { db throws(StoreError) in
+    public func unfinishedJobs() throws(StoreError) -> [(job: StoredJob, steps: [String: StoredStep], emitted: EmittedEvents)] {
+        let (jobs, steps, emitted) = try reader.snapshot { db throws(StoreError) in
             var jobs: [StoredJob] = []
             try db.query("""
                 SELECT \(Self.jobColumns) FROM jobs WHERE state IN ('queued', 'running') ORDER BY created_at, job_id
@@ -217,9 +217,36 @@ public final class SQLiteStore: StateStore {
                 steps[row.text(0) ?? "", default: [:]][row.text(1) ?? ""] =
                     StoredStep(state: state, result: try row.json(3), error: try row.json(4))
             }
-            return (jobs, steps)
+            return (jobs, steps, try Self.emittedEvents(of: Set(jobs.map(\.jobId)), in: db))
         }
-        return jobs.map { ($0, steps[$0.jobId] ?? [:]) }
+        return jobs.map { ($0, steps[$0.jobId] ?? [:], emitted[$0.jobId] ?? EmittedEvents()) }
+    }
+
+    /// The events the jobs `roots` already sent, by root job id. Events have no
+    /// index by job: the table is read from its newest row back, a page at a
+    /// time, until every root's own `job.queued` (its first event) was seen.
+    /// Unfinished jobs are usually recent, so this reads only the tail.
+    private static func emittedEvents(of roots: Set<String>, in db: SQLiteConnection) throws(StoreError)
+        -> [String: EmittedEvents]
+    {
+        var emitted: [String: EmittedEvents] = [:]
+        var waiting = roots
+        var before = Int.max
+        while !waiting.isEmpty {
+            var rows = 0
+            try db.query("""
+                SELECT seq, name, root_job_id, step_path FROM events WHERE seq < ? ORDER BY seq DESC LIMIT 10000
+                """, [.int(before)]) { row in
+                rows += 1
+                before = row.int(0)
+                let root = row.text(2) ?? "", name = row.text(1) ?? "", path = row.text(3) ?? ""
+                guard roots.contains(root) else { return }
+                emitted[root, default: EmittedEvents()].insert(stepPath: path, name: name)
+                if path.isEmpty && name == EventName.queued { waiting.remove(root) }
+            }
+            if rows == 0 { break }
+        }
+        return emitted
     }
 
     // MARK: - Events

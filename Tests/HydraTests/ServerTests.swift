@@ -396,6 +396,24 @@ import Testing
         #expect(count["result"]?["body"] == ["count": 1])
         let after = try client.call("hydra.stats")["events"]?["lastSeq"]?.intValue ?? 0
         #expect(after > before)
+
+        // Replayed across the crash, each job and step tells its story once:
+        // queued < started < one final event, nothing sent again by the resumed run.
+        let watcher = try server.client()
+        _ = try watcher.call("events.subscribe", ["fromSeq": 0])
+        var stories: [String: [String]] = [:]
+        while let note = try watcher.nextNotification(timeout: .milliseconds(500)) {
+            guard let event = note["params"], let name = event["event"]?.stringValue,
+                  let jobId = event["jobId"]?.stringValue, ids.contains(.string(jobId)) else { continue }
+            stories[jobId + " " + (event["stepPath"]?.stringValue ?? "?"), default: []].append(name)
+        }
+        #expect(stories.count == ids.count + 3)  // each job, and the graph's three steps
+        let finals: Set<String> = ["job.succeeded", "job.failed", "job.cancelled"]
+        for (step, names) in stories {
+            #expect(names.first == "job.queued" && names.filter { $0 == "job.queued" }.count == 1, "\(step): \(names)")
+            #expect(names.filter { $0 == "job.started" }.count == 1, "\(step): \(names)")
+            #expect(names.filter(finals.contains).count == 1 && finals.contains(names.last ?? ""), "\(step): \(names)")
+        }
     }
 
     @Test func badConfigAndAddressInUseExitTwo() throws {

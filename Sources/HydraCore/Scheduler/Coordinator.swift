@@ -99,12 +99,15 @@ public final class Submission: Sendable {
     let journaled: Bool
     /// Leaf outcomes recorded before a restart, by step path.
     let recoveredSteps: [String: StoredStep]
+    /// Events sent before a restart.
+    let emittedEvents: EmittedEvents
 
     init(jobId: String, key: UInt64, foreignID: Bool = false, spec: JobSpec, input: JSONValue, priority: Int,
          createdAt: Double, completion: (@Sendable (JobResult) -> Void)?, journaled: Bool = false,
-         recoveredSteps: [String: StoredStep] = [:]) {
+         recoveredSteps: [String: StoredStep] = [:], emittedEvents: EmittedEvents = EmittedEvents()) {
         self.journaled = journaled
         self.recoveredSteps = recoveredSteps
+        self.emittedEvents = emittedEvents
         self.jobId = jobId
         self.key = key
         self.foreignID = foreignID
@@ -276,6 +279,7 @@ final class CoordinatorRuntime {
         root.completion = submission.completion
         root.journaled = submission.journaled && journal != nil
         root.recoveredSteps = submission.recoveredSteps
+        root.emittedEvents = submission.emittedEvents
         active.insert(root, forKey: root.key)
         emit(EventName.queued, node) { ["spec": submission.spec.summary] }
         run(node)
@@ -527,6 +531,8 @@ final class CoordinatorRuntime {
 
     @inline(__always)
     private func emit(_ name: String, _ node: GraphNode, _ fields: () -> OrderedDictionary<String, JSONValue>) {
+        // A job resumed after a restart: what it already sent is not sent twice.
+        if !node.root.emittedEvents.isEmpty && node.root.emittedEvents.contains(stepPath: node.path, name: name) { return }
         bus.emit(name, jobId: node.root.id, rootJobId: node.root.id, stepPath: node.path, fields: fields)
     }
 

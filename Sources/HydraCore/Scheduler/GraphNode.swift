@@ -104,6 +104,8 @@ final class RootJob {
     @exclusivity(unchecked) var waiters: [@Sendable (JobResult?) -> Void] = []
     /// Leaf outcomes recorded before a restart, by step path: reused, not run again.
     @exclusivity(unchecked) var recoveredSteps: [String: StoredStep] = [:]
+    /// Events sent before a restart: not sent again.
+    @exclusivity(unchecked) var emittedEvents = EmittedEvents()
     /// True when each finished leaf step goes to the step journal.
     @exclusivity(unchecked) var journaled = false
 

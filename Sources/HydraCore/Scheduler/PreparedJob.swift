@@ -18,16 +18,20 @@ public struct QueuedJob: Sendable {
     public var createdAt: Double
     /// Leaf outcomes recorded before a restart, by step path: reused, not run again.
     public var recoveredSteps: [String: StoredStep]
+    /// Events sent before a restart, not sent again (see ``EmittedEvents``).
+    public var emittedEvents: EmittedEvents
     /// Runs on the coordinator thread with the final result; keep it quick.
     public var completion: (@Sendable (JobResult) -> Void)?
 
     public init(prepared: PreparedJob, input: JSONValue, priority: Int, createdAt: Double,
-                recoveredSteps: [String: StoredStep] = [:], completion: (@Sendable (JobResult) -> Void)?) {
+                recoveredSteps: [String: StoredStep] = [:], emittedEvents: EmittedEvents = EmittedEvents(),
+                completion: (@Sendable (JobResult) -> Void)?) {
         self.prepared = prepared
         self.input = input
         self.priority = priority
         self.createdAt = createdAt
         self.recoveredSteps = recoveredSteps
+        self.emittedEvents = emittedEvents
         self.completion = completion
     }
 }

@@ -126,7 +126,7 @@ public final class Scheduler: Sendable {
             messages.append(.submit(Submission(
                 jobId: p.jobId, key: p.key, foreignID: p.foreignID, spec: p.spec, input: job.input,
                 priority: job.priority, createdAt: job.createdAt, completion: countedCompletion(job.completion),
-                journaled: true, recoveredSteps: job.recoveredSteps)))
+                journaled: true, recoveredSteps: job.recoveredSteps, emittedEvents: job.emittedEvents)))
         }
         coordinator.inbox.send(contentsOf: messages)
     }

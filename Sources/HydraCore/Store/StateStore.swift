@@ -42,8 +42,9 @@ public protocol StateStore: Sendable {
     func jobs(state: JobState?, limit: Int, after cursor: String?) throws(StoreError) -> (jobs: [StoredJob], next: String?)
 
     /// Jobs not yet final (queued or running), oldest first, with the steps
-    /// they already finished: what a restarted server must finish.
-    func unfinishedJobs() throws(StoreError) -> [(job: StoredJob, steps: [String: StoredStep])]
+    /// they already finished and the events they already sent (see
+    /// ``EmittedEvents``): what a restarted server must finish.
+    func unfinishedJobs() throws(StoreError) -> [(job: StoredJob, steps: [String: StoredStep], emitted: EmittedEvents)]
 
     // MARK: Events
 

@@ -168,12 +168,13 @@ public final class HydraService: Sendable {
     public func recover() throws -> Int {
         let unfinished = try store.unfinishedJobs()
         var queued: [QueuedJob] = []
-        for (job, steps) in unfinished {
+        for (job, steps, emitted) in unfinished {
             do {
                 let spec = try JobSpec(json: job.spec)
                 let prepared = try engine.scheduler.prepare(spec, jobId: job.jobId)
                 queued.append(QueuedJob(prepared: prepared, input: job.input, priority: job.priority,
-                                        createdAt: job.createdAt, recoveredSteps: steps, completion: finisher()))
+                                        createdAt: job.createdAt, recoveredSteps: steps, emittedEvents: emitted,
+                                        completion: finisher()))
             } catch {
                 let result = JobResult(jobId: job.jobId, state: .failed, result: nil,
                                        error: JobError(.invalid, "cannot resume after a restart: \(error)"))
