@@ -204,7 +204,10 @@ final class RESTExecutor: JobExecutor {
                 cache.storeResponse(key, api: call.request.api, value: stored, ttl: call.cacheTTL,
                                     now: Date().timeIntervalSince1970)
             }
-            invalidateCaches(after: call, in: cache)
+            if let apis = apisInvalidated(by: call) {
+                afterInvalidating(apis, in: cache) { call.handle.finish(outcome) }
+                return
+            }
         }
         call.handle.finish(outcome)
     }
@@ -217,14 +220,27 @@ final class RESTExecutor: JobExecutor {
             return
         }
         calls[call.task.token] = nil
-        if let cache = manager.cache { invalidateCaches(after: call, in: cache) }
+        if let cache = manager.cache, let apis = apisInvalidated(by: call) {
+            afterInvalidating(apis, in: cache) { call.handle.succeed(building: result) }
+            return
+        }
         call.handle.succeed(building: result)
     }
 
-    /// A successful call of an api with `invalidates` empties those apis' cached responses.
-    private func invalidateCaches(after call: RemoteCall, in cache: any ResponseCache) {
-        guard let api = call.request.api, let invalidates = manager.configuration.apis[api]?.invalidates else { return }
-        for other in invalidates { cache.invalidate(api: other) }
+    /// The apis whose cached responses a successful call of `call`'s api makes stale (`invalidates`).
+    private func apisInvalidated(by call: RemoteCall) -> [String]? {
+        guard let api = call.request.api, let apis = manager.configuration.apis[api]?.invalidates, !apis.isEmpty else {
+            return nil
+        }
+        return apis
+    }
+
+    /// Empties the cached responses of `apis`, then runs `body` on this loop: the
+    /// job that made them stale is reported only once no later read can see them.
+    private func afterInvalidating(_ apis: [String], in cache: any ResponseCache, _ body: @escaping () -> Void) {
+        let bound = LoopBound(body, loop: loop)
+        let loop = self.loop
+        cache.invalidate(apis: apis) { _ = loop.execute { bound.value() } }
     }
 
     // MARK: - Judging responses

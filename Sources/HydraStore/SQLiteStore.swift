@@ -372,9 +372,9 @@ public final class SQLiteStore: StateStore {
 
     /// Removes cached responses matching every criterion given (api, exact
     /// key, key prefix taken literally); none given removes all. `done`
-    /// receives how many, on the writer thread once committed. Any thread.
+    /// receives their keys, on the writer thread once committed. Any thread.
     public func removeResponses(api: String?, key: String?, prefix: String?,
-                                done: @escaping @Sendable (Result<Int, StoreError>) -> Void) {
+                                done: @escaping @Sendable (Result<[String], StoreError>) -> Void) {
         writer.enqueue(.removeResponses(api: api, key: key, prefix: prefix, done: done))
     }
 

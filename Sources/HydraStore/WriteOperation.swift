@@ -22,7 +22,7 @@ struct EncodedJob: Sendable {
         jobId = job.jobId
         spec = JSONWriter.bytes(job.spec)
         input = JSONWriter.bytes(job.input)
-        // The writer's output is deterministic (object keys keep their order).
+        // Compared as JSON values, not as text (see `sameJSON`).
         canonical = job.idempotencyKey == nil ? "" : JSONWriter.string([job.spec, job.input])
         priority = job.priority
         idempotencyKey = job.idempotencyKey
@@ -76,7 +76,7 @@ enum WriteOperation: Sendable {
                    done: @Sendable (Result<Void, StoreError>) -> Void)
     case removeShared(key: String, done: @Sendable (Result<Bool, StoreError>) -> Void)
     case storeResponse(key: String, api: String?, value: JSONValue, ttl: Double, now: Double)
-    case removeResponses(api: String?, key: String?, prefix: String?, done: @Sendable (Result<Int, StoreError>) -> Void)
+    case removeResponses(api: String?, key: String?, prefix: String?, done: @Sendable (Result<[String], StoreError>) -> Void)
     case prune(before: Double)
     /// A marker: `reached` runs once every write queued before it is committed (or failed).
     case barrier(reached: @Sendable () -> Void)
@@ -86,6 +86,7 @@ enum WriteOperation: Sendable {
         case none
         case inserted([InsertOutcome])
         case count(Int)
+        case keys([String])
     }
 
     /// True when someone waits for this write's outcome (else its failure is reported on stderr).
@@ -112,7 +113,7 @@ enum WriteOperation: Sendable {
         case .removeShared(_, let done):
             done(outcome.map { if case .count(let n) = $0 { return n > 0 } else { return false } })
         case .removeResponses(_, _, _, let done):
-            done(outcome.map { if case .count(let n) = $0 { return n } else { return 0 } })
+            done(outcome.map { if case .keys(let keys) = $0 { return keys } else { return [] } })
         case .barrier(let reached):
             reached()
         case .finish, .step, .markStarted, .storeResponse, .prune:
@@ -162,6 +163,13 @@ enum WriteOperation: Sendable {
     }
 
     /// Runs this write's statements on `db`. `startedAt`: for a `finish`, the
+    /// True when two JSON texts hold the same value: members in any order,
+    /// `1` and `1.0` alike. (A repeated submit is "the same spec" by value.)
+    static func sameJSON(_ a: String, _ b: String) -> Bool {
+        guard let x = try? JSONParser.parse(Array(a.utf8)), let y = try? JSONParser.parse(Array(b.utf8)) else { return false }
+        return x == y
+    }
+
     /// start time of a `markStarted` folded into it (see ``StoreWriter/Folding``).
     func apply(on db: SQLiteConnection, startedAt: Double? = nil) throws(StoreError) -> Output {
         switch self {
@@ -178,7 +186,8 @@ enum WriteOperation: Sendable {
                         existing = (row.text(0) ?? "", row.text(1) ?? "")
                     }
                     if let existing {
-                        outcomes.append(.existing(jobId: existing.jobId, sameSpec: existing.canonical == job.canonical))
+                        let same = existing.canonical == job.canonical || Self.sameJSON(existing.canonical, job.canonical)
+                        outcomes.append(.existing(jobId: existing.jobId, sameSpec: same))
                         continue
                     }
                 }
@@ -237,8 +246,9 @@ enum WriteOperation: Sendable {
                 bindings += [.int(prefix.unicodeScalars.count), .text(prefix)]
             }
             let clause = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
-            try db.run("DELETE FROM cache" + clause, bindings)
-            return .count(db.changes)
+            var keys: [String] = []
+            try db.query("DELETE FROM cache" + clause + " RETURNING key", bindings) { row in keys.append(row.text(0) ?? "") }
+            return .keys(keys)
 
         case .prune(let time):
             // `+state`: search by finished_at (jobs_by_finished), not by state (nearly every job).

@@ -434,7 +434,7 @@ import Testing
         #expect(try store.cachedResponse("GET http://h/ab", now: 205) == 22)
 
         func remove(api: String? = nil, key: String? = nil, prefix: String? = nil) throws -> Int {
-            try waitForResult { store.removeResponses(api: api, key: key, prefix: prefix, done: $0) }
+            try waitForResult { store.removeResponses(api: api, key: key, prefix: prefix, done: $0) }.count
         }
         #expect(try remove(prefix: "GET http://h/a%") == 1)  // `%` is literal, not a wildcard
         #expect(try remove(prefix: "GET http://h/a_") == 1)  // so is `_`

@@ -7,6 +7,9 @@ public protocol ResponseCache: Sendable {
     func cachedResponse(_ key: String, now: Double) -> JSONValue?
     /// Keeps `value` under `key` for `ttl` seconds.
     func storeResponse(_ key: String, api: String?, value: JSONValue, ttl: Double, now: Double)
-    /// Forgets every response of `api` (an api listed in another's `invalidates` succeeded).
-    func invalidate(api: String)
+    /// Forgets every response of `apis` (listed in the `invalidates` of an api
+    /// that succeeded). `done` runs, on any thread, once no later
+    /// `cachedResponse` can return them: the job that made them stale finishes
+    /// only then, so a step after it never reads the old response.
+    func invalidate(apis: [String], then done: @escaping @Sendable () -> Void)
 }

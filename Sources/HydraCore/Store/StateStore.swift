@@ -83,9 +83,9 @@ public protocol StateStore: Sendable {
     /// Stores a response under `key` (with the api it belongs to) for `ttl` seconds. Fire and forget.
     func storeResponse(_ key: String, api: String?, value: JSONValue, ttl: Double, now: Double)
 
-    /// Removes cached responses by api, exact key, or key prefix; `done` receives how many.
+    /// Removes cached responses by api, exact key, or key prefix; `done` receives their keys.
     func removeResponses(api: String?, key: String?, prefix: String?,
-                         done: @escaping @Sendable (Result<Int, StoreError>) -> Void)
+                         done: @escaping @Sendable (Result<[String], StoreError>) -> Void)
 
     // MARK: Upkeep
 

@@ -36,7 +36,9 @@ struct RPCRequest: Sendable {
         case .object(let p)?: params = p
         case .array(let a)? where a.isEmpty: params = [:]
         default:
-            return .failure(RPCFailure(id: replyID, code: -32602, "params: expected an object"))
+            // JSON-RPC 2.0: params must be structured, or the object is not a valid
+            // request (answered even without an id, as every invalid request is).
+            return .failure(RPCFailure(id: replyID, code: -32600, "invalid request: params must be an object"))
         }
         return .success(RPCRequest(id: id, method: method, params: RPCParams(params)))
     }

@@ -441,13 +441,12 @@ public final class HydraService: Sendable {
         // Cache keys are "GET URL" (only GET responses are cached).
         store.removeResponses(api: api, key: url.map { "GET " + $0 }, prefix: prefix.map { "GET " + $0 }) { result in
             switch result {
-            case .success(let count):
-                if count > 0 {
-                    bus.emit(EventName.cacheRemoved, jobId: "", rootJobId: "", stepPath: "") {
-                        ["key": .string(api ?? url ?? prefix ?? "*"), "removed": .int(count)]
-                    }
+            case .success(let keys):
+                // One event per response removed, keyed as its `cache.updated` was.
+                for key in keys {
+                    bus.emit(EventName.cacheRemoved, jobId: "", rootJobId: "", stepPath: "") { ["key": .string(key)] }
                 }
-                reply(.success(count))
+                reply(.success(keys.count))
             case .failure(let error):
                 reply(.failure(ServiceError(error)))
             }

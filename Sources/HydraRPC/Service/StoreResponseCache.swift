@@ -22,11 +22,17 @@ final class StoreResponseCache: ResponseCache {
         events.emit(EventName.cacheUpdated, ["key": .string(key)])
     }
 
-    func invalidate(api: String) {
+    func invalidate(apis: [String], then done: @escaping @Sendable () -> Void) {
+        guard !apis.isEmpty else { return done() }
         let events = self.events
-        store.removeResponses(api: api, key: nil, prefix: nil) { result in
-            if case .success(let count) = result, count > 0 {
-                events.emit(EventName.cacheRemoved, ["key": .string(api), "removed": .int(count)])
+        let left = Atomic(apis.count)
+        for api in apis {
+            store.removeResponses(api: api, key: nil, prefix: nil) { result in
+                // One event per response removed, keyed as its `cache.updated` was.
+                if case .success(let keys) = result {
+                    for key in keys { events.emit(EventName.cacheRemoved, ["key": .string(key)]) }
+                }
+                if left.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { done() }
             }
         }
     }
