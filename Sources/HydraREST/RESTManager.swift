@@ -78,8 +78,11 @@ public final class RESTManager: JobManager {
                 throw ValidationError(path: at("pathVars.\(name)"), "required by endpoint \(endpoint)")
             }
         }
-        if let dogma = remote.dogma, self.dogma(named: dogma) == nil {
-            throw ValidationError(path: at("dogma"), "unknown dogma '\(dogma)'")
+        if let dogma = remote.dogma {
+            if self.dogma(named: dogma) == nil { throw ValidationError(path: at("dogma"), "unknown dogma '\(dogma)'") }
+        } else {
+            // The configuration's dogma for this job, checked before anything is sent.
+            try checkConfiguredDogma(api: remote.api.flatMap { Template.containsReference($0) ? nil : $0 })
         }
         if let saveAs = remote.saveAs, !Template.containsReference(saveAs) {
             do {
@@ -98,6 +101,23 @@ public final class RESTManager: JobManager {
                 }
             default: break
             }
+        }
+    }
+
+    /// Checks every dogma the configuration names (`apis.*.dogma`, `defaults.dogma`)
+    /// against the registered ones: a server checks them at startup, after
+    /// registering its dogmas.
+    public func checkConfiguredDogmas() throws(ValidationError) {
+        for api in configuration.apis.keys.sorted() { try checkConfiguredDogma(api: api) }
+        try checkConfiguredDogma(api: nil)
+    }
+
+    /// The dogma a job of `api` (or with no api) gets from the configuration, if any, must be registered.
+    private func checkConfiguredDogma(api: String?) throws(ValidationError) {
+        if let api, let name = configuration.apis[api]?.dogma {
+            if dogma(named: name) == nil { throw ValidationError(path: "apis.\(api).dogma", "unknown dogma '\(name)'") }
+        } else if let name = configuration.defaults.dogma, dogma(named: name) == nil {
+            throw ValidationError(path: "defaults.dogma", "unknown dogma '\(name)'")
         }
     }
 

@@ -74,7 +74,8 @@ final class RouteResolver: Sendable {
         for (name, value) in spec.headers { add(name, Template.text(of: value)) }
 
         // Body.
-        let method = spec.method ?? api?.method ?? "GET"
+        let method = (spec.method ?? api?.method ?? "GET").uppercased()
+        guard RemoteSpec.isValidMethod(method) else { throw JobError(.invalid, "method: invalid method '\(method)'") }
         let dogma = spec.dogma ?? api?.dogma ?? configuration.defaults.dogma
         var body: [UInt8]?
         if let value = spec.body {

@@ -58,6 +58,7 @@ struct RunCommand: AsyncParsableCommand {
         } catch {
             exitInvalid(error)
         }
+        do { try engine.rest.checkConfiguredDogmas() } catch { exitInvalid("\(configurationSource(config)): \(error)") }
         defer { engine.shutdown() }
 
         let printer = EventPrinter(printEvents: events, progress: isatty(STDERR_FILENO) != 0)

@@ -94,6 +94,9 @@ struct ServeCommand: AsyncParsableCommand {
         do {
             service = try HydraService(configuration: configuration, store: store, stateDirectory: statePath,
                                        seqReserve: crashed ? 100_000 : 0)
+            do { try service.engine.rest.checkConfiguredDogmas() } catch {
+                exitInvalid("\(configurationSource(config)): \(error)")
+            }
             recovered = try service.recover()
             server = try RPCServer(service: service, addresses: addresses, options: configuration.rpc)
         } catch {

@@ -47,6 +47,11 @@ import Testing
         #expect(text.result?["body"]?["body"] == "plain")
         let b64 = try await engine.run(spec(#"{"type":"remote","method":"POST","endpoint":"/echo","body":"aGk=","bodyEncoding":"base64"}"#))
         #expect(b64.result?["body"]?["body"] == "hi")
+        // The method may be a reference too: checked once resolved.
+        let method = try spec(#"{"type":"remote","method":"${input.m}","endpoint":"/echo"}"#)
+        #expect(try await engine.run(method, input: ["m": "patch"]).result?["body"]?["method"] == "PATCH")
+        let bad = try await engine.run(method, input: ["m": "GE T"])
+        #expect(bad.state == .failed && bad.error?.kind == .invalid && bad.error?.message.contains("method") == true)
     }
 
     @Test func dogmas() async throws {

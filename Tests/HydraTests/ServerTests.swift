@@ -429,7 +429,8 @@ import Testing
         #expect(run.err.split(separator: "\n").count == 1)
         // Each mistake named with the file and its key path, on one line.
         for (text, key) in [(#"{"workers": []}"#, "workers"), (#"{"rpc": {"secret": ""}}"#, "rpc.secret"),
-                            (#"{"rpc": {"listen": "nowhere"}}"#, "rpc.listen")] {
+                            (#"{"rpc": {"listen": "nowhere"}}"#, "rpc.listen"),
+                            (#"{"defaults": {"dogma": "jsn"}}"#, "defaults.dogma")] {
             try text.write(toFile: bad, atomically: true, encoding: .utf8)
             let refused = try RunCommandTests().hydra(["serve", "--config", bad])
             #expect(refused.status == 2)

@@ -101,9 +101,11 @@ extension JobSpec {
 
 extension RemoteSpec {
     init(reader r: inout FieldReader) throws(ValidationError) {
-        self.init(method: try r.string("method").map { $0.uppercased() }, url: try r.string("url"),
+        // A method with a reference is checked once resolved (when the step runs).
+        let method = try r.string("method").map { Template.containsReference($0) ? $0 : $0.uppercased() }
+        self.init(method: method, url: try r.string("url"),
                   server: try r.string("server"), endpoint: try r.string("endpoint"), api: try r.string("api"))
-        if let method, method.isEmpty || !method.allSatisfy({ $0.isLetter || $0 == "-" }) {
+        if let method, !Template.containsReference(method), !RemoteSpec.isValidMethod(method) {
             throw ValidationError(path: r.path("method"), "invalid method '\(method)'")
         }
         pathVars = try r.object("pathVars")?.members ?? [:]
@@ -254,5 +256,12 @@ extension JobSpec {
                 break
             }
         }
+    }
+}
+
+extension RemoteSpec {
+    /// An HTTP method token as Hydra accepts it: letters and `-`, upper case.
+    public static func isValidMethod(_ method: String) -> Bool {
+        !method.isEmpty && method.allSatisfy { ($0.isASCII && $0.isUppercase) || $0 == "-" }
     }
 }
