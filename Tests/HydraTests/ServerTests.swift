@@ -344,6 +344,8 @@ import Testing
         #expect(try client.call("job.result", ["jobId": job["jobId"]!], timeout: .seconds(2))["state"] == "queued")
         let workers = try client.call("worker.list")["workers"]?.arrayValue ?? []
         #expect(workers.contains { $0["name"] == "local" && $0["state"] == "paused" && $0["queued"] == 1 })
+        let waitingJobs = try client.call("hydra.stats")["jobs"]
+        #expect(waitingJobs?["queued"] == 1 && waitingJobs?["running"] == 0)
         _ = try client.call("worker.resume", ["name": "local"])
         #expect(try client.call("job.result", ["jobId": job["jobId"]!, "waitMs": 5000])["state"] == "succeeded")
         // Counted before the job's end is heard.
@@ -351,6 +353,7 @@ import Testing
         #expect(after?["state"] == "running" && after?["done"] == 1 && after?["queued"] == 0 && after?["active"] == 0)
         let stats = try client.call("hydra.stats")
         #expect(stats["jobs"]?["succeeded"] == 1)
+        #expect(stats["jobs"]?["queued"] == 0 && stats["jobs"]?["running"] == 0)
     }
 
     @Test func cancelAJobInFlight() throws {
@@ -359,6 +362,7 @@ import Testing
         let client = try server.client()
         let job = try client.call("job.submit", ["job": ["type": "remote", "endpoint": "/delay/5000"]])
         Thread.sleep(forTimeInterval: 0.2)
+        #expect(try client.call("hydra.stats")["jobs"]?["running"] == 1)
         #expect(try client.call("job.cancel", ["jobId": job["jobId"]!])["cancelled"] == true)
         let result = try client.call("job.result", ["jobId": job["jobId"]!, "waitMs": 5000])
         #expect(result["state"] == "cancelled")

@@ -2,6 +2,7 @@ import DequeModule
 import Foundation
 import HydraLoop
 import OrderedCollections
+import Synchronization
 
 /// Runs job graphs: owns every graph's state on one loop thread (so graph
 /// state needs no locks), sends ready leaves to workers, takes their reports
@@ -14,15 +15,19 @@ public final class Coordinator: Sendable {
     public let bus: EventBus
     let inbox: Mailbox<CoordinatorMessage>
     private let runtime: LoopBound<CoordinatorRuntime>
+    /// Submitted jobs running now (a worker started one of their steps). Written on the coordinator loop.
+    let running = RunningJobs()
 
     init(dispatcher: Dispatcher, bus: EventBus, environment: [String: String],
          shared: (any SharedDataReader)?, journal: (any StepJournal)?, retainFinished: Int) {
         self.bus = bus
         let loop = EventLoop(name: "hydra-coordinator")
         self.loop = loop
+        let running = self.running
         (inbox, runtime) = loop.submitAndWait {
             let runtime = CoordinatorRuntime(loop: loop, dispatcher: dispatcher, bus: bus, environment: environment,
-                                             shared: shared, journal: journal, retainFinished: retainFinished)
+                                             shared: shared, journal: journal, retainFinished: retainFinished,
+                                             running: running)
             let inbox = Mailbox<CoordinatorMessage>(loop: loop) { runtime.handle($0) }
             return (inbox, LoopBound(runtime, loop: loop))
         }
@@ -76,6 +81,15 @@ public final class Coordinator: Sendable {
         loop.submitAndWait(ifStopped: ()) { runtime.value.abandonWaiters() }
         loop.shutdown()
     }
+}
+
+/// How many submitted jobs are running: a worker started one of their steps
+/// (the rest of the unfinished ones are queued). Written on the coordinator
+/// loop, read from any thread (`hydra.stats`).
+final class RunningJobs: Sendable {
+    private let count = Atomic<Int>(0)
+    var value: Int { count.load(ordering: .relaxed) }
+    func add(_ delta: Int) { count.add(delta, ordering: .relaxed) }
 }
 
 /// Answers to ``Coordinator/cancel(_:reply:)``.
@@ -174,6 +188,7 @@ final class CoordinatorRuntime {
     private let shared: (any SharedDataReader)?
     private let journal: (any StepJournal)?
     private let retainFinished: Int
+    private let running: RunningJobs
 
     @exclusivity(unchecked) private var outboxes: [Outbox<WorkerMessage>] = []
     /// By worker index, for `job.started`.
@@ -200,8 +215,9 @@ final class CoordinatorRuntime {
     @exclusivity(unchecked) private var nextToken: UInt64 = 1
 
     init(loop: EventLoop, dispatcher: Dispatcher, bus: EventBus, environment: [String: String],
-         shared: (any SharedDataReader)?, journal: (any StepJournal)?, retainFinished: Int) {
+         shared: (any SharedDataReader)?, journal: (any StepJournal)?, retainFinished: Int, running: RunningJobs) {
         self.loop = loop
+        self.running = running
         self.journal = journal
         self.dispatcher = dispatcher
         self.bus = bus
@@ -304,6 +320,7 @@ final class CoordinatorRuntime {
             return
         }
         node.state = .running
+        if node.parent == nil { rootRunning(node.root) }
         emit(EventName.started, node) { [:] }
         startTimer(node)
         let count = node.group!.steps.count
@@ -401,6 +418,7 @@ final class CoordinatorRuntime {
     /// A leaf's worker started it: `job.started`.
     private func started(_ node: GraphNode) {
         node.state = .running
+        if node.parent == nil { rootRunning(node.root) }
         emit(EventName.started, node) { ["worker": .string(workerNames[node.workerIndex])] }
     }
 
@@ -501,8 +519,16 @@ final class CoordinatorRuntime {
         if node.running == 0 && !node.state.isFinal { completeGroup(node) }
     }
 
+    /// The job is running (counted once, for `hydra.stats`).
+    private func rootRunning(_ root: RootJob) {
+        guard !root.countedRunning else { return }
+        root.countedRunning = true
+        running.add(1)
+    }
+
     private func finishRoot(_ root: RootJob, error: JobError?) {
         let node = root.node!
+        if root.countedRunning { running.add(-1) }
         root.finishedAt = Date().timeIntervalSince1970
         active.removeValue(forKey: root.key)
         let result = JobResult(jobId: root.id, state: node.state, result: node.result, error: error)

@@ -108,6 +108,8 @@ final class RootJob {
     @exclusivity(unchecked) var emittedEvents = EmittedEvents()
     /// True when each finished leaf step goes to the step journal.
     @exclusivity(unchecked) var journaled = false
+    /// True once counted in ``RunningJobs``.
+    @exclusivity(unchecked) var countedRunning = false
 
     init(id: String, key: UInt64, priority: Int, createdAt: Double, totalSteps: Int) {
         self.id = id

@@ -158,6 +158,9 @@ public final class Scheduler: Sendable {
     /// Jobs submitted and not yet final.
     public var unfinishedJobs: Int { unfinished.load(ordering: .relaxed) }
 
+    /// Submitted jobs running now (the other unfinished ones are queued).
+    public var runningJobs: Int { coordinator.running.value }
+
     /// Stops taking new jobs and waits until every submitted job is final or
     /// `timeout` passes. Returns true when all finished in time.
     public func drain(timeout: Duration) async -> Bool {

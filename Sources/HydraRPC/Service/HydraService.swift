@@ -473,10 +473,12 @@ public final class HydraService: Sendable {
         let rest = engine.rest.stats
         let queued = workers.reduce(0) { $0 + $1.queued }
         let active = workers.reduce(0) { $0 + $1.active }
+        let unfinished = engine.scheduler.unfinishedJobs
+        let running = min(engine.scheduler.runningJobs, unfinished)
         return [
             "uptimeSec": .int(Int(Date().timeIntervalSince(started))),
             "jobs": ["submitted": .int(c.submitted), "recovered": .int(c.recovered),
-                     "unfinished": .int(engine.scheduler.unfinishedJobs),
+                     "unfinished": .int(unfinished), "queued": .int(unfinished - running), "running": .int(running),
                      "succeeded": .int(c.succeeded), "failed": .int(c.failed), "cancelled": .int(c.cancelled)],
             "steps": ["queued": .int(queued), "active": .int(active),
                       "done": .int(workers.reduce(0) { $0 + $1.done }), "failed": .int(workers.reduce(0) { $0 + $1.failed })],
