@@ -19,8 +19,9 @@ public struct HTTPTransferID: Hashable, Sendable {
 /// multiplexing where the server offers it, limits from ``HTTPPoolOptions``.
 public final class HTTPClient {
     public typealias Completion = (Result<HTTPResponse, HTTPFailure>) -> Void
-    /// Progress: bytes received so far and the expected total when known.
-    public typealias Progress = (_ bytes: Int64, _ total: Int64?) -> Void
+    /// Progress of an upload or a download (see ``HTTPRequest/reportsProgress``);
+    /// at most ten reports a second per direction, plus the last one.
+    public typealias Progress = (HTTPProgress) -> Void
 
     private let loop: EventLoop
     private let multi: UnsafeMutableRawPointer

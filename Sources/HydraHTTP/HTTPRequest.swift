@@ -23,7 +23,9 @@ public struct HTTPRequest: Sendable {
     public var acceptEncoding: Bool
     /// Stream the body to this file instead of memory (the file is created or truncated).
     public var saveTo: String?
-    /// Report download progress to the transfer's progress handler.
+    /// Report progress to the transfer's progress handler: a download to a file
+    /// always, an upload or a download kept in memory once it reaches
+    /// ``HTTPProgress/threshold`` (small transfers report nothing).
     public var reportsProgress: Bool
 
     public init(method: String = "GET", url: String, headers: [HTTPHeader] = [], body: [UInt8]? = nil,
@@ -52,5 +54,23 @@ public struct HTTPHeader: Sendable, Equatable {
     public init(_ name: String, _ value: String) {
         self.name = name
         self.value = value
+    }
+}
+
+/// How far a transfer has come in one direction.
+public struct HTTPProgress: Sendable, Equatable {
+    /// True for the request body going out, false for the response body coming in.
+    public var upload: Bool
+    public var bytes: Int64
+    /// The expected total when known.
+    public var totalBytes: Int64?
+
+    /// Uploads and in-memory downloads smaller than this report no progress.
+    public static let threshold: Int64 = 64 << 10
+
+    public init(upload: Bool, bytes: Int64, totalBytes: Int64?) {
+        self.upload = upload
+        self.bytes = bytes
+        self.totalBytes = totalBytes
     }
 }

@@ -27,7 +27,9 @@ final class Transfer {
     @exclusivity(unchecked) private var body: [UInt8] = []
     @exclusivity(unchecked) private var bodyBytes = 0
     @exclusivity(unchecked) private var fileError: String?
-    @exclusivity(unchecked) private var lastProgress: UInt64 = 0
+    /// When progress was last reported, per direction (`UInt64.max`: the last report is out).
+    @exclusivity(unchecked) private var lastUpload: UInt64 = 0
+    @exclusivity(unchecked) private var lastDownload: UInt64 = 0
 
     // What is set on the easy handle now.
     @exclusivity(unchecked) private var applied: Shape?
@@ -110,7 +112,8 @@ final class Transfer {
         body = []
         bodyBytes = 0
         fileError = nil
-        lastProgress = 0
+        lastUpload = 0
+        lastDownload = 0
     }
 
     // MARK: - Options
@@ -208,8 +211,10 @@ final class Transfer {
         if shape.reportsProgress {
             set(CURLOPT_NOPROGRESS, 0)
             hydra_easy_setopt_ptr(easy, CURLOPT_XFERINFODATA, me)
-            hydra_easy_setopt_xferinfo_cb(easy) { userdata, total, now, _, _ in
-                Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue().reportProgress(now, total)
+            hydra_easy_setopt_xferinfo_cb(easy) { userdata, downloadTotal, downloaded, uploadTotal, uploaded in
+                let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
+                transfer.reportProgress(upload: true, uploaded, uploadTotal)
+                transfer.reportProgress(upload: false, downloaded, downloadTotal)
                 return 0
             }
         }
@@ -272,15 +277,19 @@ final class Transfer {
         return digits > 0 ? value : nil
     }
 
-    private func reportProgress(_ now: curl_off_t, _ total: curl_off_t) {
+    /// One direction's progress from curl's callback: reported when the
+    /// transfer is large enough (a file download always), at most ten times a
+    /// second, plus once more when that direction completes.
+    private func reportProgress(upload: Bool, _ now: curl_off_t, _ total: curl_off_t) {
         guard let progress, now > 0 else { return }
+        let last = upload ? lastUpload : lastDownload
+        guard last != UInt64.max else { return }
+        guard (!upload && file != nil) || now >= HTTPProgress.threshold || total >= HTTPProgress.threshold else { return }
         let time = DispatchTime.now().uptimeNanoseconds
         let finished = total > 0 && now >= total
-        // At most ten reports a second, plus the last one.
-        guard finished || time - lastProgress >= 100_000_000 else { return }
-        if finished && lastProgress == UInt64.max { return }
-        lastProgress = finished ? UInt64.max : time
-        progress(Int64(now), total > 0 ? Int64(total) : nil)
+        guard finished || time - last >= 100_000_000 else { return }
+        if upload { lastUpload = finished ? UInt64.max : time } else { lastDownload = finished ? UInt64.max : time }
+        progress(HTTPProgress(upload: upload, bytes: Int64(now), totalBytes: total > 0 ? Int64(total) : nil))
     }
 
     // MARK: - Results

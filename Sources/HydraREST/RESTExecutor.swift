@@ -141,8 +141,8 @@ final class RESTExecutor: JobExecutor {
             let handle = call.handle
             call.transfer = try client.start(
                 call.request.http,
-                progress: call.request.http.reportsProgress ? { bytes, total in
-                    handle.progress(bytes: bytes, totalBytes: total)
+                progress: call.request.http.reportsProgress ? { progress in
+                    handle.progress(bytes: progress.bytes, totalBytes: progress.totalBytes, upload: progress.upload)
                 } : nil,
                 completion: { [unowned self] result in
                     call.transfer = nil

@@ -109,7 +109,7 @@ final class RouteResolver: Sendable {
             connectTimeoutMilliseconds: spec.connectTimeoutMs ?? configuration.defaults.connectTimeoutMs,
             maxRedirects: spec.maxRedirects ?? configuration.defaults.maxRedirects,
             verifyTLS: server?.verifyTLS ?? true, caFile: server?.caFile, acceptEncoding: true,
-            saveTo: saveTo, reportsProgress: saveTo != nil)
+            saveTo: saveTo, reportsProgress: true)
         return PreparedRequest(http: request, serverKey: serverKey, path: path,
                                dogma: dogma,
                                expect: spec.expect, retry: spec.retry ?? api?.retry ?? configuration.defaults.retry,

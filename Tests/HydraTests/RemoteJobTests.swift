@@ -195,6 +195,25 @@ import Testing
         }
     }
 
+    @Test func largeUploadsAndDownloadsReportProgressSmallOnesDoNot() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let body = String(repeating: "x", count: 200_000)
+        let upload = try await engine.run(spec(#"{"type":"remote","method":"POST","endpoint":"/echo","body":"\#(body)","bodyEncoding":"text"}"#))
+        #expect(upload.state == .succeeded)
+        let sent = log.all.filter { $0.name == "job.progress" && $0.jobId == upload.jobId && $0.fields["upload"] == true }
+        #expect(sent.last?.fields["bytes"] == 200_000 && sent.last?.fields["totalBytes"] == 200_000)
+        let download = try await engine.run(spec(#"{"type":"remote","endpoint":"/large/300000","dogma":"raw"}"#))
+        #expect(download.state == .succeeded)
+        let received = log.all.filter { $0.name == "job.progress" && $0.jobId == download.jobId }
+        #expect(received.last?.fields["bytes"] == 300_000 && received.last?.fields["upload"] == nil)
+        let small = try await engine.run(spec(#"{"type":"remote","endpoint":"/large/1000","dogma":"raw"}"#))
+        #expect(small.state == .succeeded)
+        #expect(!log.all.contains { $0.name == "job.progress" && $0.jobId == small.jobId })
+    }
+
     @Test func cancelsATransferMidFlight() async throws {
         let engine = try makeEngine()
         defer { engine.shutdown() }

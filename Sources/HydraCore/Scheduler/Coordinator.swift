@@ -394,10 +394,11 @@ final class CoordinatorRuntime {
         switch report {
         case .started:
             started(node)
-        case .progress(let bytes, let total):
+        case .progress(let bytes, let total, let upload):
             emit(EventName.progress, node) {
                 var fields: OrderedDictionary<String, JSONValue> = ["bytes": .int(Int(bytes))]
                 if let total { fields["totalBytes"] = .int(Int(total)) }
+                if upload { fields["upload"] = true }
                 return fields
             }
         case .retrying(let attempt, let delayMs, let error):

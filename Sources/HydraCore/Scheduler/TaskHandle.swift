@@ -19,11 +19,11 @@ public final class TaskHandle {
         self.worker = worker
     }
 
-    /// Bytes moved so far (downloads, uploads).
-    public func progress(bytes: Int64, totalBytes: Int64?) {
+    /// Bytes moved so far; `upload` when they are a request body going out.
+    public func progress(bytes: Int64, totalBytes: Int64?, upload: Bool = false) {
         guard !isFinished else { return }
         worker.announce(self)
-        worker.report(task, .progress(bytes: bytes, total: totalBytes))
+        worker.report(task, .progress(bytes: bytes, total: totalBytes, upload: upload))
     }
 
     /// A failed attempt will be retried after `delayMs`; `attempt` is the number of the next attempt.
@@ -58,7 +58,7 @@ public final class TaskHandle {
 /// What a worker tells the coordinator about a task.
 public enum WorkerReport: Sendable {
     case started
-    case progress(bytes: Int64, total: Int64?)
+    case progress(bytes: Int64, total: Int64?, upload: Bool)
     case retrying(attempt: Int, delayMs: Int, error: JobError)
     case skipped(reason: String)
     /// The task's outcome; `ran`: the task also started in this report (it
