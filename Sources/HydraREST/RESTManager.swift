@@ -84,6 +84,12 @@ public final class RESTManager: JobManager {
             // The configuration's dogma for this job, checked before anything is sent.
             try checkConfiguredDogma(api: remote.api.flatMap { Template.containsReference($0) ? nil : $0 })
         }
+        if remote.cache != nil {
+            let method = remote.method ?? remote.api.flatMap { config.apis[$0]?.method } ?? "GET"
+            if !Template.containsReference(method) && method != "GET" {
+                throw ValidationError(path: at("cache"), "only GET responses are cached (the method is \(method))")
+            }
+        }
         if let saveAs = remote.saveAs, !Template.containsReference(saveAs) {
             do {
                 _ = try RouteResolver.fileInStateDirectory(saveAs, stateDirectory: resolver.stateDirectory)

@@ -45,7 +45,7 @@ final class RouteResolver: Sendable {
         var path: String
         if let given = spec.url {
             url = given
-            serverKey = configuration.servers.first { given.hasPrefix($0.value.url) }?.key
+            serverKey = RouteResolver.server(of: given, in: configuration.servers)
             path = serverKey.map { String(given.dropFirst(configuration.servers[$0]!.url.count)) }
                 ?? RouteResolver.pathOf(url: given)
         } else {
@@ -201,5 +201,20 @@ final class RouteResolver: Sendable {
             throw JobError(.invalid, "saveAs must be a relative path inside the state folder without '..'")
         }
         return RouteResolver.join(stateDirectory, saveAs)
+    }
+
+    /// The configured server a full URL belongs to: the longest base URL it
+    /// starts with, ending there or at a `/`, `?` or `#` (so the server
+    /// `http://h:80` does not claim `http://h:8080/x`, nor give it its headers).
+    static func server(of url: String, in servers: OrderedDictionary<String, Configuration.Server>) -> String? {
+        var best: (key: String, length: Int)?
+        for (key, server) in servers where url.hasPrefix(server.url) {
+            let base = server.url
+            let rest = url.utf8.dropFirst(base.utf8.count)
+            guard base.hasSuffix("/") || rest.isEmpty || [UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#")].contains(rest.first!)
+            else { continue }
+            if base.utf8.count > best?.length ?? -1 { best = (key, base.utf8.count) }
+        }
+        return best?.key
     }
 }

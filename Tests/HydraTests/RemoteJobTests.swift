@@ -193,6 +193,24 @@ import Testing
         #expect(throws: ValidationError.self) {
             try engine.submit(spec(#"{"type":"remote","endpoint":"/x","saveAs":"../escape"}"#))
         }
+        #expect(throws: ValidationError(path: "cache", "only GET responses are cached (the method is POST)")) {
+            try engine.submit(spec(#"{"type":"remote","method":"POST","endpoint":"/x","cache":{"mode":"only"}}"#))
+        }
+    }
+
+    @Test func aURLBelongsOnlyToTheServerItReallyStartsWith() async throws {
+        // The same host with the port cut short is a textual prefix of the URL, not its server:
+        // that server's headers must not go along.
+        let decoy = String(TestServer.base.dropLast())
+        let config = try Configuration(json: try JSONParser.parse("""
+            {"servers": {"decoy": {"url": "\(decoy)", "headers": {"X-Decoy": "secret"}},
+                         "real": {"url": "\(TestServer.base)", "headers": {"X-Real": "yes"}}}}
+            """))
+        let engine = try HydraEngine(configuration: config, stateDirectory: NSTemporaryDirectory() + "hydra-tests")
+        defer { engine.shutdown() }
+        let result = try await engine.run(spec(#"{"type":"remote","url":"\#(TestServer.base)/echo"}"#))
+        #expect(result.result?["body"]?["headers"]?["x-decoy"] == nil)
+        #expect(result.result?["body"]?["headers"]?["x-real"] == "yes")
     }
 
     @Test func largeUploadsAndDownloadsReportProgressSmallOnesDoNot() async throws {

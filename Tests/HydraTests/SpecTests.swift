@@ -77,6 +77,66 @@ import Testing
         }
     }
 
+    @Test func theContractsExampleConfigurationLoads() throws {
+        // config.md's example, its comments taken out: every key, and the defaults.
+        let example = """
+        {
+          "rpc": {
+            "listen": "127.0.0.1:7400",
+            "unixSocket": null,
+            "secret": null,
+            "allowInsecure": false,
+            "maxMessageBytes": 1048576,
+            "maxOutboundBytes": 8388608,
+            "maxConnections": 1024
+          },
+          "state": {
+            "path": "var",
+            "sync": "normal"
+          },
+          "workers": [
+            {"name": "rest",  "kind": "remote", "maxConnections": 64, "maxHostConnections": 16, "maxActive": 256},
+            {"name": "local", "kind": "local",  "threads": 2}
+          ],
+          "servers": {"apisvr": "http://127.0.0.1:8080"},
+          "apis": {
+            "hello": {"server": "apisvr", "endpoint": "/v1/hello/:name", "method": "GET",
+                      "headers": {}, "dogma": "json", "cacheTTL": 3600,
+                      "invalidates": ["list"], "cacheIgnoreQuery": false,
+                      "retry": {"maxAttempts": 3, "backoffMs": 100, "maxBackoffMs": 5000},
+                      "timeoutMs": 10000}
+          },
+          "defaults": {"server": "apisvr", "timeoutMs": 30000,
+                       "retry": {"maxAttempts": 1}, "headers": {"User-Agent": "hydra/VERSION"}},
+          "dummy": {
+            "enabled": false,
+            "responses": [
+              {"server": "apisvr", "endpoint": "/v1/hello/:name", "method": "GET",
+               "status": 200, "headers": {"content-type": "application/json"},
+               "body": {"name": "debugPlayer"}, "delayMs": 800}
+            ]
+          },
+          "jobs": {"path": "jobs"},
+          "limits": {"maxQueuedJobs": 1000000},
+          "retention": {"hours": 24},
+          "allowEnv": []
+        }
+        """
+        let config = try Configuration(json: try JSONParser.parse(example))
+        #expect(config.rpc.listen == "127.0.0.1:7400" && config.rpc.maxConnections == 1024)
+        #expect(config.workers.map(\.name) == ["rest", "local"] && config.workers[0].maxHostConnections == 16)
+        #expect(config.apis["hello"]?.invalidates == ["list"])  // an api not configured: removes nothing
+        #expect(config.dummy.enabled == false && config.dummy.responses.count == 1)
+        #expect(config.retentionHours == 24 && config.maxQueuedJobs == 1_000_000)
+        // An api without a server uses defaults.server.
+        let implicit = try Configuration(json: try JSONParser.parse(
+            #"{"servers":{"s":"http://h"},"defaults":{"server":"s"},"apis":{"a":{"endpoint":"/"}}}"#))
+        #expect(implicit.apis["a"]?.server == "s")
+        #expect(throws: ValidationError(path: "apis.a.server", "required when defaults.server is not set")) {
+            _ = try Configuration(json: try JSONParser.parse(#"{"servers":{"s":"http://h"},"apis":{"a":{"endpoint":"/"}}}"#))
+        }
+    }
+
     @Test func shippedConfigurationLoads() throws {
         let path = #filePath.replacingOccurrences(of: "Tests/HydraTests/SpecTests.swift", with: "config/hydra.json")
         let config = try Configuration.load(path: path)

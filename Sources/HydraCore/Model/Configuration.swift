@@ -205,7 +205,8 @@ extension Configuration {
         if let o = try r.object("apis") {
             for (key, value) in o.members {
                 var a = try FieldReader(value, path: o.path(key))
-                let server = try a.requiredString("server")
+                // Without a server the api uses defaults.server (filled in by `checkReferences`).
+                let server = try a.string("server") ?? ""
                 var api = API(server: server, endpoint: try a.requiredString("endpoint"))
                 api.method = try a.string("method")?.uppercased() ?? "GET"
                 api.headers = try a.stringMap("headers") ?? [:]
@@ -266,15 +267,18 @@ extension Configuration {
         try checkReferences()
     }
 
-    /// Cross-checks: apis name known servers, defaults.server exists, worker kinds present.
-    private func checkReferences() throws(ValidationError) {
+    /// Cross-checks: apis name known servers (or get defaults.server), defaults.server
+    /// exists, worker kinds present. An `invalidates` entry may name an api not
+    /// configured (the spec's own example does): it then removes nothing.
+    private mutating func checkReferences() throws(ValidationError) {
+        for (key, api) in apis where api.server.isEmpty {
+            guard let server = defaults.server else {
+                throw ValidationError(path: "apis.\(key).server", "required when defaults.server is not set")
+            }
+            apis[key]?.server = server
+        }
         for (key, api) in apis where servers[api.server] == nil {
             throw ValidationError(path: "apis.\(key).server", "unknown server '\(api.server)'")
-        }
-        for (key, api) in apis {
-            for (i, other) in api.invalidates.enumerated() where apis[other] == nil {
-                throw ValidationError(path: "apis.\(key).invalidates[\(i)]", "unknown api '\(other)'")
-            }
         }
         if let server = defaults.server, servers[server] == nil {
             throw ValidationError(path: "defaults.server", "unknown server '\(server)'")
