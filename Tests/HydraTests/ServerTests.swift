@@ -397,6 +397,8 @@ import Testing
         let graphResult = try client.call("job.result", ["jobId": graph["jobId"]!, "waitMs": 10_000])
         #expect(graphResult["result"]?["results"]?[0]?["body"] == ["hits": 1])
         #expect(graphResult["result"]?["results"]?[2] == 1500)
+        // Its step finished before the crash counts as done.
+        #expect(try client.call("job.status", ["jobId": graph["jobId"]!])["steps"] == ["done": 3, "total": 3])
         // The finished step was not run again: the server counted one hit.
         let count = try client.call("job.result", ["jobId": client.call("job.submit", ["job": [
             "type": "remote", "endpoint": .string("/count/\(key)")]])["jobId"]!, "waitMs": 5000])

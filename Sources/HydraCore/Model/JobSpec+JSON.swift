@@ -76,7 +76,8 @@ extension JobSpec {
         if let id { o["id"] = .string(id) }
         switch body {
         case .remote(let r):
-            o["method"] = .string(r.method ?? "GET")
+            // An api job without its own method uses the api's: left to the api then.
+            if let method = r.method ?? (r.api == nil ? "GET" : nil) { o["method"] = .string(method) }
             if let api = r.api { o["api"] = .string(api) }
             if let server = r.server { o["server"] = .string(server) }
             if let endpoint = r.endpoint { o["endpoint"] = .string(endpoint) }

@@ -333,6 +333,7 @@ final class CoordinatorRuntime {
 
     private func dispatch(_ node: GraphNode) {
         if !node.root.recoveredSteps.isEmpty, let step = node.root.recoveredSteps.removeValue(forKey: node.path) {
+            node.root.doneSteps += 1  // it ran before the restart
             finish(node, step.outcome)
             return
         }
