@@ -44,9 +44,8 @@ public final class StreamListener {
             let pipe = UnsafeMutablePointer<uv_pipe_t>.allocate(capacity: 1)
             uv_pipe_init(loop.uvLoop, pipe, 0)
             handle = UnsafeMutablePointer(OpaquePointer(pipe))
-            let status = uv_pipe_bind(pipe, path)
+            let status = StreamListener.bindPrivately(pipe, at: path)
             if status < 0 { closeHandle(); throw failure(status) }
-            chmod(path, 0o600)
         }
         handle!.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         let status = uv_listen(handle, backlog) { server, status in
@@ -129,6 +128,33 @@ public final class StreamListener {
 
     /// A socket file left by a process that died is removed; one a live server
     /// still accepts on is "address already in use".
+    /// Binds `pipe` so that the socket at `path` is never reachable with looser
+    /// permissions than 0600: it is bound in a private folder (0700) beside
+    /// `path`, set to 0600 there, then renamed into place. (Binding at `path`
+    /// and then changing its mode leaves a moment where anyone may connect.)
+    /// A path too long for that detour is bound in place, then set to 0600.
+    private static func bindPrivately(_ pipe: UnsafeMutablePointer<uv_pipe_t>, at path: String) -> Int32 {
+        let slash = path.lastIndex(of: "/")
+        let folder = slash.map { String(path[..<$0]) } ?? "."
+        var template = Array(((folder.isEmpty ? "" : folder) + "/.hydra-XXXXXX").utf8CString)
+        guard template.count + 2 < 108, template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
+            let status = uv_pipe_bind(pipe, path)
+            if status == 0 { chmod(path, 0o600) }
+            return status
+        }
+        let privateFolder = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        defer { rmdir(privateFolder) }
+        let temporary = privateFolder + "/s"
+        var status = uv_pipe_bind(pipe, temporary)
+        guard status == 0 else { return status }
+        chmod(temporary, 0o600)
+        if rename(temporary, path) != 0 {
+            status = -errno
+            unlink(temporary)
+        }
+        return status
+    }
+
     private static func removeStaleSocket(at path: String, address: SocketAddress) throws(StreamError) {
         var info = stat()
         guard lstat(path, &info) == 0 else { return }

@@ -428,6 +428,7 @@ import Testing
     @Test func badConfigAndAddressInUseExitTwo() throws {
         let bad = NSTemporaryDirectory() + "hydra-bad-\(UUID().uuidString).json"
         try #"{"rpc": {"listn": "x"}}"#.write(toFile: bad, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: bad) }
         let run = try RunCommandTests().hydra(["serve", "--config", bad])
         #expect(run.status == 2)
         #expect(run.err.contains(bad))
