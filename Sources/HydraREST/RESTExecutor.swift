@@ -67,6 +67,14 @@ final class RESTExecutor: JobExecutor {
             manager.statistics.countDummy()
             handle.skipped(reason: "dummy")
             call.attempts = 1
+            // A reply delayed past the job's timeout is a timeout, as it would be on the network.
+            if let timeout = prepared.http.timeoutMilliseconds, timeout > 0, timeout < reply.delayMs {
+                call.timer = loop.schedule(afterMilliseconds: UInt64(timeout)) { [unowned self] in
+                    call.timer = nil
+                    self.finish(call, .failure(JobError(.timeout, "timed out after \(timeout) ms (dummy response delayed \(reply.delayMs) ms)")))
+                }
+                return
+            }
             call.timer = loop.schedule(afterMilliseconds: UInt64(reply.delayMs)) { [unowned self] in
                 call.timer = nil
                 self.finish(call, self.judge(dummy: reply, call: call))

@@ -259,6 +259,9 @@ import Testing
         let result = try await engine.run(spec(#"{"type":"remote","endpoint":"/v1/hello/:name","pathVars":{"name":"x"}}"#))
         #expect(result.result?["body"] == ["name": "debugPlayer"])
         #expect(log.all.contains { $0.name == "job.skipped" && $0.fields["reason"] == "dummy" && $0.rootJobId == result.jobId })
+        // A dummy slower than the job's timeout times out, as the network would.
+        let late = try await engine.run(spec(#"{"type":"remote","endpoint":"/v1/hello/:name","pathVars":{"name":"x"},"timeoutMs":10}"#))
+        #expect(late.error?.kind == .timeout)
 
         engine.register(dummy: { request in
             request.path == "/never-on-network" ? DummyReply(status: 201, body: ["seen": .string(request.method)]) : nil

@@ -39,6 +39,27 @@ import Testing
         #expect(err.isEmpty)  // stderr is not a terminal: no progress line
     }
 
+    @Test func theShippedJobsRun() throws {
+        // fan-out: offline, answered by the shipped configuration's dummy responses.
+        let fanOut = try hydra(["run", "jobs/fan-out.json", "--input", #"{"name":"pippin"}"#])
+        #expect(fanOut.status == 0, "\(fanOut.err)")
+        let fanned = try JSONParser.parse(try #require(fanOut.out.split(separator: "\n").last.map(String.init)))
+        #expect(fanned["result"]?["results"]?.arrayValue?.count == 3)
+        // login-and-fetch: against the test server as servers.apisvr.
+        let config = NSTemporaryDirectory() + "hydra-login-\(UUID().uuidString).json"
+        try #"{"servers": {"apisvr": "\#(TestServer.base)"}, "defaults": {"server": "apisvr"}}"#
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: config) }
+        let login = try hydra(["run", "jobs/login-and-fetch.json", "--config", config,
+                               "--input", #"{"user":"gandalf","password":"secret"}"#])
+        #expect(login.status == 0, "\(login.err)")
+        let fetched = try JSONParser.parse(try #require(login.out.split(separator: "\n").last.map(String.init)))
+        #expect(fetched["result"]?["results"]?[1]?["body"] == ["user": "gandalf"])
+        let refused = try hydra(["run", "jobs/login-and-fetch.json", "--config", config,
+                                 "--input", #"{"user":"gandalf","password":"wrong"}"#])
+        #expect(refused.status == 1)
+    }
+
     @Test func failedJobExitsOneAndInvalidSpecExitsTwo() throws {
         let failed = try hydra(["run", "-"], stdin: #"{"type":"local","name":"fail","input":{"message":"nope"}}"#)
         #expect(failed.status == 1)
