@@ -62,6 +62,12 @@ import Testing
         let done = try client.call("job.submit", ["job": ["type": "local", "name": "echo"]])
         _ = try client.call("job.result", ["jobId": done["jobId"]!, "waitMs": 5000])
         #expect(code("job.cancel", ["jobId": done["jobId"]!]).0 == -32003)
+        #expect(code("job.cancel", ["jobId": "j-unknown"]).0 == -32002)
+        #expect(code("job.list", ["after": "not-a-cursor"]).0 == -32602)
+        // input feeds ${input…}; priority is accepted.
+        let withInput = try client.call("job.submit", ["job": ["type": "local", "name": "echo", "input": "${input.a}"],
+                                                       "input": ["a": 42], "priority": 5])
+        #expect(try client.call("job.result", ["jobId": withInput["jobId"]!, "waitMs": 5000])["result"] == 42)
 
         // Framing errors over a raw connection: the connection stays open after each.
         let raw = try server.raw()
@@ -70,6 +76,28 @@ import Testing
         #expect(try rawCall(raw, #"{"jsonrpc":"1.0","id":1,"method":"hydra.ping"}"#)["error"]?["code"] == -32600)
         #expect(try rawCall(raw, #"{"jsonrpc":"2.0","id":"a","method":5}"#)["id"] == "a")
         #expect(try rawCall(raw, #"{"jsonrpc":"2.0","id":7,"method":"hydra.ping"}"# + "\r")["id"] == 7)
+    }
+
+    @Test func queueLimitAndASecretFromTheConfigurationFile() throws {
+        // (A later "rpc" member replaces the test default's.)
+        let server = try ServerProcess(config: #""rpc": {"listen": "127.0.0.1:0", "secret": "from-the-file"}, "limits": {"maxQueuedJobs": 2}"#)
+        defer { server.terminate() }
+        let anonymous = try server.client()
+        #expect(throws: RPCClientError.self) { try anonymous.call("worker.list") }
+        // A notification before auth gets no answer either: the next line is the ping's.
+        let raw = try server.raw()
+        try raw.send(Array(#"{"jsonrpc":"2.0","method":"worker.list"}"#.utf8))
+        #expect(try rawCall(raw, #"{"jsonrpc":"2.0","id":9,"method":"hydra.ping"}"#)["id"] == 9)
+        let client = try server.client(secret: "from-the-file")
+        _ = try client.call("worker.pause", ["name": "local"])
+        for _ in 0..<2 { _ = try client.call("job.submit", ["job": ["type": "local", "name": "echo"]]) }
+        do {
+            _ = try client.call("job.submit", ["job": ["type": "local", "name": "echo"]])
+            Issue.record("a submit past limits.maxQueuedJobs was accepted")
+        } catch {
+            #expect(error.code == -32004)
+        }
+        _ = try client.call("worker.resume", ["name": "local"])
     }
 
     @Test func batchesAndNotifications() throws {
