@@ -162,7 +162,6 @@ enum WriteOperation: Sendable {
         }
     }
 
-    /// Runs this write's statements on `db`. `startedAt`: for a `finish`, the
     /// True when two JSON texts hold the same value: members in any order,
     /// `1` and `1.0` alike. (A repeated submit is "the same spec" by value.)
     static func sameJSON(_ a: String, _ b: String) -> Bool {
@@ -170,6 +169,7 @@ enum WriteOperation: Sendable {
         return x == y
     }
 
+    /// Runs this write's statements on `db`. `startedAt`: for a `finish`, the
     /// start time of a `markStarted` folded into it (see ``StoreWriter/Folding``).
     func apply(on db: SQLiteConnection, startedAt: Double? = nil) throws(StoreError) -> Output {
         switch self {
