@@ -58,7 +58,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "HydraREST",
-            dependencies: ["HydraCore", "HydraHTTP", "HydraLoop"],
+            dependencies: ["HydraCore", "HydraHTTP", "HydraLoop", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
         .target(
             name: "HydraLocal",

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HydraCore
 import HydraHTTP
@@ -107,7 +108,9 @@ final class RESTExecutor: JobExecutor {
 
     /// How a job uses the cache: its `cache` spec, else its api's `cacheTTL`
     /// (mode `use`). Only GET responses are cached. The key is the method and
-    /// the URL (without the query when the api says `cacheIgnoreQuery`).
+    /// the URL (without the query when the api says `cacheIgnoreQuery`), plus
+    /// a digest of the request's credentials when it has any (see
+    /// ``credentialDigest(_:)``): one caller's response is never another's.
     private func cachePlan(_ spec: RemoteSpec, _ request: PreparedRequest)
         -> (mode: CacheSpec.Mode, ttl: Double, key: String)?
     {
@@ -116,7 +119,26 @@ final class RESTExecutor: JobExecutor {
         guard request.http.method == "GET", spec.cache != nil || (ttl ?? 0) > 0 else { return nil }
         var url = request.http.url
         if api?.cacheIgnoreQuery == true, let q = url.firstIndex(of: "?") { url = String(url[..<q]) }
-        return (spec.cache?.mode ?? .use, Double(ttl ?? 0), "GET " + url)
+        var key = "GET " + url
+        if let digest = RESTExecutor.credentialDigest(request.http.headers) { key += " auth=" + digest }
+        return (spec.cache?.mode ?? .use, Double(ttl ?? 0), key)
+    }
+
+    /// The headers that tell callers apart, by lowercased name.
+    private static let credentialHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie"]
+
+    /// A digest (SHA-256, 24 hex digits) of a request's credential headers, or
+    /// nil without any. The key names no secret, and a URL cannot contain the
+    /// space before it, so `GET URL` and its variants never collide.
+    static func credentialDigest(_ headers: [HTTPHeader]) -> String? {
+        var hash = SHA256()
+        var found = false
+        for header in headers where credentialHeaders.contains(header.name.lowercased()) {
+            hash.update(data: Array("\(header.name.lowercased()):\(header.value)\n".utf8))
+            found = true
+        }
+        guard found else { return nil }
+        return hash.finalize().prefix(12).map { String(format: "%02x", $0) }.joined()
     }
 
     func cancel(_ task: WorkTask, handle: TaskHandle) {

@@ -370,8 +370,9 @@ public final class SQLiteStore: StateStore {
         writer.enqueue(.storeResponse(key: key, api: api, value: value, ttl: ttl, now: now))
     }
 
-    /// Removes cached responses matching every criterion given (api, exact
-    /// key, key prefix taken literally); none given removes all. `done`
+    /// Removes cached responses matching every criterion given (api, key with
+    /// its credential variants `KEY auth=…`, key prefix taken literally); none
+    /// given removes all. `done`
     /// receives their keys, on the writer thread once committed. Any thread.
     public func removeResponses(api: String?, key: String?, prefix: String?,
                                 done: @escaping @Sendable (Result<[String], StoreError>) -> Void) {

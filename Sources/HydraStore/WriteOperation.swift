@@ -237,8 +237,9 @@ enum WriteOperation: Sendable {
                 bindings.append(.text(api))
             }
             if let key {
-                conditions.append("key = ?")
-                bindings.append(.text(key))
+                // The key and its variants for callers with other credentials (`KEY auth=…`).
+                conditions.append("(key = ? OR substr(key, 1, ?) = ?)")
+                bindings += [.text(key), .int((key + " auth=").unicodeScalars.count), .text(key + " auth=")]
             }
             if let prefix {
                 // Not LIKE: `%` and `_` in a prefix are literal. substr counts characters.

@@ -632,31 +632,46 @@ import Testing
         // A job may bypass the cache (and then does not touch it).
         let bypass = try run(["type": "remote", "api": "counted", "pathVars": ["k": .string(key)], "cache": ["mode": "bypass"]])
         #expect(bypass["result"]?["body"] == ["hits": 2])
+        // Another caller's credentials: a response of its own, never the first one's.
+        var withToken = counted
+        if case .object(var o) = withToken { o["headers"] = ["Authorization": "Bearer other"]; withToken = .object(o) }
+        #expect(try run(withToken)["result"]?["body"] == ["hits": 3])
+        #expect(try run(withToken)["result"]?["fromCache"] == true)
         // cache.remove by api empties it: the next call goes to the server.
-        #expect(try client.call("cache.remove", ["api": "counted"])["removed"] == 1)
-        #expect(try run(counted)["result"]?["body"] == ["hits": 3])
+        #expect(try client.call("cache.remove", ["api": "counted"])["removed"] == 2)
+        #expect(try run(counted)["result"]?["body"] == ["hits": 4])
         #expect(try run(counted)["result"]?["fromCache"] == true)
+        #expect(try run(withToken)["result"]?["body"] == ["hits": 5])
+        // cache.remove by url takes the variants for every caller.
+        #expect(try client.call("cache.remove", ["url": .string("\(TestServer.base)/hits/\(key)")])["removed"] == 2)
+        #expect(try run(counted)["result"]?["body"] == ["hits": 6])
         // An api listed in another's `invalidates` loses its cache when that one
         // succeeds, before the job is reported: the next step already misses.
         // (On an idle machine the store commits before the next step reads even
         // without that wait; under load it did not have to.)
         let graph = try run(["type": "serial", "steps": [["type": "remote", "api": "writer", "body": ["x": 1]], counted]])
-        #expect(graph["result"]?["results"]?[1]?["body"] == ["hits": 4])
+        #expect(graph["result"]?["results"]?[1]?["body"] == ["hits": 7])
         #expect(graph["result"]?["results"]?[1]?["fromCache"] == false)
         // Mode only: a miss fails without the network.
         _ = try client.call("cache.remove", [:])
         let only = try run(["type": "remote", "api": "counted", "pathVars": ["k": .string(key)], "cache": ["mode": "only"]])
         #expect(only["state"] == "failed")
         let stats = try client.call("hydra.stats")
-        #expect(stats["cache"]?["hits"] == 2)
-        // Stored and removed responses are named by the same key.
+        #expect(stats["cache"]?["hits"] == 3)
+        // Stored and removed responses are named by the same key; the other
+        // caller's has a digest of its credentials (never the token itself).
         var events: [String] = []
         while let note = try watcher.nextNotification(timeout: .milliseconds(300)), let params = note["params"] {
             events.append("\(params["event"]?.stringValue ?? "?") \(params["key"]?.stringValue ?? "?")")
         }
+        #expect(!events.contains { $0.contains("other") })
         let cached = "GET \(TestServer.base)/hits/\(key)"
-        #expect(events == ["cache.updated", "cache.removed", "cache.updated", "cache.removed", "cache.updated",
-                           "cache.removed"].map { "\($0) \(cached)" })
+        let variant = String(try #require(events.first { $0.hasPrefix("cache.updated \(cached) auth=") }).dropFirst("cache.updated ".count))
+        let (u, r) = ("cache.updated", "cache.removed")
+        let expected = [(u, cached), (u, variant), (r, cached), (r, variant), (u, cached), (u, variant), (r, cached),
+                        (r, variant), (u, cached), (r, cached), (u, cached), (r, cached)].map { "\($0.0) \($0.1)" }
+        #expect(events.sorted() == expected.sorted())
+        #expect(events.count == expected.count)
     }
 
     @Test func hostileMessagesNeverTakeTheServerDown() throws {

@@ -83,7 +83,8 @@ public protocol StateStore: Sendable {
     /// Stores a response under `key` (with the api it belongs to) for `ttl` seconds. Fire and forget.
     func storeResponse(_ key: String, api: String?, value: JSONValue, ttl: Double, now: Double)
 
-    /// Removes cached responses by api, exact key, or key prefix; `done` receives their keys.
+    /// Removes cached responses by api, key (with its variants for other
+    /// credentials, `KEY auth=…`), or key prefix; `done` receives their keys.
     func removeResponses(api: String?, key: String?, prefix: String?,
                          done: @escaping @Sendable (Result<[String], StoreError>) -> Void)
 
