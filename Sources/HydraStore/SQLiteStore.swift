@@ -34,6 +34,12 @@ public final class SQLiteStore: StateStore {
     /// encoding the same result a second time.
     private let lastRootResult = Mutex<(jobId: String, json: [UInt8])?>(nil)
 
+    /// Throws (naming `HYDRA_SHARED_KEY`) when `passphrase` cannot be a shared
+    /// key: checked before opening, so the error is not taken for the folder's.
+    public static func checkSharedKey(_ passphrase: String?) throws(StoreError) {
+        _ = try SharedCodec(passphrase: passphrase)
+    }
+
     /// Opens (creating the folder and the file when missing) `directory/hydra.db`
     /// and applies the migrations it lacks, then starts the writer thread.
     /// `sharedKey` is the `HYDRA_SHARED_KEY` passphrase for aes-gcm shared

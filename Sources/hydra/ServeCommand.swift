@@ -74,14 +74,15 @@ struct ServeCommand: AsyncParsableCommand {
 
         let statePath = absolutePath(configuration.state.path)
         let cleanMarker = statePath + "/clean-shutdown"
+        let sharedKey = ProcessInfo.processInfo.environment["HYDRA_SHARED_KEY"]
+        do { try SQLiteStore.checkSharedKey(sharedKey) } catch { exitInvalid(error) }
         let store: SQLiteStore
         do {
             store = try SQLiteStore(directory: statePath,
                                     sync: configuration.state.sync == .full ? .full : .normal,
-                                    sharedKey: ProcessInfo.processInfo.environment["HYDRA_SHARED_KEY"])
+                                    sharedKey: sharedKey)
         } catch {
-            // A bad passphrase names its variable; anything else is about the state folder.
-            exitInvalid("\(error)".contains("HYDRA_SHARED_KEY") ? "\(error)" : "state.path: \(error)")
+            exitInvalid("state.path: \(error)")
         }
         // After a crash, events issued but not yet committed may have been seen
         // by clients: skip ahead so no seq is ever issued twice.

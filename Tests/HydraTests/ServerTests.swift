@@ -487,6 +487,16 @@ import Testing
         #expect(open.status == 2)
         #expect(open.err.contains("rpc.secret"))
         #expect(open.err.contains("--listen"))
+
+        // A passphrase too short is named as such, not taken for a state folder problem.
+        do {
+            let refused = try ServerProcess(environment: ["HYDRA_SHARED_KEY": "short"])
+            refused.terminate()
+            Issue.record("a 5-character HYDRA_SHARED_KEY was accepted")
+        } catch let failure as ServerStartFailure {
+            #expect(failure.status == 2)
+            #expect(failure.stderr.hasPrefix("hydra: HYDRA_SHARED_KEY"), "\(failure.stderr)")
+        }
     }
 
     @Test func gracefulShutdownRefusesNewWorkAndExitsZero() throws {
