@@ -74,8 +74,12 @@ final class RouteResolver: Sendable {
         for (name, value) in spec.headers { add(name, Template.text(of: value)) }
 
         // Body.
-        let method = (spec.method ?? api?.method ?? "GET").uppercased()
-        guard RemoteSpec.isValidMethod(method) else { throw JobError(.invalid, "method: invalid method '\(method)'") }
+        var method = spec.method ?? api?.method ?? "GET"
+        if !RemoteSpec.isValidMethod(method) {
+            // Only a method that came from a reference can be other than valid upper case here.
+            method = method.uppercased()
+            guard RemoteSpec.isValidMethod(method) else { throw JobError(.invalid, "method: invalid method '\(method)'") }
+        }
         let dogma = spec.dogma ?? api?.dogma ?? configuration.defaults.dogma
         var body: [UInt8]?
         if let value = spec.body {

@@ -262,7 +262,8 @@ extension JobSpec {
 
 extension RemoteSpec {
     /// An HTTP method token as Hydra accepts it: letters and `-`, upper case.
+    /// Bytes, not characters: it runs for every request (on a worker's loop).
     public static func isValidMethod(_ method: String) -> Bool {
-        !method.isEmpty && method.allSatisfy { ($0.isASCII && $0.isUppercase) || $0 == "-" }
+        !method.isEmpty && method.utf8.allSatisfy { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || $0 == UInt8(ascii: "-") }
     }
 }
