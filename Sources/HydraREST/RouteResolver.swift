@@ -116,7 +116,7 @@ final class RouteResolver: Sendable {
             saveTo: saveTo, reportsProgress: true)
         return PreparedRequest(http: request, serverKey: serverKey, path: path,
                                dogma: dogma,
-                               expect: spec.expect, retry: spec.retry ?? api?.retry ?? configuration.defaults.retry,
+                               expect: spec.expect, retry: RouteResolver.retry(spec.retry, api: api?.retry, defaults: configuration.defaults.retry),
                                api: spec.api)
     }
 
@@ -220,5 +220,12 @@ final class RouteResolver: Sendable {
             if base.utf8.count > best?.length ?? -1 { best = (key, base.utf8.count) }
         }
         return best?.key
+    }
+
+    /// The retry policy of a job, field by field: the job's, else its api's,
+    /// else `defaults.retry`, else the built-in values.
+    static func retry(_ job: RetryPolicy?, api: RetryPolicy?, defaults: RetryPolicy) -> RetryPolicy {
+        let base = api.map { $0.filling(from: defaults) } ?? defaults
+        return job.map { $0.filling(from: base) } ?? base
     }
 }

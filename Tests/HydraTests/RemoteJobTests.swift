@@ -136,6 +136,15 @@ import Testing
         #expect(exhausted.error?.status == 503)
     }
 
+    @Test func aPartialRetryKeepsTheApisOtherFields() async throws {
+        // The api allows 3 attempts; the job only shortens the backoff: still 3 attempts.
+        let engine = try makeEngine(#", "apis": {"flaky": {"server": "testsvr", "endpoint": "/flaky/:k/2", "retry": {"maxAttempts": 3, "backoffMs": 5}}}"#)
+        defer { engine.shutdown() }
+        let result = try await engine.run(spec(#"{"type":"remote","api":"flaky","pathVars":{"k":"\#(UUID().uuidString)"},"retry":{"backoffMs":1}}"#))
+        #expect(result.state == .succeeded)
+        #expect(result.result?["attempts"] == 3)
+    }
+
     @Test func neverRetriesOtherClientErrors() async throws {
         let engine = try makeEngine()
         defer { engine.shutdown() }

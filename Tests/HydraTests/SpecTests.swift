@@ -172,6 +172,19 @@ import Testing
         #expect(!Template.containsReference(["k": ["list": [1, "$ {prev}"]]] as JSONValue))
     }
 
+    @Test func partialRetryPoliciesFillFieldByField() throws {
+        func parse(_ text: String) throws -> RetryPolicy {
+            var reader = try FieldReader(try JSONParser.parse(text), path: "retry")
+            return try RetryPolicy(reader: &reader)
+        }
+        let defaults = try parse(#"{"maxAttempts": 2}"#).filling(from: RetryPolicy())
+        let api = try parse(#"{"backoffMs": 7}"#)
+        let job = try parse(#"{"maxAttempts": 4}"#)
+        #expect(api.filling(from: defaults) == RetryPolicy(maxAttempts: 2, backoffMs: 7, maxBackoffMs: 5000))
+        #expect(job.filling(from: api.filling(from: defaults)) == RetryPolicy(maxAttempts: 4, backoffMs: 7, maxBackoffMs: 5000))
+        #expect(job.json == ["maxAttempts": 4])  // written back as given
+    }
+
     @Test func retryBackoffIsCappedExponentialWithJitter() {
         let policy = RetryPolicy(maxAttempts: 5, backoffMs: 100, maxBackoffMs: 300)
         #expect(policy.baseDelayMs(afterAttempt: 1) == 100)

@@ -226,7 +226,7 @@ extension Configuration {
             defaults.timeoutMs = try o.int("timeoutMs", min: 1) ?? defaults.timeoutMs
             defaults.connectTimeoutMs = try o.int("connectTimeoutMs", min: 1) ?? defaults.connectTimeoutMs
             defaults.maxRedirects = try o.int("maxRedirects", min: 0, max: 50) ?? defaults.maxRedirects
-            if var retry = try o.object("retry") { defaults.retry = try RetryPolicy(reader: &retry) }
+            if var retry = try o.object("retry") { defaults.retry = try RetryPolicy(reader: &retry).filling(from: RetryPolicy()) }
             if let headers = try o.stringMap("headers") {
                 defaults.headers = headers.mapValues {
                     $0.replacingOccurrences(of: "VERSION", with: HydraVersion.string)

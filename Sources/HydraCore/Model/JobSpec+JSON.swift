@@ -226,16 +226,20 @@ extension RemoteSpec {
 }
 
 extension RetryPolicy {
-    /// Reads `{maxAttempts, backoffMs, maxBackoffMs}`; missing fields take `defaults`' values.
-    public init(reader r: inout FieldReader, defaults: RetryPolicy = RetryPolicy()) throws(ValidationError) {
-        self.init(maxAttempts: try r.int("maxAttempts", min: 1, max: 100) ?? defaults.maxAttempts,
-                  backoffMs: try r.int("backoffMs", min: 0) ?? defaults.backoffMs,
-                  maxBackoffMs: try r.int("maxBackoffMs", min: 0) ?? defaults.maxBackoffMs)
+    /// Reads `{maxAttempts, backoffMs, maxBackoffMs}`, remembering which were given.
+    public init(reader r: inout FieldReader) throws(ValidationError) {
+        self.init(maxAttempts: try r.int("maxAttempts", min: 1, max: 100), backoffMs: try r.int("backoffMs", min: 0),
+                  maxBackoffMs: try r.int("maxBackoffMs", min: 0))
         try r.rejectUnknownKeys()
     }
 
+    /// The fields given, so a spec written back reads as it was.
     public var json: JSONValue {
-        ["maxAttempts": .int(maxAttempts), "backoffMs": .int(backoffMs), "maxBackoffMs": .int(maxBackoffMs)]
+        var o: OrderedDictionary<String, JSONValue> = [:]
+        if given.contains(.maxAttempts) { o["maxAttempts"] = .int(maxAttempts) }
+        if given.contains(.backoffMs) { o["backoffMs"] = .int(backoffMs) }
+        if given.contains(.maxBackoffMs) { o["maxBackoffMs"] = .int(maxBackoffMs) }
+        return .object(o)
     }
 }
 

@@ -172,15 +172,49 @@ public struct NamedJobSpec: Sendable {
 /// Retry policy of a remote job: `maxAttempts` counts every attempt, the first
 /// included; the delay before attempt n+1 is `min(maxBackoffMs, backoffMs·2^(n-1))`
 /// with equal jitter (between half and all of it).
+///
+/// A policy read from JSON remembers which fields it was given: the others
+/// come from the next level (job < api < `defaults.retry` < built-in), see
+/// ``filling(from:)``. One built in Swift gives all three.
 public struct RetryPolicy: Sendable, Equatable {
-    public var maxAttempts: Int
-    public var backoffMs: Int
-    public var maxBackoffMs: Int
+    public var maxAttempts: Int { didSet { given.insert(.maxAttempts) } }
+    public var backoffMs: Int { didSet { given.insert(.backoffMs) } }
+    public var maxBackoffMs: Int { didSet { given.insert(.maxBackoffMs) } }
+
+    /// The fields given (the rest hold built-in defaults until filled).
+    enum Field: Sendable { case maxAttempts, backoffMs, maxBackoffMs }
+    private(set) var given: Set<Field> = [.maxAttempts, .backoffMs, .maxBackoffMs]
 
     public init(maxAttempts: Int = 1, backoffMs: Int = 100, maxBackoffMs: Int = 5000) {
         self.maxAttempts = maxAttempts
         self.backoffMs = backoffMs
         self.maxBackoffMs = maxBackoffMs
+    }
+
+    /// A policy with only the fields in `given` set (others at the built-in defaults).
+    init(maxAttempts: Int?, backoffMs: Int?, maxBackoffMs: Int?) {
+        let builtIn = RetryPolicy()
+        self.init(maxAttempts: maxAttempts ?? builtIn.maxAttempts, backoffMs: backoffMs ?? builtIn.backoffMs,
+                  maxBackoffMs: maxBackoffMs ?? builtIn.maxBackoffMs)
+        given = []
+        if maxAttempts != nil { given.insert(.maxAttempts) }
+        if backoffMs != nil { given.insert(.backoffMs) }
+        if maxBackoffMs != nil { given.insert(.maxBackoffMs) }
+    }
+
+    /// This policy, its missing fields taken from `base`.
+    public func filling(from base: RetryPolicy) -> RetryPolicy {
+        var filled = base
+        if given.contains(.maxAttempts) { filled.maxAttempts = maxAttempts }
+        if given.contains(.backoffMs) { filled.backoffMs = backoffMs }
+        if given.contains(.maxBackoffMs) { filled.maxBackoffMs = maxBackoffMs }
+        filled.given = given.union(base.given)
+        return filled
+    }
+
+    /// Equal when the three values are: what was given does not matter.
+    public static func == (a: RetryPolicy, b: RetryPolicy) -> Bool {
+        a.maxAttempts == b.maxAttempts && a.backoffMs == b.backoffMs && a.maxBackoffMs == b.maxBackoffMs
     }
 
     /// The un-jittered delay before attempt `attempt + 1`, after `attempt` attempts.
