@@ -181,9 +181,15 @@ public struct RetryPolicy: Sendable, Equatable {
     public var backoffMs: Int { didSet { given.insert(.backoffMs) } }
     public var maxBackoffMs: Int { didSet { given.insert(.maxBackoffMs) } }
 
-    /// The fields given (the rest hold built-in defaults until filled).
-    enum Field: Sendable { case maxAttempts, backoffMs, maxBackoffMs }
-    private(set) var given: Set<Field> = [.maxAttempts, .backoffMs, .maxBackoffMs]
+    /// The fields given (the rest hold built-in defaults until filled). A bit set:
+    /// policies are resolved for every request, so no allocation.
+    struct Field: OptionSet, Sendable {
+        let rawValue: UInt8
+        static let maxAttempts = Field(rawValue: 1)
+        static let backoffMs = Field(rawValue: 2)
+        static let maxBackoffMs = Field(rawValue: 4)
+    }
+    private(set) var given: Field = [.maxAttempts, .backoffMs, .maxBackoffMs]
 
     public init(maxAttempts: Int = 1, backoffMs: Int = 100, maxBackoffMs: Int = 5000) {
         self.maxAttempts = maxAttempts
@@ -191,7 +197,7 @@ public struct RetryPolicy: Sendable, Equatable {
         self.maxBackoffMs = maxBackoffMs
     }
 
-    /// A policy with only the fields in `given` set (others at the built-in defaults).
+    /// A policy given only the non-nil fields (the others at the built-in values until filled).
     init(maxAttempts: Int?, backoffMs: Int?, maxBackoffMs: Int?) {
         let builtIn = RetryPolicy()
         self.init(maxAttempts: maxAttempts ?? builtIn.maxAttempts, backoffMs: backoffMs ?? builtIn.backoffMs,
