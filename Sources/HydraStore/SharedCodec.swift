@@ -34,7 +34,8 @@ struct SharedCodec: @unchecked Sendable {
     }
 
     /// The failure of `setShared` with aes-gcm and no key: nothing is stored.
-    static let missingKey = StoreError("cipher aes-gcm needs \(keyVariable) (a passphrase of 16+ characters)")
+    static let missingKey = StoreError("cipher aes-gcm needs \(keyVariable) (a passphrase of 16+ characters)",
+                                       invalidArgument: "cipher")
 
     /// The bytes to store for `value`.
     func encode(_ value: JSONValue, cipher: SharedCipher) throws(StoreError) -> [UInt8] {

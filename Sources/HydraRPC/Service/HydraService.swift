@@ -378,9 +378,10 @@ public final class HydraService: Sendable {
                 }
                 reply(.success(()))
             case .failure(let error):
-                if error.description.contains("HYDRA_SHARED_KEY") {
+                if let field = error.invalidArgument {
+                    // aes-gcm without HYDRA_SHARED_KEY (config.md: -32602 naming it).
                     reply(.failure(ServiceError(.invalidParams, error.description,
-                                                data: ["field": "cipher", "reason": .string(error.description)])))
+                                                data: ["field": .string(field), "reason": .string(error.description)])))
                 } else {
                     reply(.failure(ServiceError(error)))
                 }
