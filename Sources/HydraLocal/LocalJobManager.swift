@@ -14,7 +14,8 @@ public final class LocalJobManager: JobManager {
 
     public func validate(_ spec: JobSpec, path: String) throws(ValidationError) {
         guard case .local(let local) = spec.body else { return }
-        guard registry.job(named: local.name) != nil else {
+        // A name given by a reference is checked when the step runs.
+        guard Template.containsReference(local.name) || registry.job(named: local.name) != nil else {
             throw ValidationError(path: FieldReader.join(path, "name"), "unknown local job '\(local.name)'")
         }
         if local.name == "delay", !Template.containsReference(local.input) {
@@ -55,7 +56,8 @@ final class LocalExecutor: JobExecutor {
     func start(_ task: WorkTask, handle: TaskHandle) {
         if registry.version != snapshotVersion { (snapshot, snapshotVersion) = registry.snapshot }
         guard case .local(let spec) = task.spec.body, let job = snapshot[spec.name] else {
-            handle.finish(.failure(JobError(.invalid, "unknown local job")))
+            let name = if case .local(let spec) = task.spec.body { spec.name } else { "" }
+            handle.finish(.failure(JobError(.invalid, "name: unknown local job '\(name)'")))
             return
         }
         if case .inline(let body) = job.body {

@@ -62,6 +62,11 @@ final class RESTExecutor: JobExecutor {
             handle.finish(.failure(error))
             return
         }
+        // Checked at submit unless a reference named it: never send what could not be decoded.
+        if let name = spec.dogma, manager.dogma(named: name) == nil {
+            handle.finish(.failure(JobError(.invalid, "dogma: unknown dogma '\(name)'")))
+            return
+        }
         let call = RemoteCall(task: task, handle: handle, request: prepared)
         calls[task.token] = call
         if let reply = dummyReply(for: prepared) {

@@ -79,7 +79,10 @@ public final class RESTManager: JobManager {
             }
         }
         if let dogma = remote.dogma {
-            if self.dogma(named: dogma) == nil { throw ValidationError(path: at("dogma"), "unknown dogma '\(dogma)'") }
+            // A dogma named by a reference is checked when the step runs, before sending.
+            if !Template.containsReference(dogma), self.dogma(named: dogma) == nil {
+                throw ValidationError(path: at("dogma"), "unknown dogma '\(dogma)'")
+            }
         } else {
             // The configuration's dogma for this job, checked before anything is sent.
             try checkConfiguredDogma(api: remote.api.flatMap { Template.containsReference($0) ? nil : $0 })

@@ -136,6 +136,25 @@ import Testing
         #expect(exhausted.error?.status == 503)
     }
 
+    @Test func workerLocalNameAndDogmaMayBeReferences() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let local = try await engine.run(spec(#"{"type":"local","name":"${input.job}","worker":"${input.worker}","input":5}"#),
+                                         input: ["job": "echo", "worker": "local"])
+        #expect(local.result == 5)
+        let text = try await engine.run(spec(#"{"type":"remote","endpoint":"/echo","dogma":"${input.d}"}"#), input: ["d": "text"])
+        #expect(text.result?["body"]?.stringValue?.contains("\"path\"") == true)
+        // Unknown once resolved: the step fails, kind invalid, and nothing is sent.
+        let key = UUID().uuidString
+        let noDogma = try await engine.run(spec(#"{"type":"remote","endpoint":"/hits/\#(key)","dogma":"${input.d}"}"#), input: ["d": "zzz"])
+        #expect(noDogma.error?.kind == .invalid && noDogma.error?.message.contains("zzz") == true)
+        #expect(try await engine.run(spec(#"{"type":"remote","endpoint":"/count/\#(key)"}"#)).result?["body"] == ["count": 0])
+        let noJob = try await engine.run(spec(#"{"type":"local","name":"${input.job}"}"#), input: ["job": "nope"])
+        #expect(noJob.error?.kind == .invalid && noJob.error?.message.contains("nope") == true)
+        let noWorker = try await engine.run(spec(#"{"type":"local","name":"echo","worker":"${input.w}"}"#), input: ["w": "rest"])
+        #expect(noWorker.error?.kind == .invalid && noWorker.error?.message.contains("rest") == true)
+    }
+
     @Test func aPartialRetryKeepsTheApisOtherFields() async throws {
         // The api allows 3 attempts; the job only shortens the backoff: still 3 attempts.
         let engine = try makeEngine(#", "apis": {"flaky": {"server": "testsvr", "endpoint": "/flaky/:k/2", "retry": {"maxAttempts": 3, "backoffMs": 5}}}"#)

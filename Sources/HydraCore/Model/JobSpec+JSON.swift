@@ -91,9 +91,10 @@ extension JobSpec {
 
     /// Whether any string in this spec (not its steps) holds a `${` reference.
     var ownStringsHaveReferences: Bool {
+        if let worker, Template.containsReference(worker) { return true }
         switch body {
         case .remote(let r): return r.hasReferences
-        case .local(let l): return Template.containsReference(l.input)
+        case .local(let l): return Template.containsReference(l.name) || Template.containsReference(l.input)
         case .named(let n): return n.input.map(Template.containsReference) ?? false
         case .serial, .concurrent: return false
         }
@@ -193,7 +194,7 @@ extension RemoteSpec {
 
     var hasReferences: Bool {
         func has(_ s: String?) -> Bool { s.map(Template.containsReference) ?? false }
-        return has(url) || has(server) || has(endpoint) || has(api) || has(method) || has(saveAs)
+        return has(url) || has(server) || has(endpoint) || has(api) || has(method) || has(saveAs) || has(dogma)
             || pathVars.values.contains(where: Template.containsReference)
             || query.values.contains(where: Template.containsReference)
             || headers.values.contains(where: Template.containsReference)

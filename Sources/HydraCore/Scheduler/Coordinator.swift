@@ -347,7 +347,9 @@ final class CoordinatorRuntime {
             }
         }
         guard let workerIndex = dispatcher.workerIndex(for: spec) else {
-            finish(node, .failure(JobError(.internal, "no worker for this job", stepPath: node.path)))
+            // Only a worker named by a reference can be unknown here (the rest was checked at submit).
+            let message = spec.worker.map { "worker: no \(spec.kind?.rawValue ?? "") worker named '\($0)'" } ?? "no worker for this job"
+            finish(node, .failure(JobError(.invalid, message, stepPath: node.path)))
             return
         }
         let token = nextToken
@@ -601,17 +603,20 @@ final class CoordinatorRuntime {
             r.api = try text(r.api)
             r.method = try text(r.method)
             r.saveAs = try text(r.saveAs)
+            r.dogma = try text(r.dogma)
             for (k, v) in r.pathVars { r.pathVars[k] = try Template.resolve(v, in: scope) }
             for (k, v) in r.query { r.query[k] = try Template.resolve(v, in: scope) }
             for (k, v) in r.headers { r.headers[k] = try Template.resolve(v, in: scope) }
             if let body = r.body { r.body = try Template.resolve(body, in: scope) }
             spec.body = .remote(r)
         case .local(var l):
+            l.name = try Template.resolveText(l.name, in: scope)
             l.input = try Template.resolve(l.input, in: scope)
             spec.body = .local(l)
         default:
             break
         }
+        if let worker = spec.worker { spec.worker = try Template.resolveText(worker, in: scope) }
         return spec
     }
 }

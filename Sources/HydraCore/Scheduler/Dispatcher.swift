@@ -53,7 +53,8 @@ public final class Dispatcher: Sendable {
         switch spec.body {
         case .remote, .local:
             let kind = spec.kind!
-            if let name = spec.worker {
+            // A worker named by a reference is checked when the step runs.
+            if let name = spec.worker, !Template.containsReference(name) {
                 guard let worker = workers.first(where: { $0.name == name }) else {
                     throw ValidationError(path: FieldReader.join(path, "worker"), "unknown worker '\(name)'")
                 }
