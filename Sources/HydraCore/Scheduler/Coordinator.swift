@@ -415,7 +415,13 @@ final class CoordinatorRuntime {
             finish(node, outcome)
         case .succeeded(let result, let ran):
             if ran { started(node) }
-            finish(node, .success(result.build()))
+            if node.parent == nil {
+                // A root leaf: built only if its event needs it, else when read (JobResult).
+                node.deferredResult = result
+                finish(node, .success(.null))
+            } else {
+                finish(node, .success(result.build()))
+            }
         }
     }
 
@@ -439,9 +445,18 @@ final class CoordinatorRuntime {
         switch outcome {
         case .success(let result):
             node.state = .succeeded
-            node.result = result
-            if let id = node.spec.id, node.parent != nil { node.scope.results[id] = result }
-            emit(EventName.succeeded, node) { ["result": EventTrimming.trimmed(result)] }
+            if let deferred = node.deferredResult {
+                emit(EventName.succeeded, node) {
+                    let built = deferred.build()
+                    node.result = built
+                    node.deferredResult = nil
+                    return ["result": EventTrimming.trimmed(built)]
+                }
+            } else {
+                node.result = result
+                if let id = node.spec.id, node.parent != nil { node.scope.results[id] = result }
+                emit(EventName.succeeded, node) { ["result": EventTrimming.trimmed(result)] }
+            }
         case .failure(var error, let partial):
             if error.stepPath == nil { error.stepPath = node.path }
             node.result = partial
@@ -535,7 +550,8 @@ final class CoordinatorRuntime {
         if root.countedRunning { running.add(-1) }
         root.finishedAt = Date().timeIntervalSince1970
         active.removeValue(forKey: root.key)
-        let result = JobResult(jobId: root.id, state: node.state, result: node.result, error: error)
+        let result = node.deferredResult.map { JobResult(jobId: root.id, deferred: $0) }
+            ?? JobResult(jobId: root.id, state: node.state, result: node.result, error: error)
         finished.insert(FinishedJob(status: status(of: root), result: result), forKey: root.key)
         finishedOrder.append(root.key)
         if finishedOrder.count > retainFinished, let oldest = finishedOrder.popFirst() {

@@ -7,7 +7,11 @@
 /// coordinator then keeps and frees from another thread. Built on the
 /// coordinator, the result is allocated where it lives. Only what cannot fail
 /// may be deferred: the outcome is already known to be a success.
+///
+/// A single remote job's result may stay unbuilt even longer, until someone
+/// reads it (see ``JobResult/result``): an embedding program that only looks at
+/// the state never pays for it, and the finished jobs kept in memory stay small.
 public protocol DeferredResult: Sendable {
-    /// The result. Coordinator thread; called once.
+    /// The result. Pure: any thread, as often as asked.
     func build() -> JSONValue
 }

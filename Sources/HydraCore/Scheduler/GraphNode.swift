@@ -23,6 +23,8 @@ final class GraphNode {
 
     @exclusivity(unchecked) var state = JobState.queued
     @exclusivity(unchecked) var result: JSONValue?
+    /// A root leaf's result not built yet (see ``DeferredResult``); `result` is nil meanwhile.
+    @exclusivity(unchecked) var deferredResult: (any DeferredResult)?
     @exclusivity(unchecked) var timer: ScheduledTask?
 
     // Leaf state.
