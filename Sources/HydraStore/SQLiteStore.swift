@@ -378,8 +378,8 @@ public final class SQLiteStore: StateStore {
 
     /// Removes cached responses matching every criterion given (api, key with
     /// its credential variants `KEY auth=…`, key prefix taken literally); none
-    /// given removes all. `done`
-    /// receives their keys, on the writer thread once committed. Any thread.
+    /// given removes all. `done` receives their keys, on the writer thread once
+    /// committed. Any thread.
     public func removeResponses(api: String?, key: String?, prefix: String?,
                                 done: @escaping @Sendable (Result<[String], StoreError>) -> Void) {
         writer.enqueue(.removeResponses(api: api, key: key, prefix: prefix, done: done))

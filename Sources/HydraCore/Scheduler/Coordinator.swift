@@ -417,6 +417,7 @@ final class CoordinatorRuntime {
             if ran { started(node) }
             if node.parent == nil {
                 // A root leaf: built only if its event needs it, else when read (JobResult).
+                // `finish` takes the result from `deferredResult`; the `.null` is not used.
                 node.deferredResult = result
                 finish(node, .success(.null))
             } else {
