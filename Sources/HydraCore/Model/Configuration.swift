@@ -14,6 +14,9 @@ public struct Configuration: Sendable {
     public var dummy = Dummy()
     public var jobsPath = "jobs"
     public var maxQueuedJobs = 1_000_000
+    /// `limits.maxResultBytes`: a step's result, or a group's collected results, larger than
+    /// this once encoded fails the step with kind `tooLarge` (protocol §4).
+    public var maxResultBytes = 16_777_216
     public var retentionHours = 24
     public var allowEnv: [String] = []
 
@@ -32,6 +35,8 @@ public struct Configuration: Sendable {
         public var maxMessageBytes = 1_048_576
         public var maxOutboundBytes = 8_388_608
         public var maxConnections = 1024
+        /// Subscriptions one connection may hold (`-32004` past it).
+        public var maxSubscriptions = 256
     }
 
     public struct State: Sendable {
@@ -87,6 +92,8 @@ public struct Configuration: Sendable {
         public var server: String?
         public var dogma: String?
         public var timeoutMs = 30_000
+        /// A response body kept in memory (after decoding) larger than this fails with kind `tooLarge`.
+        public var maxBodyBytes = 67_108_864
         /// Extension: connect time limit.
         public var connectTimeoutMs = 10_000
         /// Extension: redirects followed.
@@ -153,6 +160,7 @@ extension Configuration {
             rpc.maxMessageBytes = try o.int("maxMessageBytes", min: 256) ?? rpc.maxMessageBytes
             rpc.maxOutboundBytes = try o.int("maxOutboundBytes", min: 1024) ?? rpc.maxOutboundBytes
             rpc.maxConnections = try o.int("maxConnections", min: 1) ?? rpc.maxConnections
+            rpc.maxSubscriptions = try o.int("maxSubscriptions", min: 1) ?? rpc.maxSubscriptions
             try o.rejectUnknownKeys()
         }
         if var o = try r.object("state") {
@@ -224,6 +232,7 @@ extension Configuration {
             defaults.server = try o.string("server")
             defaults.dogma = try o.string("dogma")
             defaults.timeoutMs = try o.int("timeoutMs", min: 1) ?? defaults.timeoutMs
+            defaults.maxBodyBytes = try o.int("maxBodyBytes", min: 1) ?? defaults.maxBodyBytes
             defaults.connectTimeoutMs = try o.int("connectTimeoutMs", min: 1) ?? defaults.connectTimeoutMs
             defaults.maxRedirects = try o.int("maxRedirects", min: 0, max: 50) ?? defaults.maxRedirects
             if var retry = try o.object("retry") { defaults.retry = try RetryPolicy(reader: &retry).filling(from: RetryPolicy()) }
@@ -256,6 +265,7 @@ extension Configuration {
         }
         if var o = try r.object("limits") {
             maxQueuedJobs = try o.int("maxQueuedJobs", min: 1) ?? maxQueuedJobs
+            maxResultBytes = try o.int("maxResultBytes", min: 1024) ?? maxResultBytes
             try o.rejectUnknownKeys()
         }
         if var o = try r.object("retention") {

@@ -4,7 +4,7 @@ import OrderedCollections
 /// for people, and for HTTP failures the status and decoded body.
 public struct JobError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Kind: String, Sendable, CaseIterable {
-        case network, timeout, http, decode, invalid, cancelled, `internal`
+        case network, timeout, http, decode, invalid, cancelled, tooLarge, `internal`
     }
 
     public var kind: Kind
