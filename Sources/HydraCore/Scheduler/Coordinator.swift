@@ -327,8 +327,7 @@ final class CoordinatorRuntime {
         node.results = Array(repeating: nil, count: count)
         node.errors = Array(repeating: nil, count: count)
         node.children.reserveCapacity(count)
-        startSteps(node)
-        if count == 0 { completeGroup(node) }
+        advance(node)
     }
 
     private func dispatch(_ node: GraphNode) {
@@ -361,11 +360,17 @@ final class CoordinatorRuntime {
                                                  priority: node.root.priority, step: StepReference(node: node))))
     }
 
-    /// Starts the group's next steps: one at a time (serial) or up to `maxConcurrency`.
-    private func startSteps(_ group: GraphNode) {
-        guard !group.starting else { return }
+    /// Moves a group on: starts its next steps (one at a time when serial, else
+    /// up to `maxConcurrency`), then completes it if nothing is left to run.
+    ///
+    /// The one place a group completes, whatever ended its last step: a step
+    /// may finish inside `run` (a reference that does not resolve, a recovered
+    /// step, a nested group that completes at once), which re-enters here
+    /// through `stepFinished`; the inner call returns at once and the outer
+    /// loop, which sees the new counts, decides.
+    private func advance(_ group: GraphNode) {
+        guard !group.starting, !group.state.isFinal else { return }
         group.starting = true
-        defer { group.starting = false }
         let spec = group.group!
         let limit = group.isSerial ? 1 : (spec.maxConcurrency ?? Int.max)
         while !group.stopped, group.endingError == nil, group.running < limit, group.nextToStart < spec.steps.count,
@@ -378,6 +383,11 @@ final class CoordinatorRuntime {
             group.children.append(child)
             emit(EventName.queued, child) { ["spec": child.spec.summary] }
             run(child)
+        }
+        group.starting = false
+        if group.running == 0, !group.state.isFinal,
+           group.stopped || group.endingError != nil || group.nextToStart == spec.steps.count {
+            completeGroup(group)
         }
     }
 
@@ -496,15 +506,12 @@ final class CoordinatorRuntime {
                 }
             }
         }
-        if group.state.isFinal { return }
-        startSteps(group)
-        if group.running == 0 && (group.stopped || group.endingError != nil || group.nextToStart == group.group!.steps.count) {
-            completeGroup(group)
-        }
+        advance(group)
     }
 
+    /// Every step of the group is final (or will never start): `group.done`, then the group's own final event.
     private func completeGroup(_ group: GraphNode) {
-        guard !group.state.isFinal, !group.starting || group.group!.steps.isEmpty else { return }
+        guard !group.state.isFinal else { return }
         let stopped = group.stopped || group.endingError != nil
         let results = JSONValue.array(group.results.map { $0 ?? .null })
         emit(EventName.groupDone, group) { ["results": results, "stopped": .bool(stopped)] }
@@ -536,7 +543,7 @@ final class CoordinatorRuntime {
         for child in node.children where !child.state.isFinal {
             cancel(child, error: JobError(.cancelled, error.kind == .timeout ? "cancelled: group timed out" : "cancelled"))
         }
-        if node.running == 0 && !node.state.isFinal { completeGroup(node) }
+        advance(node)
     }
 
     /// The job is running (counted once, for `hydra.stats`).
