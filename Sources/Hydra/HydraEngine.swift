@@ -54,7 +54,8 @@ public final class HydraEngine: Sendable {
             managers: [rest, LocalJobManager(registry: localJobs)],
             library: FileJobLibrary(folder: jobsDirectory ?? configuration.jobsPath),
             environment: environment, shared: shared, journal: journal, lastSeq: lastSeq,
-            retainFinished: retainFinished, maxQueuedJobs: configuration.maxQueuedJobs)
+            retainFinished: retainFinished, maxQueuedJobs: configuration.maxQueuedJobs,
+            maxResultBytes: configuration.maxResultBytes)
     }
 
     /// Starts an engine from a configuration file (errors name the file and key path).

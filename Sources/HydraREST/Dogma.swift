@@ -88,6 +88,27 @@ extension DogmaResponse {
         headerBlock.withFirst(Self.contentTypeName) { $0.map(Self.isJSONMediaType) ?? false }
     }
 
+    /// The dogma a response gets when neither the job, its api nor
+    /// `defaults.dogma` names one (protocol §4): `json` for a JSON
+    /// Content-Type, `text` for a textual one (`text/*`, XML, JavaScript, form
+    /// data) or none, else `raw`.
+    var impliedDogma: any Dogma {
+        if isJSON { return JSONDogma() }
+        guard let contentType = headerBlock.first("content-type") else { return TextDogma() }
+        return Self.isTextual(contentType: contentType) ? TextDogma() : RawDogma()
+    }
+
+    /// True for a textual media type: `text/*`, XML (`…/xml`, `…+xml`), JavaScript, form data.
+    static func isTextual(contentType: String) -> Bool {
+        let media = contentType.split(separator: ";", maxSplits: 1).first.map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        } ?? ""
+        if media.isEmpty || media.hasPrefix("text/") { return true }
+        if media.hasSuffix("/xml") || media.hasSuffix("+xml") { return true }
+        return ["application/javascript", "application/x-javascript", "application/ecmascript",
+                "application/x-www-form-urlencoded", "multipart/form-data"].contains(media)
+    }
+
     /// True when a Content-Type value names JSON (`application/json`, `…+json`).
     static func isJSON(contentType: String) -> Bool {
         var value = contentType

@@ -335,7 +335,7 @@ final class RESTExecutor: JobExecutor {
             guard let named = manager.dogma(named: name) else { throw DecodeError("unknown dogma '\(name)'") }
             dogma = named
         } else {
-            dogma = response.isJSON ? JSONDogma() : TextDogma()
+            dogma = response.impliedDogma
         }
         return try dogma.decode(response)
     }

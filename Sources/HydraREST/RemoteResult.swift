@@ -35,6 +35,15 @@ struct RemoteResult: DeferredResult {
         return .object(OrderedDictionary(uncheckedUniqueKeys: file == nil ? Self.keys : Self.savedKeys, values: values))
     }
 
+    /// Bounded by the body: the header block's raw bytes and 200 bytes for the
+    /// figures stand for the rest (their JSON is about as long), so a plain
+    /// response is checked without building its headers object.
+    func encodedSize(limit: Int) -> Int? {
+        let rest = headers.bytes.count + (file.map { $0.path.utf8.count + 40 } ?? 0) + 200
+        guard rest <= limit, let body = body.encodedSize(limit: limit - rest) else { return nil }
+        return body + rest
+    }
+
     /// Every header field as a member: names lowercased, a repeated field's values joined.
     static func headerObject(_ headers: HTTPHeaderBlock) -> OrderedDictionary<String, JSONValue> {
         // Keys and values are collected first and handed over as unique keys:

@@ -13,10 +13,13 @@ public struct ReferenceScope {
     public var shared: (String) -> JSONValue?
     /// Environment variables, only those the configuration allows.
     public var environment: (String) -> String?
+    /// Bytes the referenced values may add to one resolution (see ``ReferenceBudget``); nil: no limit.
+    public var budget: ReferenceBudget?
 
     public init(previous: JSONValue? = nil, step: @escaping (String) -> JSONValue? = { _ in nil },
                 input: JSONValue = .null, shared: @escaping (String) -> JSONValue? = { _ in nil },
-                environment: @escaping (String) -> String? = { _ in nil }) {
+                environment: @escaping (String) -> String? = { _ in nil }, budget: ReferenceBudget? = nil) {
+        self.budget = budget
         self.previous = previous
         self.step = step
         self.input = input
@@ -30,7 +33,40 @@ public struct ReferenceScope {
 public struct ReferenceError: Error, Sendable, CustomStringConvertible {
     public var reference: String
     public var reason: String
-    public var description: String { "unresolved reference ${\(reference)}: \(reason)" }
+    /// True when the reference resolved but its value would pass the size
+    /// budget (`limits.maxResultBytes`): kind `tooLarge`, not `invalid`.
+    public var tooLarge = false
+    public var description: String {
+        tooLarge ? "reference ${\(reference)}: \(reason)" : "unresolved reference ${\(reference)}: \(reason)"
+    }
+}
+
+/// How many bytes the values references bring into one step may add up to.
+///
+/// Checked while references resolve, before anything is copied: a serial
+/// graph whose every step echoes `["${prev}","${prev}"]` doubles its result
+/// at each step, and must stop at the limit instead of at the machine's
+/// memory. One budget spans every string of the step being resolved.
+public final class ReferenceBudget {
+    public let limit: Int
+    public private(set) var remaining: Int
+
+    public init(limit: Int) {
+        self.limit = limit
+        remaining = limit
+    }
+
+    /// Takes `value`'s encoded size from the budget, or throws when it does not fit.
+    func charge(_ value: JSONValue, for reference: String) throws(ReferenceError) {
+        guard let size = value.encodedSize(limit: remaining) else { throw exceeded(reference) }
+        remaining -= size
+    }
+
+    func exceeded(_ reference: String) -> ReferenceError {
+        var error = ReferenceError(reference: reference, reason: "the values referenced are larger than limits.maxResultBytes (\(limit) bytes)")
+        error.tooLarge = true
+        return error
+    }
 }
 
 /// `${EXPR}` substitution in spec strings. A string that is exactly one
@@ -90,8 +126,10 @@ public enum Template {
         guard containsReference(string) else { return .string(string) }
         if string.hasPrefix("${"), string.hasSuffix("}"),
            let close = string.firstIndex(of: "}"), close == string.index(before: string.endIndex) {
-            let expression = string[string.index(string.startIndex, offsetBy: 2)..<close]
-            return try lookUp(String(expression), in: scope)
+            let expression = String(string[string.index(string.startIndex, offsetBy: 2)..<close])
+            let value = try lookUp(expression, in: scope)
+            try scope.budget?.charge(value, for: expression)
+            return value
         }
         return .string(try resolveText(string, in: scope))
     }
@@ -106,7 +144,10 @@ public enum Template {
             guard let close = rest[open.upperBound...].firstIndex(of: "}") else {
                 throw ReferenceError(reference: String(rest[open.upperBound...]), reason: "missing '}'")
             }
-            let value = try lookUp(String(rest[open.upperBound..<close]), in: scope)
+            let expression = String(rest[open.upperBound..<close])
+            let value = try lookUp(expression, in: scope)
+            // Counted before the text is made: a value past the budget is never written out.
+            try scope.budget?.charge(value, for: expression)
             out += text(of: value)
             rest = rest[rest.index(after: close)...]
         }

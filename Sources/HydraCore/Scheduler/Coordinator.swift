@@ -19,7 +19,7 @@ public final class Coordinator: Sendable {
     let running = RunningJobs()
 
     init(dispatcher: Dispatcher, bus: EventBus, environment: [String: String],
-         shared: (any SharedDataReader)?, journal: (any StepJournal)?, retainFinished: Int) {
+         shared: (any SharedDataReader)?, journal: (any StepJournal)?, retainFinished: Int, maxResultBytes: Int) {
         self.bus = bus
         let loop = EventLoop(name: "hydra-coordinator")
         self.loop = loop
@@ -27,7 +27,7 @@ public final class Coordinator: Sendable {
         (inbox, runtime) = loop.submitAndWait {
             let runtime = CoordinatorRuntime(loop: loop, dispatcher: dispatcher, bus: bus, environment: environment,
                                              shared: shared, journal: journal, retainFinished: retainFinished,
-                                             running: running)
+                                             maxResultBytes: maxResultBytes, running: running)
             let inbox = Mailbox<CoordinatorMessage>(loop: loop) { runtime.handle($0) }
             return (inbox, LoopBound(runtime, loop: loop))
         }
@@ -188,6 +188,8 @@ final class CoordinatorRuntime {
     private let shared: (any SharedDataReader)?
     private let journal: (any StepJournal)?
     private let retainFinished: Int
+    /// `limits.maxResultBytes`: a step's result, or a group's results, above it fails with kind `tooLarge`.
+    private let maxResultBytes: Int
     private let running: RunningJobs
 
     @exclusivity(unchecked) private var outboxes: [Outbox<WorkerMessage>] = []
@@ -215,8 +217,10 @@ final class CoordinatorRuntime {
     @exclusivity(unchecked) private var nextToken: UInt64 = 1
 
     init(loop: EventLoop, dispatcher: Dispatcher, bus: EventBus, environment: [String: String],
-         shared: (any SharedDataReader)?, journal: (any StepJournal)?, retainFinished: Int, running: RunningJobs) {
+         shared: (any SharedDataReader)?, journal: (any StepJournal)?, retainFinished: Int, maxResultBytes: Int,
+         running: RunningJobs) {
         self.loop = loop
+        self.maxResultBytes = maxResultBytes
         self.running = running
         self.journal = journal
         self.dispatcher = dispatcher
@@ -311,7 +315,7 @@ final class CoordinatorRuntime {
                 if let given = named.input { input = try Template.resolve(given, in: referenceScope(for: node)) }
                 node.innerScope = GraphScope(input: input)
             } catch {
-                finish(node, .failure(JobError(.invalid, error.description, stepPath: node.path)))
+                finish(node, .failure(JobError(error.tooLarge ? .tooLarge : .invalid, error.description, stepPath: node.path)))
                 return
             }
         }
@@ -341,7 +345,7 @@ final class CoordinatorRuntime {
             do throws(ReferenceError) {
                 spec = try resolveReferences(in: spec, scope: referenceScope(for: node))
             } catch {
-                finish(node, .failure(JobError(.invalid, error.description, stepPath: node.path)))
+                finish(node, .failure(JobError(error.tooLarge ? .tooLarge : .invalid, error.description, stepPath: node.path)))
                 return
             }
         }
@@ -447,6 +451,11 @@ final class CoordinatorRuntime {
 
     private func finish(_ node: GraphNode, _ outcome: StepOutcome) {
         guard !node.state.isFinal else { return }
+        var outcome = outcome
+        if case .success(let result) = outcome, node.isLeaf, resultIsTooLarge(result, deferred: node.deferredResult) {
+            node.deferredResult = nil
+            outcome = .failure(tooLarge("the step's result"))
+        }
         node.timer?.cancel()
         node.timer = nil
         if node.token != 0 { node.root.doneSteps += 1 }
@@ -518,7 +527,10 @@ final class CoordinatorRuntime {
         let groupResult: JSONValue = [
             "results": results, "errors": .array(group.errors.map { $0?.json ?? .null }), "stopped": .bool(stopped),
         ]
-        if let ending = group.endingError {
+        if groupResult.encodedSize(limit: maxResultBytes) == nil {
+            // Nothing half-kept: the collected results are dropped whole, the group fails.
+            finish(group, .failure(tooLarge("the group's collected results")))
+        } else if let ending = group.endingError {
             finish(group, .failure(ending, result: groupResult))
         } else if let error = group.firstError {
             finish(group, .failure(error, result: groupResult))
@@ -572,6 +584,16 @@ final class CoordinatorRuntime {
         root.waiters.removeAll()
     }
 
+    /// Whether a leaf's result passes `limits.maxResultBytes` once encoded (protocol §4 Size limits).
+    private func resultIsTooLarge(_ result: JSONValue, deferred: (any DeferredResult)?) -> Bool {
+        if let deferred { return deferred.encodedSize(limit: maxResultBytes) == nil }
+        return result.encodedSize(limit: maxResultBytes) == nil
+    }
+
+    private func tooLarge(_ what: String) -> JobError {
+        JobError(.tooLarge, "\(what) is larger than limits.maxResultBytes (\(maxResultBytes) bytes)")
+    }
+
     /// The coordinator is stopping: whoever waits on an unfinished job hears nil.
     /// Completions do not run: those jobs did not finish.
     func abandonWaiters() {
@@ -599,7 +621,8 @@ final class CoordinatorRuntime {
             step: { scope.results[$0] },
             input: scope.input,
             shared: { shared?.value(forKey: $0) },
-            environment: { environment[$0] })
+            environment: { environment[$0] },
+            budget: ReferenceBudget(limit: maxResultBytes))
     }
 
     /// The result of the step before `node` in the nearest serial group above it.
@@ -642,41 +665,5 @@ final class CoordinatorRuntime {
         }
         if let worker = spec.worker { spec.worker = try Template.resolveText(worker, in: scope) }
         return spec
-    }
-}
-
-/// Keeps `job.succeeded` events small: a remote result's body is left out above 64 KiB.
-enum EventTrimming {
-    static let maxBodyBytes = 64 * 1024
-
-    static func trimmed(_ result: JSONValue) -> JSONValue {
-        guard case .object(var o) = result, let body = o["body"], o["status"] != nil else { return result }
-        if exceeds(body, limit: maxBodyBytes) {
-            o["body"] = nil
-            o["bodyOmitted"] = true
-        }
-        return .object(o)
-    }
-
-    /// Whether the JSON text of `value` is longer than `limit` bytes (stops counting early).
-    static func exceeds(_ value: JSONValue, limit: Int) -> Bool {
-        var budget = limit
-        func walk(_ v: JSONValue) -> Bool {
-            switch v {
-            case .string(let s): budget -= s.utf8.count + 2
-            case .array(let items):
-                budget -= 2
-                for item in items where walk(item) { return true }
-            case .object(let members):
-                budget -= 2
-                for (key, item) in members {
-                    budget -= key.utf8.count + 4
-                    if walk(item) { return true }
-                }
-            default: budget -= 8
-            }
-            return budget < 0
-        }
-        return walk(value)
     }
 }

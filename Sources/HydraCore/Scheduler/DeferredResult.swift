@@ -14,4 +14,12 @@
 public protocol DeferredResult: Sendable {
     /// The result. Pure: any thread, as often as asked.
     func build() -> JSONValue
+
+    /// The built result's encoded length, or nil past `limit` (see
+    /// ``JSONValue/encodedSize(limit:)``), ideally without building it.
+    func encodedSize(limit: Int) -> Int?
+}
+
+extension DeferredResult {
+    public func encodedSize(limit: Int) -> Int? { build().encodedSize(limit: limit) }
 }

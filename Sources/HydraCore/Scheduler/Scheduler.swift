@@ -28,11 +28,12 @@ public final class Scheduler: Sendable {
     ///   - environment: variables `${env.NAME}` may read (already limited to `allowEnv`).
     ///   - lastSeq: the seq of the last event already issued.
     ///   - retainFinished: finished jobs kept in memory for status queries.
+    ///   - maxResultBytes: `limits.maxResultBytes` (protocol §4 Size limits).
     public init(workers configurations: [Configuration.Worker], managers: [any JobManager],
                 library: (any JobLibrary)?, environment: [String: String] = [:],
                 shared: (any SharedDataReader)? = nil, journal: (any StepJournal)? = nil, lastSeq: UInt64 = 0,
                 retainFinished: Int = Scheduler.defaultRetainFinished,
-                maxQueuedJobs: Int = 1_000_000) throws(ValidationError) {
+                maxQueuedJobs: Int = 1_000_000, maxResultBytes: Int = 16_777_216) throws(ValidationError) {
         self.maxQueuedJobs = maxQueuedJobs
         guard !configurations.isEmpty else { throw ValidationError(path: "workers", "at least one worker is required") }
         let workers = configurations.map(Worker.init(configuration:))
@@ -47,7 +48,7 @@ public final class Scheduler: Sendable {
         self.dispatcher = dispatcher
         bus = EventBus(lastSeq: lastSeq)
         coordinator = Coordinator(dispatcher: dispatcher, bus: bus, environment: environment, shared: shared,
-                                  journal: journal, retainFinished: retainFinished)
+                                  journal: journal, retainFinished: retainFinished, maxResultBytes: maxResultBytes)
         for worker in workers {
             worker.bind(manager: dispatcher.manager(for: worker.kind)!, reports: coordinator.inbox)
         }
