@@ -29,8 +29,8 @@ import Testing
         let engine = try makeEngine()
         defer { engine.shutdown() }
         let result = try await engine.run(spec("""
-            {"type":"serial","steps":[{"type":"local","name":"echo","input":1},
-              {"type":"local","name":"echo","input":"${steps.nope.x}"},{"type":"local","name":"echo"}]}
+            {"type":"serial","steps":[{"type":"local","id":"first","name":"echo","input":1},
+              {"type":"local","name":"echo","input":"${steps.first.x}"},{"type":"local","name":"echo"}]}
             """))
         #expect(result.state == .failed)
         #expect(result.error?.kind == .invalid)

@@ -45,7 +45,9 @@ public final class Dispatcher: Sendable {
     /// Checks `spec` and everything in it, and loads named jobs. Errors name the
     /// field by path under `path` (`job.steps[2].url: expected string`).
     public func prepare(_ spec: JobSpec, path: String) throws(ValidationError) -> JobSpec {
-        try prepare(spec, path: path, depth: 0)
+        let prepared = try prepare(spec, path: path, depth: 0)
+        try ReferenceCheck.validate(prepared, path: path)
+        return prepared
     }
 
     private func prepare(_ spec: JobSpec, path: String, depth: Int) throws(ValidationError) -> JobSpec {
