@@ -64,6 +64,8 @@ public enum EventName {
     public static let skipped = "job.skipped"
     public static let failed = "job.failed"
     public static let cancelled = "job.cancelled"
+    /// A root job picked up again after a restart, before its steps run again.
+    public static let resumed = "job.resumed"
     public static let groupDone = "group.done"
     public static let cacheUpdated = "cache.updated"
     public static let cacheRemoved = "cache.removed"
@@ -71,7 +73,7 @@ public enum EventName {
     public static let sharedRemoved = "shared.removed"
 
     public static let all: Set<String> = [queued, started, retrying, progress, succeeded, skipped, failed, cancelled,
-                                          groupDone, cacheUpdated, cacheRemoved, sharedUpdated, sharedRemoved]
+                                          resumed, groupDone, cacheUpdated, cacheRemoved, sharedUpdated, sharedRemoved]
 }
 
 /// Which events a subscriber wants (protocol §5 `events.subscribe`).

@@ -115,10 +115,17 @@ public final class Submission: Sendable {
     let recoveredSteps: [String: StoredStep]
     /// Events sent before a restart.
     let emittedEvents: EmittedEvents
+    /// When the job first started, before a restart.
+    let startedAt: Double?
+    /// Picked up again after a restart: `job.resumed` goes out.
+    let resumed: Bool
 
     init(jobId: String, key: UInt64, foreignID: Bool = false, spec: JobSpec, input: JSONValue, priority: Int,
          createdAt: Double, completion: (@Sendable (JobResult) -> Void)?, journaled: Bool = false,
-         recoveredSteps: [String: StoredStep] = [:], emittedEvents: EmittedEvents = EmittedEvents()) {
+         recoveredSteps: [String: StoredStep] = [:], emittedEvents: EmittedEvents = EmittedEvents(),
+         startedAt: Double? = nil, resumed: Bool = false) {
+        self.startedAt = startedAt
+        self.resumed = resumed
         self.journaled = journaled
         self.recoveredSteps = recoveredSteps
         self.emittedEvents = emittedEvents
@@ -300,8 +307,14 @@ final class CoordinatorRuntime {
         root.journaled = submission.journaled && journal != nil
         root.recoveredSteps = submission.recoveredSteps
         root.emittedEvents = submission.emittedEvents
+        root.startedAt = submission.startedAt
         active.insert(root, forKey: root.key)
         emit(EventName.queued, node) { ["spec": submission.spec.summary] }
+        if submission.resumed {
+            // Once per restart (never deduplicated against the events of an earlier run).
+            let done = submission.recoveredSteps.count
+            bus.emit(EventName.resumed, jobId: root.id, rootJobId: root.id, stepPath: "") { ["stepsDone": .int(done)] }
+        }
         run(node)
     }
 

@@ -20,12 +20,19 @@ public struct QueuedJob: Sendable {
     public var recoveredSteps: [String: StoredStep]
     /// Events sent before a restart, not sent again (see ``EmittedEvents``).
     public var emittedEvents: EmittedEvents
+    /// When the job first started, if it did before a restart (kept, not reset).
+    public var startedAt: Double?
+    /// True for a job picked up again after a restart: it emits `job.resumed`.
+    public var resumed: Bool
     /// Runs on the coordinator thread with the final result; keep it quick.
     public var completion: (@Sendable (JobResult) -> Void)?
 
     public init(prepared: PreparedJob, input: JSONValue, priority: Int, createdAt: Double,
                 recoveredSteps: [String: StoredStep] = [:], emittedEvents: EmittedEvents = EmittedEvents(),
+                startedAt: Double? = nil, resumed: Bool = false,
                 completion: (@Sendable (JobResult) -> Void)?) {
+        self.startedAt = startedAt
+        self.resumed = resumed
         self.prepared = prepared
         self.input = input
         self.priority = priority

@@ -127,7 +127,8 @@ public final class Scheduler: Sendable {
             messages.append(.submit(Submission(
                 jobId: p.jobId, key: p.key, foreignID: p.foreignID, spec: p.spec, input: job.input,
                 priority: job.priority, createdAt: job.createdAt, completion: countedCompletion(job.completion),
-                journaled: true, recoveredSteps: job.recoveredSteps, emittedEvents: job.emittedEvents)))
+                journaled: true, recoveredSteps: job.recoveredSteps, emittedEvents: job.emittedEvents,
+                startedAt: job.startedAt, resumed: job.resumed)))
         }
         coordinator.inbox.send(contentsOf: messages)
     }

@@ -174,7 +174,7 @@ public final class HydraService: Sendable {
                 let prepared = try engine.scheduler.prepare(spec, jobId: job.jobId)
                 queued.append(QueuedJob(prepared: prepared, input: job.input, priority: job.priority,
                                         createdAt: job.createdAt, recoveredSteps: steps, emittedEvents: emitted,
-                                        completion: finisher()))
+                                        startedAt: job.startedAt, resumed: true, completion: finisher()))
             } catch {
                 let result = JobResult(jobId: job.jobId, state: .failed, result: nil,
                                        error: JobError(.invalid, "cannot resume after a restart: \(error)"))

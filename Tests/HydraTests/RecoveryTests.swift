@@ -1,0 +1,50 @@
+import Foundation
+import Testing
+
+@testable import Hydra
+@testable import HydraRPC
+
+/// What a job that was running when the server died tells its clients after the restart.
+@Suite struct RecoveryTests {
+    @Test func aResumedJobSaysSoAndKeepsItsStartTime() throws {
+        let state = NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
+        var server = try ServerProcess(state: state)
+        var client = try server.client()
+        let job = try client.call("job.submit", ["job": ["type": "serial", "steps": [
+            ["type": "local", "name": "echo", "input": 1],
+            ["type": "local", "name": "delay", "input": ["ms": 1500]],
+            ["type": "local", "name": "echo", "input": "${prev.ms}"]]]])["jobId"]!
+        var before: JSONValue = .null
+        try waitUntilBlocking(timeout: .seconds(10)) {
+            before = (try? client.call("job.status", ["jobId": job])) ?? .null
+            return before["steps"]?["done"] == 1
+        }
+        #expect(before["state"] == "running")
+        server.kill9()
+
+        server = try ServerProcess(state: state)
+        defer { server.terminate() }
+        client = try server.client()
+        let result = try client.call("job.result", ["jobId": job, "waitMs": 10_000])
+        #expect(result["state"] == "succeeded", "\(result)")
+        #expect(result["result"]?["results"] == [1, ["ms": 1500], 1500])
+        let after = try client.call("job.status", ["jobId": job])
+        #expect(after["startedAt"] == before["startedAt"], "startedAt was reset: \(before) → \(after)")
+        #expect(after["steps"] == ["done": 3, "total": 3])
+
+        var events: [(name: String, path: String, fields: JSONValue)] = []
+        let watcher = try server.client()
+        _ = try watcher.call("events.subscribe", ["jobId": job, "fromSeq": 0])
+        while let note = try watcher.nextNotification(timeout: .milliseconds(500)) {
+            guard let event = note["params"], let name = event["event"]?.stringValue else { continue }
+            events.append((name, event["stepPath"]?.stringValue ?? "?", event))
+        }
+        let resumed = events.enumerated().filter { $0.element.name == "job.resumed" }
+        #expect(resumed.count == 1, "\(events.map { "\($0.name)@\($0.path)" })")
+        #expect(resumed.first?.element.path == "")
+        #expect(resumed.first?.element.fields["stepsDone"] == 1)
+        // Before the steps that run again end.
+        let stepTwoEnds = events.firstIndex { $0.name == "job.succeeded" && $0.path == "2" }
+        #expect(resumed.first.map { $0.offset } ?? .max < stepTwoEnds ?? -1)
+    }
+}
