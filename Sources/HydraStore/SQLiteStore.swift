@@ -350,10 +350,9 @@ public final class SQLiteStore: StateStore {
         writer.enqueue(.removeShared(key: key, done: done))
     }
 
-    /// True when the value under `key` is stored with aes-gcm (its events
-    /// never carry the value). From memory. Any thread.
-    public func isEncrypted(_ key: String) -> Bool {
-        shared.isEncrypted(key)
+    /// How the value under `key` is stored; nil if absent. From memory. Any thread.
+    public func sharedCipher(_ key: String) -> SharedCipher? {
+        shared.cipher(key)
     }
 
     // MARK: - Response cache

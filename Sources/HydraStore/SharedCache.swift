@@ -25,9 +25,9 @@ final class SharedCache: Sendable {
         return try found?.value.get()
     }
 
-    /// True when `key` is stored with aes-gcm.
-    func isEncrypted(_ key: String) -> Bool {
-        entries.withLock { $0?[key]?.cipher == .aesGCM }
+    /// How `key` is stored; nil if absent.
+    func cipher(_ key: String) -> SharedCipher? {
+        entries.withLock { $0?[key]?.cipher }
     }
 
     /// Records a committed write of `key`.

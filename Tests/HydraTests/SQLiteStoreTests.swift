@@ -332,8 +332,8 @@ import Testing
             try setShared(store, key, ["secret": .string("clear-text-\(key)"), "k": .string(key), "list": [1, 2, 3]], cipher)
         }
         for (key, _) in values { #expect(try store.sharedValue(key)?["k"] == .string(key)) }
-        #expect(store.isEncrypted("e"))
-        #expect(!store.isEncrypted("g") && !store.isEncrypted("p") && !store.isEncrypted("missing"))
+        #expect((store.sharedCipher("e") == .aesGCM))
+        #expect(!(store.sharedCipher("g") == .aesGCM) && !(store.sharedCipher("p") == .aesGCM) && !(store.sharedCipher("missing") == .aesGCM))
         #expect(try store.sharedValue("missing") == nil)
         // Replaced with another cipher.
         try setShared(store, "g", "now plain", .none)
@@ -348,7 +348,7 @@ import Testing
         #expect(try store.sharedValue("e") == ["secret": "clear-text-e", "k": "e", "list": [1, 2, 3]])
         #expect(try store.sharedValue("g") == "now plain")
         #expect(try store.sharedValue("p") == nil)
-        #expect(store.isEncrypted("e"))
+        #expect((store.sharedCipher("e") == .aesGCM))
         try setShared(store, "z", ["deep": ["gzip": .string(String(repeating: "abc", count: 10_000))]], .gzip)
         store.close()
         store = try SQLiteStore(directory: dir, sharedKey: Self.key)
@@ -375,7 +375,7 @@ import Testing
         #expect(error?.description == "cipher aes-gcm needs HYDRA_SHARED_KEY (a passphrase of 16+ characters)")
         store.flush()
         #expect(try store.sharedValue("e") == nil)
-        #expect(!store.isEncrypted("e"))
+        #expect(!(store.sharedCipher("e") == .aesGCM))
         store.close()
         store = try SQLiteStore(directory: dir)
         defer { store.close() }
@@ -399,7 +399,7 @@ import Testing
         store = try SQLiteStore(directory: dir, sharedKey: "another passphrase, also long")
         refused(store)
         #expect(try store.sharedValue("p") == 42)
-        #expect(store.isEncrypted("e"))
+        #expect((store.sharedCipher("e") == .aesGCM))
         store.close()
         store = try SQLiteStore(directory: dir)
         refused(store)

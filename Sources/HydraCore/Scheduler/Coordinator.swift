@@ -151,6 +151,14 @@ enum CoordinatorMessage: Sendable {
 /// Reads shared data for `${shared.KEY}` references. Thread-safe.
 public protocol SharedDataReader: Sendable {
     func value(forKey key: String) -> JSONValue?
+    /// True when the key's value is a secret (stored with aes-gcm): a step
+    /// that references it has the value's text masked in its result, its
+    /// errors and its events (see ``SecretMask``).
+    func isSecret(_ key: String) -> Bool
+}
+
+extension SharedDataReader {
+    public func isSecret(_ key: String) -> Bool { false }
 }
 
 /// What `job.status` reports.
@@ -433,7 +441,7 @@ final class CoordinatorRuntime {
             }
         case .retrying(let attempt, let delayMs, let error):
             emit(EventName.retrying, node) {
-                ["attempt": .int(attempt), "delayMs": .int(delayMs), "error": error.json]
+                ["attempt": .int(attempt), "delayMs": .int(delayMs), "error": node.secrets.masked(error).json]
             }
         case .skipped(let reason):
             emit(EventName.skipped, node) { ["reason": .string(reason)] }
@@ -465,6 +473,13 @@ final class CoordinatorRuntime {
     private func finish(_ node: GraphNode, _ outcome: StepOutcome) {
         guard !node.state.isFinal else { return }
         var outcome = outcome
+        if !node.secrets.isEmpty {
+            if let deferred = node.deferredResult, case .success = outcome {
+                node.deferredResult = nil
+                outcome = .success(deferred.build())
+            }
+            outcome = node.secrets.masked(outcome)
+        }
         if case .success(let result) = outcome, node.isLeaf, resultIsTooLarge(result, deferred: node.deferredResult) {
             node.deferredResult = nil
             outcome = .failure(tooLarge("the step's result"))
@@ -633,7 +648,11 @@ final class CoordinatorRuntime {
             previous: previousResult(of: node),
             step: { scope.results[$0] },
             input: scope.input,
-            shared: { shared?.value(forKey: $0) },
+            shared: { key in
+                guard let shared, let value = shared.value(forKey: key) else { return nil }
+                if shared.isSecret(key) { node.secrets.add(value) }
+                return value
+            },
             environment: { environment[$0] },
             budget: ReferenceBudget(limit: maxResultBytes))
     }

@@ -26,6 +26,8 @@ final class GraphNode {
     /// A root leaf's result not built yet (see ``DeferredResult``); `result` is nil meanwhile.
     @exclusivity(unchecked) var deferredResult: (any DeferredResult)?
     @exclusivity(unchecked) var timer: ScheduledTask?
+    /// Secret shared values this step's references read: masked in what it reports.
+    @exclusivity(unchecked) var secrets = SecretMask()
 
     // Leaf state.
     @exclusivity(unchecked) var token: UInt64 = 0

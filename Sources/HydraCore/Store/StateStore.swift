@@ -72,8 +72,9 @@ public protocol StateStore: Sendable {
     /// Removes `key`; `done` receives whether it existed.
     func removeShared(_ key: String, done: @escaping @Sendable (Result<Bool, StoreError>) -> Void)
 
-    /// True when the value under `key` is stored encrypted (its events never carry the value).
-    func isEncrypted(_ key: String) -> Bool
+    /// How the value under `key` is stored; nil if absent. A key keeps its
+    /// cipher until told otherwise; an aes-gcm value never appears in clear.
+    func sharedCipher(_ key: String) -> SharedCipher?
 
     // MARK: Response cache
 

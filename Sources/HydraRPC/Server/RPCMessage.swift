@@ -124,6 +124,12 @@ struct RPCParams: Sendable {
         return i
     }
 
+    func bool(_ key: String) throws(ServiceError) -> Bool? {
+        guard let value = self[key] else { return nil }
+        guard let b = value.boolValue else { throw invalid(key, "expected true or false") }
+        return b
+    }
+
     func stringSet(_ key: String) throws(ServiceError) -> Set<String>? {
         guard let value = self[key] else { return nil }
         guard let items = value.arrayValue else { throw invalid(key, "expected array of strings") }

@@ -76,11 +76,17 @@ extension RPCServerRuntime {
             case "shared.set":
                 let key = try params.requiredString("key")
                 guard let value = params.values["value"] else { throw params.invalid("value", "required") }
-                let cipherName = try params.string("cipher") ?? "none"
-                guard let cipher = SharedCipher(rawValue: cipherName) else {
-                    throw params.invalid("cipher", "expected aes-gcm or gzip")
+                var cipher: SharedCipher?
+                if let name = try params.string("cipher") {
+                    guard let named = SharedCipher(rawValue: name) else {
+                        throw params.invalid("cipher", "expected aes-gcm, gzip or none")
+                    }
+                    cipher = named
                 }
-                service.setShared(key, value: value, cipher: cipher) { later($0.map { ["ok": true] }) }
+                let changeCipher = try params.bool("changeCipher") ?? false
+                service.setShared(key, value: value, cipher: cipher, changeCipher: changeCipher) {
+                    later($0.map { ["ok": true] })
+                }
 
             case "shared.remove":
                 service.removeShared(try params.requiredString("key")) { later($0.map { ["removed": .bool($0)] }) }

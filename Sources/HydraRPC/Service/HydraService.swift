@@ -367,8 +367,20 @@ public final class HydraService: Sendable {
 
     /// `shared.set`: stores durably, then emits `shared.updated` (without the
     /// value when it is encrypted).
-    public func setShared(_ key: String, value: JSONValue, cipher: SharedCipher,
+    ///
+    /// A key keeps its cipher: without `cipher`, a new value is stored the way
+    /// the old one was (an aes-gcm key stays encrypted); naming another cipher
+    /// than the key has is refused unless `changeCipher` says so.
+    public func setShared(_ key: String, value: JSONValue, cipher requested: SharedCipher?, changeCipher: Bool = false,
                           reply: @escaping @Sendable (Result<Void, ServiceError>) -> Void) {
+        let current = store.sharedCipher(key)
+        if let requested, let current, requested != current, !changeCipher {
+            let reason = "key \"\(key)\" is stored with \(current.rawValue); pass changeCipher: true to store it with \(requested.rawValue)"
+            reply(.failure(ServiceError(.invalidParams, "cipher: \(reason)",
+                                        data: ["field": "cipher", "reason": .string(reason)])))
+            return
+        }
+        let cipher = requested ?? current ?? SharedCipher.none
         let bus = engine.scheduler.bus
         store.setShared(key, value: value, cipher: cipher) { result in
             switch result {
@@ -411,13 +423,17 @@ public final class HydraService: Sendable {
             guard let key = call.input["key"]?.stringValue else {
                 throw JobError(.invalid, "shared.set: input.key: expected string")
             }
-            let cipherName = call.input["cipher"]?.stringValue ?? "none"
-            guard let cipher = SharedCipher(rawValue: cipherName) else {
-                throw JobError(.invalid, "shared.set: input.cipher: expected none, gzip or aes-gcm")
+            var cipher: SharedCipher?
+            if let name = call.input["cipher"] {
+                guard let named = name.stringValue.flatMap(SharedCipher.init(rawValue:)) else {
+                    throw JobError(.invalid, "shared.set: input.cipher: expected none, gzip or aes-gcm")
+                }
+                cipher = named
             }
+            let changeCipher = call.input["changeCipher"]?.boolValue ?? false
             let value = call.input["value"] ?? .null
             let outcome: Result<Void, ServiceError> = await withCheckedContinuation { continuation in
-                setShared(key, value: value, cipher: cipher) { continuation.resume(returning: $0) }
+                setShared(key, value: value, cipher: cipher, changeCipher: changeCipher) { continuation.resume(returning: $0) }
             }
             if case .failure(let error) = outcome { throw JobError(.invalid, "shared.set: \(error.message)") }
             return ["key": .string(key)]
@@ -429,7 +445,8 @@ public final class HydraService: Sendable {
             let value: JSONValue?
             do { value = try store.sharedValue(key) } catch { throw JobError(.internal, "shared.get: \(error)") }
             guard let value else { throw JobError(.invalid, "shared.get: key \"\(key)\" not found") }
-            return value
+            // A secret never lands in a result (journaled, stored, emitted): it reads as a mask.
+            return store.sharedCipher(key) == .aesGCM ? .string(SecretMask.replacement) : value
         })
     }
 

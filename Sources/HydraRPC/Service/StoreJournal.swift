@@ -27,4 +27,8 @@ final class StoreJournal: StepJournal, EventSink, SharedDataReader {
     func value(forKey key: String) -> JSONValue? {
         try? store.sharedValue(key)
     }
+
+    func isSecret(_ key: String) -> Bool {
+        store.sharedCipher(key) == .aesGCM
+    }
 }
