@@ -21,6 +21,7 @@ let package = Package(
         .executable(name: "hydra", targets: ["hydra"]),
         .executable(name: "hydra-bench", targets: ["HydraBench"]),
         .executable(name: "hydra-quickstart", targets: ["QuickStart"]),
+        .executable(name: "hydra-fuzz", targets: ["HydraFuzz"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -93,6 +94,13 @@ let package = Package(
             name: "QuickStart",
             dependencies: ["Hydra"],
             path: "Examples/QuickStart",
+            swiftSettings: strict),
+        // libFuzzer targets (`make fuzz`); built plain, it replays saved inputs (`make test`).
+        .target(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"),
+        .executableTarget(
+            name: "HydraFuzz",
+            dependencies: ["HydraCore", "CLibFuzzer"],
+            path: "Fuzz/HydraFuzz",
             swiftSettings: strict),
         .testTarget(
             name: "HydraTests",

@@ -1,0 +1,1 @@
+// Declarations only: libFuzzer itself comes from the toolchain (-sanitize=fuzzer).
