@@ -94,8 +94,9 @@ public final class RESTManager: JobManager {
             }
         }
         if let saveAs = remote.saveAs, !Template.containsReference(saveAs) {
+            // By its letters, then against what is on disk now (opening the file checks again).
             do {
-                _ = try RouteResolver.fileInStateDirectory(saveAs, stateDirectory: resolver.stateDirectory)
+                try SaveAsPath(saveAs, reserved: resolver.reservedPaths).checkExisting(in: resolver.stateDirectory)
             } catch {
                 throw ValidationError(path: at("saveAs"), error.message)
             }
