@@ -21,8 +21,15 @@ public struct HTTPRequest: Sendable {
     public var caFile: String?
     /// Ask for gzip/deflate and decode the body transparently.
     public var acceptEncoding: Bool
-    /// Stream the body to this file instead of memory (the file is created or truncated).
-    public var saveTo: String?
+    /// Stream the body to this open file instead of memory. The caller opens
+    /// it (deciding where and how safely) and closes it; each transfer empties
+    /// it first and writes from its start.
+    public var saveToFile: Int32?
+    /// The most body bytes kept in memory, counted after gzip/deflate decoding;
+    /// a larger body aborts the transfer with kind `tooLarge` as soon as the
+    /// limit is passed (or at once, when an unencoded body's `Content-Length`
+    /// says so). nil: no limit. Not applied to a body streamed to ``saveToFile``.
+    public var maxBodyBytes: Int?
     /// Report progress to the transfer's progress handler: a download to a file
     /// always, an upload or a download kept in memory once it reaches
     /// ``HTTPProgress/threshold`` (small transfers report nothing).
@@ -31,7 +38,8 @@ public struct HTTPRequest: Sendable {
     public init(method: String = "GET", url: String, headers: [HTTPHeader] = [], body: [UInt8]? = nil,
                 timeoutMilliseconds: Int? = nil, connectTimeoutMilliseconds: Int? = nil,
                 maxRedirects: Int = 5, verifyTLS: Bool = true, caFile: String? = nil,
-                acceptEncoding: Bool = true, saveTo: String? = nil, reportsProgress: Bool = false) {
+                acceptEncoding: Bool = true, saveToFile: Int32? = nil, maxBodyBytes: Int? = nil,
+                reportsProgress: Bool = false) {
         self.method = method
         self.url = url
         self.headers = headers
@@ -42,7 +50,8 @@ public struct HTTPRequest: Sendable {
         self.verifyTLS = verifyTLS
         self.caFile = caFile
         self.acceptEncoding = acceptEncoding
-        self.saveTo = saveTo
+        self.saveToFile = saveToFile
+        self.maxBodyBytes = maxBodyBytes
         self.reportsProgress = reportsProgress
     }
 }
@@ -54,6 +63,17 @@ public struct HTTPHeader: Sendable, Equatable {
     public init(_ name: String, _ value: String) {
         self.name = name
         self.value = value
+    }
+
+    /// False when the field cannot go on the wire as one header line: an
+    /// empty name, a name with a separator or a control character, or a value
+    /// with CR, LF or NUL (which would end the line early and let the rest be
+    /// read as another header or a request of its own). The layers above refuse
+    /// such fields with a message naming them; the transfer refuses them too.
+    public var isWellFormed: Bool {
+        !name.isEmpty
+            && !name.utf8.contains { $0 <= 0x20 || $0 == 0x7F || $0 == UInt8(ascii: ":") }
+            && !value.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }
     }
 }
 

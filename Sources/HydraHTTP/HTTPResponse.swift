@@ -22,8 +22,10 @@ public struct HTTPFailure: Error, Sendable, CustomStringConvertible {
         case timeout
         /// The transfer was cancelled by its owner.
         case cancelled
-        /// The request could not be started (bad URL, unwritable `saveTo`).
+        /// The request could not be started (bad URL, malformed header, unwritable file).
         case invalid
+        /// The body kept in memory passed ``HTTPRequest/maxBodyBytes``; the transfer was aborted.
+        case tooLarge
     }
     public var kind: Kind
     public var message: String

@@ -22,11 +22,21 @@ final class Transfer {
     @exclusivity(unchecked) private(set) var id: UInt64 = 0
     @exclusivity(unchecked) private(set) var completion: HTTPClient.Completion?
     @exclusivity(unchecked) private var progress: HTTPClient.Progress?
-    @exclusivity(unchecked) private var file: UnsafeMutablePointer<FILE>?
+    /// The file the body streams to (the caller's descriptor; never closed here).
+    @exclusivity(unchecked) private var file: Int32?
     @exclusivity(unchecked) private var headers = HTTPHeaderBlock()
     @exclusivity(unchecked) private var body: [UInt8] = []
     @exclusivity(unchecked) private var bodyBytes = 0
     @exclusivity(unchecked) private var fileError: String?
+    /// The request's ``HTTPRequest/maxBodyBytes`` (`Int.max`: none) and whether it was passed.
+    @exclusivity(unchecked) private var maxBodyBytes = Int.max
+    @exclusivity(unchecked) private var tooLarge = false
+    /// The current response's `Content-Length` (-1: none) and whether it has a
+    /// `Content-Encoding` (then the length counts encoded bytes, not what is kept).
+    @exclusivity(unchecked) private var declaredLength = -1
+    @exclusivity(unchecked) private var encoded = false
+    /// The name of a malformed header field ``configure(_:)`` refused, for the error.
+    @exclusivity(unchecked) private var rejectedHeader: String?
     /// When progress was last reported, per direction (`UInt64.max`: the last report is out).
     @exclusivity(unchecked) private var lastUpload: UInt64 = 0
     @exclusivity(unchecked) private var lastDownload: UInt64 = 0
@@ -87,31 +97,42 @@ final class Transfer {
         self.completion = completion
         self.progress = progress
         errorBuffer[0] = 0
-        if let path = request.saveTo {
-            guard let file = fopen(path, "wb") else {
+        if let file = request.saveToFile {
+            // A retry writes the file afresh: no bytes of an earlier attempt remain.
+            guard lseek(file, 0, SEEK_SET) == 0, ftruncate(file, 0) == 0 else {
                 let reason = String(cString: strerror(errno))
                 end()
-                throw HTTPFailure(.invalid, "cannot write \(path): \(reason)")
+                throw HTTPFailure(.invalid, "cannot write the response body's file: \(reason)")
             }
             self.file = file
+        } else {
+            maxBodyBytes = request.maxBodyBytes.map { max(0, $0) } ?? Int.max
         }
+        rejectedHeader = nil
         let code = configure(request)
         if code != CURLE_OK {
             applied = nil  // half set: start from a reset handle next time
             end()
+            if let name = rejectedHeader {
+                throw HTTPFailure(.invalid, "header \(name.debugDescription): a malformed name, or CR, LF or NUL in the value")
+            }
             throw HTTPFailure(.invalid, "request option rejected: \(String(cString: curl_easy_strerror(code)))")
         }
     }
 
-    /// Forgets the finished request (closing its file); the options stay set.
+    /// Forgets the finished request (its file stays open: it is the caller's); the options stay set.
     func end() {
-        if let file { fclose(file); self.file = nil }
+        file = nil
         completion = nil
         progress = nil
         headers = HTTPHeaderBlock()
         body = []
         bodyBytes = 0
         fileError = nil
+        maxBodyBytes = Int.max
+        tooLarge = false
+        declaredLength = -1
+        encoded = false
         lastUpload = 0
         lastDownload = 0
     }
@@ -127,6 +148,13 @@ final class Transfer {
 
         let shape = Shape(request, reportsProgress: request.reportsProgress && progress != nil)
         if shape != applied {
+            // Checked here, once per new set of headers: a CR or LF in a field would
+            // split it into lines of the peer's choosing (the layers above name the
+            // field; this is the last line of defence).
+            if let bad = shape.headers.first(where: { !$0.isWellFormed }) {
+                rejectedHeader = bad.name
+                return CURLE_BAD_FUNCTION_ARGUMENT
+            }
             if applied != nil || headerList != nil { curl_easy_reset(easy) }
             code = apply(shape)
             guard code == CURLE_OK else { return code }
@@ -223,14 +251,34 @@ final class Transfer {
 
     // MARK: - curl callbacks
 
+    /// Body bytes, after decoding: written to the file, or kept within `maxBodyBytes`.
+    /// Returning less than `count` aborts the transfer (CURLE_WRITE_ERROR).
     private func receive(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
-        bodyBytes += count
         if let file {
-            if fwrite(data, 1, count, file) != count {
-                fileError = String(cString: strerror(errno))
-                return 0  // aborts the transfer with CURLE_WRITE_ERROR
+            bodyBytes += count
+            var written = 0
+            while written < count {
+                let n = write(file, data + written, count - written)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else {
+                    fileError = String(cString: strerror(errno))
+                    return 0
+                }
+                written += n
             }
         } else {
+            // The first bytes of the final response: an unencoded body that says it is too
+            // large is refused before any of it is kept. (Redirect bodies never come here.)
+            if bodyBytes == 0 && !encoded && declaredLength > maxBodyBytes {
+                tooLarge = true
+                return 0
+            }
+            // Counted after decoding, so a compression bomb stops at the limit.
+            guard count <= maxBodyBytes - bodyBytes else {
+                tooLarge = true
+                return 0
+            }
+            bodyBytes += count
             data.withMemoryRebound(to: UInt8.self, capacity: count) {
                 body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
             }
@@ -246,17 +294,33 @@ final class Transfer {
                line[3] == UInt8(ascii: "P"), line[4] == UInt8(ascii: "/") {
                 // A new response (after a redirect or a 100 Continue): forget the previous headers.
                 headers.removeAll()
+                declaredLength = -1
+                encoded = false
                 return
             }
             headers.append(line: line)
-            if file == nil, let length = Transfer.contentLength(line), length > 0 {
-                body.reserveCapacity(min(length, 64 << 20))
+            if Transfer.isContentEncoding(line) { encoded = true }
+            if file == nil, let length = Transfer.contentLength(line) {
+                declaredLength = length
+                // Room for the whole body at once, within the limit (a peer's number: bounded).
+                if length > 0 && length <= maxBodyBytes { body.reserveCapacity(min(length, 64 << 20)) }
             }
         }
         return count
     }
 
     private static let contentLengthName = HTTPHeaderBlock.lowercased("content-length:")
+    private static let contentEncodingName = HTTPHeaderBlock.lowercased("content-encoding:")
+
+    /// True for a `Content-Encoding` line with a coding other than `identity`.
+    private static func isContentEncoding(_ line: UnsafeBufferPointer<UInt8>) -> Bool {
+        let name = contentEncodingName
+        guard line.count > name.count, line[0] | 0x20 == UInt8(ascii: "c"),
+              HTTPHeaderBlock.equalsLowered(UnsafeBufferPointer(rebasing: line[..<name.count]), name) else { return false }
+        let value = String(decoding: UnsafeBufferPointer(rebasing: line[name.count...]), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        return !value.isEmpty && value != "identity"
+    }
 
     /// The value of a `Content-Length` line, else nil.
     private static func contentLength(_ line: UnsafeBufferPointer<UInt8>) -> Int? {
@@ -301,6 +365,9 @@ final class Transfer {
     }
 
     func failure(for code: CURLcode) -> HTTPFailure {
+        if tooLarge {
+            return HTTPFailure(.tooLarge, "the response body is larger than \(maxBodyBytes) bytes (counted after decoding)")
+        }
         if let fileError { return HTTPFailure(.invalid, "cannot write the response body: \(fileError)") }
         var detail = String(cString: errorBuffer)
         if detail.isEmpty { detail = String(cString: curl_easy_strerror(code)) }

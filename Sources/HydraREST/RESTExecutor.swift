@@ -27,6 +27,8 @@ final class RESTExecutor: JobExecutor {
         /// Where a successful response is cached, and for how long.
         @exclusivity(unchecked) var cacheKey: String?
         @exclusivity(unchecked) var cacheTTL: Double = 0
+        /// The temporary file a `saveAs` body goes to across attempts, until committed or discarded.
+        @exclusivity(unchecked) var download: DownloadFile?
 
         init(task: WorkTask, handle: TaskHandle, request: PreparedRequest) {
             self.task = task
@@ -158,7 +160,10 @@ final class RESTExecutor: JobExecutor {
     }
 
     func close() {
-        for call in calls.values { call.timer?.cancel() }
+        for call in calls.values {
+            call.timer?.cancel()
+            call.download?.discard()
+        }
         calls.removeAll()
         client.close()
     }
@@ -168,14 +173,22 @@ final class RESTExecutor: JobExecutor {
     private func attempt(_ call: RemoteCall) {
         call.attempts += 1
         manager.statistics.countRequest()
-        if let saveTo = call.request.http.saveTo {
-            try? FileManager.default.createDirectory(atPath: (saveTo as NSString).deletingLastPathComponent,
-                                                     withIntermediateDirectories: true)
+        var http = call.request.http
+        if let saveAs = call.request.saveAs {
+            do {
+                if call.download == nil {
+                    call.download = try DownloadFile(saveAs, stateDirectory: manager.resolver.stateDirectory)
+                }
+                http.saveToFile = call.download?.descriptor
+            } catch {
+                finish(call, .failure(error))
+                return
+            }
         }
         do {
             let handle = call.handle
             call.transfer = try client.start(
-                call.request.http,
+                http,
                 progress: call.request.http.reportsProgress ? { progress in
                     handle.progress(bytes: progress.bytes, totalBytes: progress.totalBytes, upload: progress.upload)
                 } : nil,
@@ -195,12 +208,18 @@ final class RESTExecutor: JobExecutor {
         case .success(let response):
             switch judge(response: response, call: call) {
             case .success(let built):
+                do {
+                    try call.download?.commit()
+                } catch {
+                    finish(call, .failure(error))
+                    return
+                }
                 succeed(call, built)
                 return
             case .failure(let error):
                 outcome = .failure(error)
-                if RESTExecutor.isRetryable(error) {
-                    retryAfterMs = response.header("retry-after").flatMap(RESTExecutor.parseRetryAfter)
+                if RESTExecutor.isRetryable(error), let value = response.header("retry-after") {
+                    retryAfterMs = RetryAfter.milliseconds(value, cap: call.request.retry.maxBackoffMs)
                 }
             }
         case .failure(let failure):
@@ -209,11 +228,16 @@ final class RESTExecutor: JobExecutor {
             case .timeout: outcome = .failure(JobError(.timeout, failure.message))
             case .network: outcome = .failure(JobError(.network, failure.message))
             case .invalid: outcome = .failure(JobError(.invalid, failure.message))
+            case .tooLarge:
+                let limit = call.request.http.maxBodyBytes ?? 0
+                outcome = .failure(JobError(.tooLarge,
+                    "the response body is larger than defaults.maxBodyBytes (\(limit) bytes, counted after decoding); use saveAs for larger bodies"))
             }
         }
         if case .failure(let error, _) = outcome, RESTExecutor.isRetryable(error),
            call.attempts < call.request.retry.maxAttempts, !call.handle.isCancelled {
-            let delay = min(retryAfterMs ?? call.request.retry.delayMs(afterAttempt: call.attempts), 600_000)
+            // Both are within 0...maxBackoffMs; the absolute cap bounds a policy with a huge maxBackoffMs.
+            let delay = max(0, min(retryAfterMs ?? call.request.retry.delayMs(afterAttempt: call.attempts), 600_000))
             manager.statistics.countRetry()
             call.handle.retrying(attempt: call.attempts + 1, delayMs: delay, error: error)
             call.timer = loop.schedule(afterMilliseconds: UInt64(delay)) { [unowned self] in
@@ -228,6 +252,7 @@ final class RESTExecutor: JobExecutor {
 
     private func finish(_ call: RemoteCall, _ outcome: StepOutcome) {
         calls[call.task.token] = nil
+        call.download?.discard()  // nothing once committed
         if case .success(let result) = outcome, let cache = manager.cache {
             if let key = call.cacheKey {
                 var stored = result
@@ -292,7 +317,7 @@ final class RESTExecutor: JobExecutor {
     private func judge(response: HTTPResponse, call: RemoteCall) -> Judgement {
         let dogmaResponse = DogmaResponse(status: response.status, headers: response.headers, body: response.body)
         let expected = call.request.expect.map { $0.contains(response.status) } ?? (200...299).contains(response.status)
-        let saveTo = call.request.http.saveTo
+        let saveTo = call.request.savedFile
         let body: JSONValue
         if saveTo != nil && expected {
             body = .null
@@ -357,17 +382,5 @@ final class RESTExecutor: JobExecutor {
         case .http: return error.status.map { $0 >= 500 || $0 == 429 } ?? false
         default: return false
         }
-    }
-
-    /// `Retry-After`: delay-seconds or an HTTP date, in milliseconds.
-    static func parseRetryAfter(_ value: String) -> Int? {
-        let trimmed = value.trimmingCharacters(in: .whitespaces)
-        if let seconds = Int(trimmed) { return max(0, seconds) * 1000 }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: trimmed) else { return nil }
-        return max(0, Int(date.timeIntervalSinceNow * 1000))
     }
 }

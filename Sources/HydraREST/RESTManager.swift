@@ -93,9 +93,17 @@ public final class RESTManager: JobManager {
                 throw ValidationError(path: at("cache"), "only GET responses are cached (the method is \(method))")
             }
         }
+        // Parsed specs were checked as they were read; these checks also cover specs built in code.
+        for (name, value) in remote.headers {
+            if !HeaderSyntax.isValidName(name) { throw ValidationError(path: at("headers.\(name)"), HeaderSyntax.nameProblem) }
+            if case .string(let text) = value, !HeaderSyntax.isValidValue(text) {
+                throw ValidationError(path: at("headers.\(name)"), HeaderSyntax.valueProblem)
+            }
+        }
         if let saveAs = remote.saveAs, !Template.containsReference(saveAs) {
+            // By its letters, then against what is on disk now (opening the file checks again).
             do {
-                _ = try RouteResolver.fileInStateDirectory(saveAs, stateDirectory: resolver.stateDirectory)
+                try SaveAsPath(saveAs, reserved: resolver.reservedPaths).checkExisting(in: resolver.stateDirectory)
             } catch {
                 throw ValidationError(path: at("saveAs"), error.message)
             }

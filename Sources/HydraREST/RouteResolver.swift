@@ -14,6 +14,10 @@ struct PreparedRequest: Sendable {
     var expect: [Int]?
     var retry: RetryPolicy
     var api: String?
+    /// Where the body is saved (`saveAs`, checked by its letters), and that
+    /// file's path as the result shows it; the file is opened per call (``DownloadFile``).
+    var saveAs: SaveAsPath?
+    var savedFile: String?
 }
 
 /// Turns a remote spec (references already resolved) into an HTTP request:
@@ -25,10 +29,14 @@ struct PreparedRequest: Sendable {
 final class RouteResolver: Sendable {
     let configuration: Configuration
     let stateDirectory: String
+    /// Top-level paths of the state folder `saveAs` may not name beyond the
+    /// fixed ones (see ``SaveAsPath``): the Unix socket, when it lives there.
+    let reservedPaths: Set<String>
 
     init(configuration: Configuration, stateDirectory: String) {
         self.configuration = configuration
         self.stateDirectory = stateDirectory
+        reservedPaths = SaveAsPath.reservedSocket(configuration.rpc.unixSocket, stateDirectory: stateDirectory)
     }
 
     /// - Parameter encodeWithDogma: encodes a body with the named dogma; nil when that
@@ -71,7 +79,14 @@ final class RouteResolver: Sendable {
         for (name, value) in configuration.defaults.headers { add(name, value) }
         for (name, value) in server?.headers ?? [:] { add(name, value) }
         for (name, value) in api?.headers ?? [:] { add(name, value) }
-        for (name, value) in spec.headers { add(name, Template.text(of: value)) }
+        for (name, value) in spec.headers {
+            let text = Template.text(of: value)
+            // Literal values were checked at submit; one built from a reference is checked here.
+            if !HeaderSyntax.isValidValue(text) {
+                throw JobError(.invalid, "headers.\(name): \(HeaderSyntax.valueProblem)")
+            }
+            add(name, text)
+        }
 
         // Body.
         var method = spec.method ?? api?.method ?? "GET"
@@ -102,9 +117,13 @@ final class RouteResolver: Sendable {
             if headers["content-type"] == nil { add("Content-Type", contentType) }
         }
 
-        var saveTo: String?
-        if let saveAs = spec.saveAs {
-            saveTo = try RouteResolver.fileInStateDirectory(saveAs, stateDirectory: stateDirectory)
+        var saveAs: SaveAsPath?
+        if let text = spec.saveAs {
+            do {
+                saveAs = try SaveAsPath(text, reserved: reservedPaths)
+            } catch {
+                throw JobError(.invalid, "saveAs: \(error.message)")
+            }
         }
 
         let request = HTTPRequest(
@@ -113,11 +132,12 @@ final class RouteResolver: Sendable {
             connectTimeoutMilliseconds: spec.connectTimeoutMs ?? configuration.defaults.connectTimeoutMs,
             maxRedirects: spec.maxRedirects ?? configuration.defaults.maxRedirects,
             verifyTLS: server?.verifyTLS ?? true, caFile: server?.caFile, acceptEncoding: true,
-            saveTo: saveTo, reportsProgress: true)
+            maxBodyBytes: saveAs == nil ? configuration.defaults.maxBodyBytes : nil, reportsProgress: true)
         return PreparedRequest(http: request, serverKey: serverKey, path: path,
                                dogma: dogma,
                                expect: spec.expect, retry: RouteResolver.retry(spec.retry, api: api?.retry, defaults: configuration.defaults.retry),
-                               api: spec.api)
+                               api: spec.api, saveAs: saveAs,
+                               savedFile: saveAs.map { RouteResolver.join(stateDirectory, $0.relative) })
     }
 
     private func encode(body: JSONValue, encoding: BodyEncoding) throws(JobError) -> ([UInt8], String) {
@@ -196,15 +216,6 @@ final class RouteResolver: Sendable {
         guard i + 2 < bytes.count else { return url }
         guard let slash = bytes[(i + 3)...].firstIndex(of: UInt8(ascii: "/")) else { return "/" }
         return String(decoding: bytes[slash...], as: UTF8.self)
-    }
-
-    /// `saveAs` must stay inside the state folder: relative, no `..`.
-    static func fileInStateDirectory(_ saveAs: String, stateDirectory: String) throws(JobError) -> String {
-        let parts = saveAs.split(separator: "/")
-        guard !saveAs.hasPrefix("/"), !parts.isEmpty, !parts.contains("..") else {
-            throw JobError(.invalid, "saveAs must be a relative path inside the state folder without '..'")
-        }
-        return RouteResolver.join(stateDirectory, saveAs)
     }
 
     /// The configured server a full URL belongs to: the longest base URL it

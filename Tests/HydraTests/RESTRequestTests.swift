@@ -68,6 +68,18 @@ import Testing
         #expect(status == 200)
     }
 
+    /// A spec built in code skips JSON parsing: submit still refuses a header with a line break.
+    @Test func aHeaderWithALineBreakIsRefusedAtSubmit() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        await #expect(throws: ValidationError(path: "headers.X-Foo", HeaderSyntax.valueProblem)) {
+            _ = try await engine.request().endpoint("/echo").header("X-Foo", "a\r\nX-Injected: 1").send()
+        }
+        await #expect(throws: ValidationError(path: "headers.X:Foo", HeaderSyntax.nameProblem)) {
+            _ = try await engine.request().endpoint("/echo").header("X:Foo", "a").send()
+        }
+    }
+
     @Test func readmeShowsTheQuickStartProgramAndItRuns() throws {
         let root = RunCommandTests.root
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)

@@ -77,6 +77,10 @@ Endpoints (methods GET/POST/PUT/PATCH/DELETE/HEAD/OPTIONS unless noted)
                             tok-<user>", else 401 {"error": "unauthorized"}
 /bad-json                   200, Content-Type application/json, body "{not json"
 /headers                    200 {"ok": true} with "X-Custom: yes", "X-Multi: a"
+/gzip-bomb/<mib>            200 application/octet-stream: <mib> MiB of zero
+                            bytes, gzipped (about 1 KiB per MiB), always with
+                            "Content-Encoding: gzip" and the compressed
+                            Content-Length; a compression bomb for body limits
 anything else               404 {"error": "not found", "path": <path>}
 
 A malformed number in a path or query answers 400 {"error": ...}.
@@ -137,6 +141,22 @@ _ITEMS = {
     ],
     "count": 3,
 }
+
+_BOMBS: dict[int, bytes] = {}
+_BOMBS_LOCK = threading.Lock()
+
+
+def _gzip_bomb(mib: int) -> bytes:
+    """`mib` MiB of zeros, gzipped; made once per size (256 MiB take ~1 s)."""
+    with _BOMBS_LOCK:
+        if mib not in _BOMBS:
+            compressor = zlib.compressobj(9, zlib.DEFLATED, 31)  # wbits 31: gzip framing
+            zeros = bytes(1 << 20)
+            parts = [compressor.compress(zeros) for _ in range(mib)]
+            parts.append(compressor.flush())
+            _BOMBS[mib] = b"".join(parts)
+        return _BOMBS[mib]
+
 
 # Errors that mean "the client went away"; streaming endpoints swallow them.
 _DISCONNECTS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
@@ -500,6 +520,12 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(linger / 1000)
             self.close_connection = True
 
+    def gzip_bomb(self, mib):
+        mib = _int(mib, "mib")
+        if not 0 <= mib <= 4096:
+            raise BadRequest("mib must be 0..4096")
+        self._send(200, _gzip_bomb(mib), "application/octet-stream", [("Content-Encoding", "gzip")])
+
     def headers_endpoint(self):
         self._json(200, {"ok": True}, [("X-Custom", "yes"), ("X-Multi", "a")])
 
@@ -528,6 +554,7 @@ _ROUTES = {
     "bad-json": (Handler.bad_json, 0),
     "headers": (Handler.headers_endpoint, 0),
     "conn": (Handler.conn, 0),
+    "gzip-bomb": (Handler.gzip_bomb, 1),
 }
 
 

@@ -206,6 +206,7 @@ extension Configuration {
                 server.verifyTLS = try s.bool("verifyTLS") ?? true
                 server.caFile = try s.string("caFile")
                 server.headers = try s.stringMap("headers") ?? [:]
+                try HeaderSyntax.check(server.headers, path: s.path("headers"))
                 try s.rejectUnknownKeys()
                 servers[key] = server
             }
@@ -218,6 +219,7 @@ extension Configuration {
                 var api = API(server: server, endpoint: try a.requiredString("endpoint"))
                 api.method = try a.string("method")?.uppercased() ?? "GET"
                 api.headers = try a.stringMap("headers") ?? [:]
+                try HeaderSyntax.check(api.headers, path: a.path("headers"))
                 api.dogma = try a.string("dogma")
                 api.cacheTTL = try a.int("cacheTTL", min: 0)
                 api.invalidates = try a.stringArray("invalidates") ?? []
@@ -237,6 +239,7 @@ extension Configuration {
             defaults.maxRedirects = try o.int("maxRedirects", min: 0, max: 50) ?? defaults.maxRedirects
             if var retry = try o.object("retry") { defaults.retry = try RetryPolicy(reader: &retry).filling(from: RetryPolicy()) }
             if let headers = try o.stringMap("headers") {
+                try HeaderSyntax.check(headers, path: o.path("headers"))
                 defaults.headers = headers.mapValues {
                     $0.replacingOccurrences(of: "VERSION", with: HydraVersion.string)
                 }

@@ -1,0 +1,106 @@
+import Foundation
+import HydraCore
+
+/// The file a `saveAs` download is written to: a temporary file in the target's
+/// folder, renamed over the target only once the response is judged a success,
+/// so the target is never half-written and a failed download leaves nothing.
+///
+/// Opening walks the path from the state folder one component at a time with
+/// `openat(O_NOFOLLOW)`, creating missing folders with `mkdirat`: a symbolic
+/// link anywhere on the way (planted before the job or after its submit) is
+/// refused, never followed out of the state folder. The target, if it exists,
+/// must be a regular file; `renameat` replaces its directory entry and never
+/// writes through a link. The state folder itself is the operator's choice
+/// and is taken as it is.
+///
+/// Ownership: created, used and closed on the worker's loop thread by the call
+/// it belongs to (see ``RESTExecutor``); it owns its descriptors.
+final class DownloadFile {
+    /// The temporary file the transfer writes (see ``HydraHTTP/HTTPRequest/saveToFile``).
+    let descriptor: Int32
+    /// The target's folder, open.
+    private let folder: Int32
+    private let name: String
+    private let temporaryName: String
+    private var open = true
+
+    /// Opens a new temporary file next to `path`'s target under `stateDirectory`.
+    /// Throws kind `invalid` naming the problem; nothing is left open on a throw.
+    init(_ path: SaveAsPath, stateDirectory: String) throws(JobError) {
+        func failure(_ what: String, _ code: Int32 = errno) -> JobError {
+            JobError(.invalid, "saveAs: \(what): \(String(cString: strerror(code)))")
+        }
+        var current = Glibc.open(stateDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if current < 0 && errno == ENOENT {
+            // An embedded engine's state folder may not exist yet (a server's always does).
+            try? FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
+            current = Glibc.open(stateDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        }
+        guard current >= 0 else { throw failure("cannot open the state folder \(stateDirectory)") }
+        for (i, component) in path.components.dropLast().enumerated() {
+            let shown = path.components[...i].joined(separator: "/").debugDescription
+            var next = openat(current, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if next < 0 && errno == ENOENT {
+                if mkdirat(current, component, 0o755) != 0 && errno != EEXIST {
+                    let code = errno
+                    close(current)
+                    throw failure("cannot create the folder \(shown)", code)
+                }
+                next = openat(current, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            }
+            let code = errno
+            close(current)
+            guard next >= 0 else {
+                if code == ELOOP || code == ENOTDIR {
+                    throw JobError(.invalid, "saveAs: \(shown) is a symbolic link or not a folder (saveAs never follows a link)")
+                }
+                throw failure("cannot open the folder \(shown)", code)
+            }
+            current = next
+        }
+        let name = path.components[path.components.count - 1]
+        var info = stat()
+        if fstatat(current, name, &info, AT_SYMLINK_NOFOLLOW) == 0 && info.st_mode & S_IFMT != S_IFREG {
+            close(current)
+            throw JobError(.invalid, "saveAs: \(path.relative.debugDescription) exists and is not a regular file (a link, folder, socket or device)")
+        }
+        var random = SystemRandomNumberGenerator()
+        let temporaryName = ".hydra-download-" + String(random.next() as UInt64, radix: 16)
+        let descriptor = openat(current, temporaryName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            let code = errno
+            close(current)
+            throw failure("cannot create a file in the folder of \(path.relative.debugDescription)", code)
+        }
+        self.descriptor = descriptor
+        folder = current
+        self.name = name
+        self.temporaryName = temporaryName
+    }
+
+    deinit { discard() }
+
+    /// Puts the downloaded file in place of the target. Throws kind `invalid` when it cannot.
+    func commit() throws(JobError) {
+        guard open else { return }
+        open = false
+        defer {
+            close(descriptor)
+            close(folder)
+        }
+        if renameat(folder, temporaryName, folder, name) != 0 {
+            let code = errno
+            unlinkat(folder, temporaryName, 0)
+            throw JobError(.invalid, "saveAs: cannot put the file in place: \(String(cString: strerror(code)))")
+        }
+    }
+
+    /// Removes the temporary file, leaving the target as it was. Idempotent.
+    func discard() {
+        guard open else { return }
+        open = false
+        unlinkat(folder, temporaryName, 0)
+        close(descriptor)
+        close(folder)
+    }
+}

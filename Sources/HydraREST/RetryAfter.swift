@@ -1,0 +1,39 @@
+import Foundation
+import HydraHTTP
+
+/// A `Retry-After` field (RFC 9110 §10.2.3) from a peer, as the wait before
+/// the next attempt: delay-seconds or an HTTP-date.
+///
+/// The value comes from the network, so it is read without trusting it: the
+/// seconds saturate instead of overflowing (a peer once sent
+/// `9999999999999999` and the multiplication by 1000 trapped the process),
+/// a date in the past is no wait, and every wait is clamped to `cap` (the
+/// retry policy's `maxBackoffMs`: a server cannot park a job for longer than
+/// its owner allowed between attempts). Pure; thread-safe.
+enum RetryAfter {
+    /// The wait `value` asks for in milliseconds, within `0...cap`; nil when
+    /// `value` is neither delay-seconds nor an HTTP-date (the usual backoff applies).
+    static func milliseconds(_ value: String, cap: Int, now: Double = Date().timeIntervalSince1970) -> Int? {
+        let cap = max(0, cap)
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        if let seconds = delaySeconds(trimmed, saturatingAt: cap / 1000 + 1) {
+            let (ms, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+            return overflow ? cap : min(cap, ms)
+        }
+        guard let date = HTTPDate.parse(trimmed) else { return nil }
+        let milliseconds = (date - now) * 1000
+        guard milliseconds.isFinite, milliseconds > 0 else { return 0 }
+        return milliseconds >= Double(cap) ? cap : Int(milliseconds)
+    }
+
+    /// `1*DIGIT` as a number no larger than `limit` (larger values give `limit`), else nil.
+    private static func delaySeconds(_ text: String, saturatingAt limit: Int) -> Int? {
+        guard !text.isEmpty else { return nil }
+        var value = 0
+        for byte in text.utf8 {
+            guard byte >= 0x30 && byte <= 0x39 else { return nil }
+            if value < limit { value = value * 10 + Int(byte - 0x30) }
+        }
+        return min(value, limit)
+    }
+}

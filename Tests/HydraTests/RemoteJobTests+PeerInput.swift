@@ -1,0 +1,194 @@
+import Foundation
+import HydraHTTP
+import Testing
+
+@testable import Hydra
+@testable import HydraREST
+
+/// What a peer (or a reference) supplies is read without trusting it (issue 11):
+/// numbers never trap, bodies kept in memory stop at `defaults.maxBodyBytes`,
+/// header fields never carry a line break to curl.
+extension RemoteJobTests {
+    // MARK: - Retry-After
+
+    /// `Retry-After: 9999999999999999` overflowed `seconds * 1000` and killed the
+    /// process, even with one attempt. Now it is clamped to the policy's maxBackoffMs.
+    @Test func aHugeRetryAfterNeitherTrapsNorParksTheJob() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let once = try await engine.run(spec(#"{"type":"remote","endpoint":"/status/503?retryAfter=9999999999999999","retry":{"maxAttempts":1}}"#))
+        #expect(once.state == .failed)
+        #expect(once.error?.kind == .http && once.error?.status == 503)
+
+        let started = Date()
+        let twice = try await engine.run(spec(#"{"type":"remote","endpoint":"/status/503?retryAfter=9999999999999999","retry":{"maxAttempts":2,"maxBackoffMs":300}}"#))
+        #expect(twice.error?.kind == .http && twice.error?.status == 503)
+        #expect(log.all.first { $0.name == "job.retrying" && $0.rootJobId == twice.jobId }?.fields["delayMs"] == 300)
+        #expect(Date().timeIntervalSince(started) < 5)
+
+        // Longer still, and nonsense: the engine keeps going.
+        let digits = String(repeating: "9", count: 400)
+        let longer = try await engine.run(spec(#"{"type":"remote","endpoint":"/status/503?retryAfter=\#(digits)","retry":{"maxAttempts":2,"maxBackoffMs":10}}"#))
+        #expect(longer.error?.status == 503)
+        let nonsense = try await engine.run(spec(#"{"type":"remote","endpoint":"/status/503?retryAfter=-5","retry":{"maxAttempts":2,"backoffMs":10,"maxBackoffMs":10}}"#))
+        #expect(nonsense.error?.status == 503)
+        #expect(try await engine.run(spec(#"{"type":"remote","api":"items"}"#)).state == .succeeded)
+    }
+
+    /// `Retry-After` as an HTTP date: the wait is the time until then.
+    @Test func retryAfterAsAnHTTPDate() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        let date = formatter.string(from: Date().addingTimeInterval(3))
+        let query = try #require(date.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+        let key = UUID().uuidString
+        let started = Date()
+        let result = try await engine.run(spec(#"{"type":"remote","endpoint":"/flaky/\#(key)/1?retryAfter=\#(query)","retry":{"maxAttempts":2,"backoffMs":1}}"#))
+        #expect(result.state == .succeeded)
+        #expect(result.result?["attempts"] == 2)
+        let delay = try #require(log.all.first { $0.name == "job.retrying" && $0.rootJobId == result.jobId }?.fields["delayMs"]?.intValue)
+        // Whole seconds on the wire: between 2 and 3 s from now (the default maxBackoffMs is 5 s).
+        #expect((1500...3000).contains(delay), "delay \(delay) ms for \(date)")
+        #expect(Date().timeIntervalSince(started) >= Double(delay) / 1000 - 0.05)
+
+        // A date in the past is no wait; a date far ahead waits maxBackoffMs.
+        let past = try await engine.run(spec(#"{"type":"remote","endpoint":"/flaky/\#(UUID().uuidString)/1?retryAfter=Sun%2C%2006%20Nov%201994%2008%3A49%3A37%20GMT","retry":{"maxAttempts":2,"backoffMs":5000}}"#))
+        #expect(past.state == .succeeded)
+        #expect(log.all.first { $0.name == "job.retrying" && $0.rootJobId == past.jobId }?.fields["delayMs"] == 0)
+        let future = try await engine.run(spec(#"{"type":"remote","endpoint":"/flaky/\#(UUID().uuidString)/1?retryAfter=Fri%2C%2031%20Dec%209999%2023%3A59%3A59%20GMT","retry":{"maxAttempts":2,"maxBackoffMs":100}}"#))
+        #expect(future.state == .succeeded)
+        #expect(log.all.first { $0.name == "job.retrying" && $0.rootJobId == future.jobId }?.fields["delayMs"] == 100)
+    }
+
+    /// The three forms of HTTP-date, and values that are neither form.
+    @Test func retryAfterValuesAreReadDefensively() {
+        let epoch784111777 = 784_111_777.0  // Sun, 06 Nov 1994 08:49:37 GMT
+        #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT") == epoch784111777)
+        #expect(HTTPDate.parse("Sunday, 06-Nov-94 08:49:37 GMT") == epoch784111777)
+        #expect(HTTPDate.parse("Sun Nov  6 08:49:37 1994") == epoch784111777)
+        #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 PST") == nil)
+        #expect(HTTPDate.parse("Sun, 99 Nov 1994 08:49:37 GMT") == nil)
+        #expect(HTTPDate.parse("Sun, 06 Nov 99999999999999999999 08:49:37 GMT") == nil)
+        #expect(HTTPDate.parse("") == nil)
+
+        let now = epoch784111777 - 2
+        #expect(RetryAfter.milliseconds("1", cap: 5000, now: now) == 1000)
+        #expect(RetryAfter.milliseconds(" 2 ", cap: 5000, now: now) == 2000)
+        #expect(RetryAfter.milliseconds("9999999999999999", cap: 5000, now: now) == 5000)
+        #expect(RetryAfter.milliseconds(String(repeating: "9", count: 100), cap: Int.max, now: now) == Int.max)
+        #expect(RetryAfter.milliseconds("9223372036854775807", cap: Int.max / 2, now: now) == Int.max / 2)
+        #expect(RetryAfter.milliseconds("Sun, 06 Nov 1994 08:49:37 GMT", cap: 5000, now: now) == 2000)
+        #expect(RetryAfter.milliseconds("Sun, 06 Nov 1994 08:49:37 GMT", cap: 5000, now: now + 60) == 0)
+        #expect(RetryAfter.milliseconds("Fri, 31 Dec 9999 23:59:59 GMT", cap: 5000, now: now) == 5000)
+        #expect(RetryAfter.milliseconds("-1", cap: 5000, now: now) == nil)
+        #expect(RetryAfter.milliseconds("1.5", cap: 5000, now: now) == nil)
+        #expect(RetryAfter.milliseconds("soon", cap: 5000, now: now) == nil)
+        #expect(RetryAfter.milliseconds("5", cap: -1, now: now) == 0)
+    }
+
+    // MARK: - Body size
+
+    /// Bodies kept in memory stop at `defaults.maxBodyBytes`, counted after
+    /// decoding; a saveAs download is not bound by it.
+    @Test func bodiesInMemoryStopAtMaxBodyBytes() async throws {
+        let state = NSTemporaryDirectory() + "hydra-limit-\(UUID().uuidString)"
+        let engine = try makeEngine(#", "defaults": {"server": "testsvr", "timeoutMs": 20000, "maxBodyBytes": 1048576}"#, state: state)
+        defer { engine.shutdown(); try? FileManager.default.removeItem(atPath: state) }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        func isTooLarge(_ result: JobResult) -> Bool {
+            result.state == .failed && result.error?.kind == .tooLarge
+                && result.error?.message.contains("defaults.maxBodyBytes (1048576 bytes") == true
+        }
+        let exact = try await engine.run(spec(#"{"type":"remote","endpoint":"/large/1048576","dogma":"raw"}"#))
+        #expect(exact.state == .succeeded)
+        let plain = try await engine.run(spec(#"{"type":"remote","endpoint":"/large/1048577","dogma":"raw"}"#))
+        #expect(isTooLarge(plain), "\(plain.error?.message ?? "succeeded")")
+        // No Content-Length: counted as it arrives.
+        let chunked = try await engine.run(spec(#"{"type":"remote","endpoint":"/chunked/2000"}"#))
+        #expect(isTooLarge(chunked), "\(chunked.error?.message ?? "succeeded")")
+        // A declared length above the limit is refused at once: this body would take 20 s to arrive.
+        let started = Date()
+        let slow = try await engine.run(spec(#"{"type":"remote","endpoint":"/slow-body/2000/10"}"#))
+        #expect(isTooLarge(slow))
+        #expect(Date().timeIntervalSince(started) < 3)
+        // 64 MiB of zeros in 64 KiB of gzip: stops at the limit after decoding, however small on the wire.
+        let bomb = try await engine.run(spec(#"{"type":"remote","endpoint":"/gzip-bomb/64","retry":{"maxAttempts":3,"backoffMs":1}}"#))
+        #expect(isTooLarge(bomb), "\(bomb.error?.message ?? "succeeded")")
+        #expect(!log.all.contains { $0.name == "job.retrying" && $0.rootJobId == bomb.jobId })  // never retried
+        // An error body counts too.
+        let error = try await engine.run(spec(#"{"type":"remote","endpoint":"/large/2000000","expect":[201]}"#))
+        #expect(isTooLarge(error))
+        // saveAs streams to disk: no limit.
+        let saved = try await engine.run(spec(#"{"type":"remote","endpoint":"/gzip-bomb/4","saveAs":"downloads/zeros.bin"}"#))
+        #expect(saved.state == .succeeded, "\(saved.error?.message ?? "")")
+        #expect(saved.result?["bytes"] == .int(4 << 20))
+        let attributes = try FileManager.default.attributesOfItem(atPath: state + "/downloads/zeros.bin")
+        #expect(attributes[.size] as? Int == 4 << 20)
+        // The worker carries on.
+        #expect(try await engine.run(spec(#"{"type":"remote","api":"items"}"#)).state == .succeeded)
+    }
+
+    // MARK: - Header fields
+
+    /// A CR or LF in a header field would reach curl as a line of its own.
+    @Test func headerFieldsWithLineBreaksAreRefused() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        #expect(throws: ValidationError(path: "headers.X-Foo", HeaderSyntax.valueProblem)) {
+            try engine.submit(spec(#"{"type":"remote","endpoint":"/echo","headers":{"X-Foo":"a\r\nX-Injected: 1"}}"#))
+        }
+        #expect(throws: ValidationError(path: "steps[1].headers.X-Foo", HeaderSyntax.valueProblem)) {
+            try engine.submit(spec(#"{"type":"serial","steps":[{"type":"local","name":"echo"},{"type":"remote","endpoint":"/echo","headers":{"X-Foo":"${input.a}\n"}}]}"#))
+        }
+        #expect(throws: ValidationError(path: "headers.X Foo", HeaderSyntax.nameProblem)) {
+            try engine.submit(spec(#"{"type":"remote","endpoint":"/echo","headers":{"X Foo":"a"}}"#))
+        }
+        #expect(throws: ValidationError(path: "headers.X-Nul", HeaderSyntax.valueProblem)) {
+            try engine.submit(spec(#"{"type":"remote","endpoint":"/echo","headers":{"X-Nul":"a\u0000b"}}"#))
+        }
+        // Tabs and non-ASCII text are fine.
+        let fine = try await engine.run(spec(#"{"type":"remote","endpoint":"/echo","headers":{"X-Tab":"a\tb"}}"#))
+        #expect(fine.result?["body"]?["headers"]?["x-tab"] == "a\tb")
+
+        // From a reference: the step fails with kind invalid, and nothing is sent.
+        let key = UUID().uuidString
+        let injected = try await engine.run(spec(#"{"type":"remote","endpoint":"/hits/\#(key)","headers":{"X-Foo":"${input.v}"}}"#),
+                                            input: ["v": "a\r\nX-Injected: 1"])
+        #expect(injected.state == .failed)
+        #expect(injected.error?.kind == .invalid)
+        #expect(injected.error?.message.contains("headers.X-Foo") == true)
+        #expect(try await engine.run(spec(#"{"type":"remote","endpoint":"/count/\#(key)"}"#)).result?["body"] == ["count": 0])
+
+        // In the configuration: refused when it is read, naming the key.
+        for (config, path) in [
+            (#"{"defaults": {"headers": {"X-Bad": "a\nb"}}}"#, "defaults.headers.X-Bad"),
+            (#"{"servers": {"s": {"url": "http://h", "headers": {"X-Bad": "a\rb"}}}}"#, "servers.s.headers.X-Bad"),
+            (#"{"servers": {"s": "http://h"}, "apis": {"a": {"server": "s", "endpoint": "/", "headers": {"X-Bad": "\r\n"}}}}"#, "apis.a.headers.X-Bad"),
+        ] {
+            #expect(throws: ValidationError(path: path, HeaderSyntax.valueProblem)) {
+                _ = try Configuration(json: try JSONParser.parse(config))
+            }
+        }
+        #expect(throws: ValidationError(path: "defaults.headers.Bad:Name", HeaderSyntax.nameProblem)) {
+            _ = try Configuration(json: try JSONParser.parse(#"{"defaults": {"headers": {"Bad:Name": "x"}}}"#))
+        }
+        // A configuration built in code skips that check: the transfer refuses the field itself.
+        var coded = try Configuration(json: try JSONParser.parse(#"{"servers": {"testsvr": "\#(TestServer.base)"}}"#))
+        coded.defaults.headers["X-Coded"] = "a\r\nX-Injected: 1"
+        let direct = try HydraEngine(configuration: coded, stateDirectory: NSTemporaryDirectory() + "hydra-tests")
+        defer { direct.shutdown() }
+        let refused = try await direct.run(spec(#"{"type":"remote","url":"\#(TestServer.base)/hits/\#(key)"}"#))
+        #expect(refused.error?.kind == .invalid)
+        #expect(refused.error?.message.contains("X-Coded") == true)
+        #expect(try await engine.run(spec(#"{"type":"remote","endpoint":"/count/\#(key)"}"#)).result?["body"] == ["count": 0])
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+import HydraRPC
+import Testing
+
+@testable import Hydra
+
+/// Issue 11 against the real binary: `saveAs` never reaches the server's own
+/// files nor follows a link out of the state folder, a compression bomb stops
+/// at `defaults.maxBodyBytes`, a header with a line break stops startup.
+extension ServerTests {
+    @Test func saveAsNeverReachesTheServersFilesNorFollowsALink() throws {
+        let state = NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
+        let socket = state + "/rpc.sock"
+        let outside = NSTemporaryDirectory() + "hydra-outside-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: outside) }
+        let server = try ServerProcess(state: state, arguments: ["--unix-socket", socket])
+        let client = try server.client()
+        func wait(_ submitted: JSONValue) throws -> JSONValue {
+            try client.call("job.result", ["jobId": submitted["jobId"]!, "waitMs": 10_000])
+        }
+        let before = try client.call("job.submit", ["job": ["type": "remote", "api": "items"]])
+        #expect(try wait(before)["state"] == "succeeded")
+
+        func refusal(_ job: JSONValue, input: JSONValue = .null) -> RPCClientError? {
+            do {
+                _ = try client.call("job.submit", ["job": job, "input": input])
+                return nil
+            } catch {
+                return error
+            }
+        }
+        // The server's own files, by name: -32602 at submit, naming the field.
+        for path in ["hydra.db", "hydra.db-wal", "hydra.db-shm", "hydra.db-journal", "HYDRA.DB", "./hydra.db",
+                     "hydra.db.backup", "clean-shutdown", "resources/blob.bin", "rpc.sock", "/etc/hydra-test",
+                     "../escape", "downloads/../../escape", "downloads/", ""] {
+            let error = refusal(["type": "remote", "endpoint": "/large/10", "saveAs": .string(path)])
+            #expect(error?.code == -32602, "\(path): \(String(describing: error))")
+            #expect(error?.message.contains("job.saveAs") == true, "\(path): \(String(describing: error))")
+        }
+        let step = refusal(["type": "serial", "steps": [["type": "local", "name": "echo"],
+                                                        ["type": "remote", "endpoint": "/large/10", "saveAs": "hydra.db-wal"]]])
+        #expect(step?.code == -32602)
+        #expect(step?.message.contains("job.steps[1].saveAs") == true, "\(String(describing: step))")
+
+        // Links planted in the state folder, to a folder and to a file outside it.
+        #expect(symlink(outside, state + "/out") == 0)
+        #expect(symlink(outside + "/target.bin", state + "/link.bin") == 0)
+        for path in ["out/file.bin", "out/deeper/file.bin", "link.bin"] {
+            let error = refusal(["type": "remote", "endpoint": "/large/10", "saveAs": .string(path)])
+            #expect(error?.code == -32602, "\(path): \(String(describing: error))")
+            #expect(error?.message.contains("symbolic link") == true, "\(path): \(String(describing: error))")
+        }
+
+        // Built from a reference: checked when the step runs, kind invalid.
+        for path in ["hydra.db", "hydra.db-wal", "clean-shutdown", "rpc.sock", "out/file.bin", "link.bin", "../escape"] {
+            let submitted = try client.call("job.submit", ["job": ["type": "remote", "endpoint": "/large/10", "saveAs": "${input.p}"],
+                                                           "input": ["p": .string(path)]])
+            let result = try wait(submitted)
+            #expect(result["state"] == "failed", "\(path): \(result)")
+            #expect(result["error"]?["kind"] == "invalid", "\(path): \(result)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside).isEmpty)
+
+        // A download still works; a failed one leaves nothing behind, not even a temporary file.
+        let ok = try wait(try client.call("job.submit", ["job": ["type": "remote", "endpoint": "/large/1000", "saveAs": "downloads/ok.bin"]]))
+        #expect(ok["state"] == "succeeded", "\(ok)")
+        #expect(ok["result"]?["bytes"] == 1000)
+        let failed = try wait(try client.call("job.submit", ["job": ["type": "remote", "endpoint": "/status/404", "saveAs": "downloads/failed.bin"]]))
+        #expect(failed["error"]?["kind"] == "http")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: state + "/downloads") == ["ok.bin"])
+        #expect(FileManager.default.contents(atPath: state + "/downloads/ok.bin")?.count == 1000)
+
+        // The database is intact: the server answers, stops cleanly, and a restart finds the first job.
+        #expect(try client.call("hydra.ping")["version"] != nil)
+        #expect(server.terminate().status == 0)
+        let restarted = try ServerProcess(state: state)
+        defer { restarted.terminate() }
+        let again = try restarted.client().call("job.result", ["jobId": before["jobId"]!])
+        #expect(again["state"] == "succeeded")
+        #expect(again["result"]?["body"]?["count"] == 3)
+    }
+
+    /// 512 MiB of zeros in half a MiB of gzip, with `defaults.maxBodyBytes` 1 MiB:
+    /// the job fails with kind tooLarge and the server's peak memory stays far
+    /// below the inflated size (before, the whole body was inflated in memory).
+    @Test func aGzipBombStopsAtMaxBodyBytes() throws {
+        let server = try ServerProcess(config: #""defaults": {"server": "testsvr", "timeoutMs": 60000, "maxBodyBytes": 1048576}"#)
+        defer { server.terminate() }
+        let client = try server.client()
+        let submitted = try client.call("job.submit", ["job": ["type": "remote", "endpoint": "/gzip-bomb/512"]])
+        let result = try client.call("job.result", ["jobId": submitted["jobId"]!, "waitMs": 60_000])
+        #expect(result["state"] == "failed")
+        #expect(result["error"]?["kind"] == "tooLarge", "\(result)")
+        #expect(result["error"]?["message"]?.stringValue?.contains("1048576") == true)
+        let peak = try peakResidentBytes(of: server.process.processIdentifier)
+        #expect(peak < 160 << 20, "the server's peak RSS was \(peak >> 20) MiB")
+        #expect(try client.call("hydra.ping")["version"] != nil)
+    }
+
+    /// A header value with a line break in the configuration stops startup, naming the key.
+    @Test func aConfiguredHeaderWithALineBreakStopsStartup() throws {
+        let servers = #""servers": {"testsvr": "\#(TestServer.base)", "#
+        for (config, key) in [(#""defaults": {"headers": {"X-Bad": "a\r\nX-Injected: 1"}}"#, "defaults.headers.X-Bad"),
+                              (servers + #""s": {"url": "http://h", "headers": {"X-Bad": "a\nb"}}}"#, "servers.s.headers.X-Bad"),
+                              (#""apis": {"a": {"server": "testsvr", "endpoint": "/", "headers": {"X Bad": "x"}}}"#, "apis.a.headers.X Bad")] {
+            do {
+                let started = try ServerProcess(config: config)
+                started.terminate()
+                Issue.record("started with \(config)")
+            } catch let failure as ServerStartFailure {
+                #expect(failure.status == 2)
+                #expect(failure.stderr.contains("config.json: \(key)"), "\(failure.stderr)")
+                #expect(failure.stderr.split(separator: "\n").count == 1)
+            }
+        }
+        // Submitted ones are -32602 naming the field.
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let client = try server.client()
+        do {
+            _ = try client.call("job.submit", ["job": ["type": "remote", "endpoint": "/echo", "headers": ["X-Foo": "a\r\nX-Injected: 1"]]])
+            Issue.record("a header value with CR LF was accepted")
+        } catch {
+            #expect(error.code == -32602)
+            #expect(error.message.contains("job.headers.X-Foo"), "\(error)")
+        }
+    }
+}
+
+/// The peak resident set size (`VmHWM`) of process `pid`, in bytes.
+func peakResidentBytes(of pid: Int32) throws -> Int {
+    let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+    guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+          let kib = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first.flatMap({ Int($0) })
+    else { throw WaitTimeout() }
+    return kib << 10
+}
