@@ -8,6 +8,8 @@ public struct HTTPResponse: Sendable {
     public var body: [UInt8]
     /// Body bytes received (decoded size).
     public var bodyBytes: Int
+    /// Where the final response came from, when redirects led elsewhere; nil: the request's URL.
+    public var redirectedURL: String? = nil
 
     /// The first value of header `name` (case-insensitive).
     public func header(_ name: String) -> String? { headers.first(name) }

@@ -361,7 +361,16 @@ final class Transfer {
     func response() -> HTTPResponse {
         var status = 0
         hydra_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
-        return HTTPResponse(status: status, headers: headers, body: body, bodyBytes: bodyBytes)
+        var response = HTTPResponse(status: status, headers: headers, body: body, bodyBytes: bodyBytes)
+        // The effective URL is copied only when a redirect made it differ: most responses need no string.
+        var redirects = 0
+        hydra_easy_getinfo_long(easy, CURLINFO_REDIRECT_COUNT, &redirects)
+        if redirects > 0 {
+            var pointer: UnsafeMutableRawPointer?
+            hydra_easy_getinfo_ptr(easy, CURLINFO_EFFECTIVE_URL, &pointer)
+            response.redirectedURL = pointer.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) }
+        }
+        return response
     }
 
     func failure(for code: CURLcode) -> HTTPFailure {

@@ -336,7 +336,7 @@ final class RESTExecutor: JobExecutor {
         guard expected else { return .failure(httpError(response.status, body: body)) }
         return .success(RemoteResult(status: response.status, headers: response.headers, body: body,
                                      file: saveTo.map { ($0, response.bodyBytes) }, attempts: call.attempts,
-                                     elapsedMs: call.elapsedMs))
+                                     elapsedMs: call.elapsedMs, url: response.redirectedURL ?? call.request.http.url))
     }
 
     private func judge(dummy reply: DummyReply, call: RemoteCall) -> StepOutcome {
@@ -347,6 +347,7 @@ final class RESTExecutor: JobExecutor {
         return .success([
             "status": .int(reply.status), "headers": .object(headers), "body": reply.body ?? .null,
             "fromCache": false, "attempts": .int(call.attempts), "elapsedMs": .double(call.elapsedMs),
+            "url": .string(call.request.http.url),
         ])
     }
 

@@ -14,10 +14,12 @@ struct RemoteResult: DeferredResult {
     let file: (path: String, bytes: Int)?
     let attempts: Int
     let elapsedMs: Double
+    /// Where the body came from, after redirects (protocol §4 `url`).
+    let url: String
 
     /// The members of a remote job's result, in order (protocol §4).
-    static let keys = ["status", "headers", "body", "fromCache", "attempts", "elapsedMs"]
-    static let savedKeys = ["status", "headers", "body", "file", "bytes", "fromCache", "attempts", "elapsedMs"]
+    static let keys = ["status", "headers", "body", "fromCache", "attempts", "elapsedMs", "url"]
+    static let savedKeys = ["status", "headers", "body", "file", "bytes", "fromCache", "attempts", "elapsedMs", "url"]
 
     func build() -> JSONValue {
         var values: [JSONValue] = []
@@ -32,6 +34,7 @@ struct RemoteResult: DeferredResult {
         values.append(false)
         values.append(.int(attempts))
         values.append(.double(elapsedMs))
+        values.append(.string(url))
         return .object(OrderedDictionary(uncheckedUniqueKeys: file == nil ? Self.keys : Self.savedKeys, values: values))
     }
 
@@ -39,7 +42,7 @@ struct RemoteResult: DeferredResult {
     /// figures stand for the rest (their JSON is about as long), so a plain
     /// response is checked without building its headers object.
     func encodedSize(limit: Int) -> Int? {
-        let rest = headers.bytes.count + (file.map { $0.path.utf8.count + 40 } ?? 0) + 200
+        let rest = headers.bytes.count + (file.map { $0.path.utf8.count + 40 } ?? 0) + url.utf8.count + 200
         guard rest <= limit, let body = body.encodedSize(limit: limit - rest) else { return nil }
         return body + rest
     }

@@ -87,7 +87,7 @@ import Testing
         #expect(readme.contains("```swift\n" + program + "```"))
 
         let process = Process()
-        process.executableURL = root.appendingPathComponent(".build/debug/hydra-quickstart")
+        process.executableURL = BuiltProducts.url("hydra-quickstart")
         process.currentDirectoryURL = root
         let out = Pipe()
         process.standardOutput = out

@@ -10,7 +10,7 @@ import Testing
 
     func hydra(_ arguments: [String], stdin: String? = nil) throws -> (status: Int32, out: String, err: String) {
         let process = Process()
-        process.executableURL = RunCommandTests.root.appendingPathComponent(".build/debug/hydra")
+        process.executableURL = BuiltProducts.url("hydra")
         process.arguments = arguments
         process.currentDirectoryURL = RunCommandTests.root
         let out = Pipe(), err = Pipe(), input = Pipe()

@@ -31,7 +31,7 @@ final class ServerProcess: @unchecked Sendable {
              "defaults": {"server": "testsvr", "timeoutMs": 10000}\(config.isEmpty ? "" : ", " + config)}
             """
         try text.write(toFile: configPath, atomically: true, encoding: .utf8)
-        process.executableURL = RunCommandTests.root.appendingPathComponent(".build/debug/hydra")
+        process.executableURL = BuiltProducts.url("hydra")
         process.arguments = ["serve", "--config", configPath, "--state", stateDirectory] + arguments
         process.currentDirectoryURL = RunCommandTests.root
         var env = ProcessInfo.processInfo.environment

@@ -4,8 +4,19 @@ import Testing
 @testable import Hydra
 @testable import HydraREST
 
-/// The dogma a response gets when none is named (protocol §4 Dogmas).
-@Suite struct ImpliedDogmaTests {
+/// What a remote job's result holds (protocol §4): the dogma a body gets
+/// when none is named, and the effective `url`.
+@Suite struct RemoteResultShapeTests {
+    @Test func theResultSaysWhereTheBodyCameFrom() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let direct = try await engine.run(spec(#"{"type":"remote","endpoint":"/items"}"#))
+        #expect(direct.result?["url"] == .string(TestServer.base + "/items"))
+        let redirected = try await engine.run(spec(#"{"type":"remote","endpoint":"/redirect/2"}"#))
+        #expect(redirected.result?["url"] == .string(TestServer.base + "/redirect/0"))
+        #expect(redirected.result?["body"] == ["redirected": true])
+    }
+
     @Test func aBinaryBodyIsRawTextIsTextJSONIsJSON() async throws {
         let engine = try makeEngine()
         defer { engine.shutdown() }

@@ -1,0 +1,22 @@
+import Foundation
+import Testing
+
+/// The fuzzers' seed corpora and saved findings stay passing: each target's
+/// folder runs through `hydra-fuzz` built without the fuzzer.
+@Suite struct FuzzCorpusTests {
+    @Test(arguments: ["json", "spec", "config"])
+    func savedInputsPass(target: String) throws {
+        let process = Process()
+        process.executableURL = BuiltProducts.url("hydra-fuzz")
+        let corpus = RunCommandTests.root.appendingPathComponent("Fuzz/corpus/\(target)").path
+        process.arguments = [target, corpus]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(text)")
+        #expect(text.contains("inputs passed"))
+        #expect(!text.contains(": 0 inputs"))
+    }
+}
