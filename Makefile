@@ -4,7 +4,7 @@ SWIFT ?= swift
 DEPS_PKGCONFIG := libuv libcurl sqlite3 zlib
 DEPS_APT := libuv1-dev libcurl4-openssl-dev libsqlite3-dev zlib1g-dev pkg-config python3
 
-.PHONY: deps build release run demo test bench clean
+.PHONY: deps build release run demo test test-tsan test-asan fuzz soak bench clean
 
 deps:
 	@if ! pkg-config --exists $(DEPS_PKGCONFIG) 2>/dev/null || ! command -v python3 >/dev/null; then \
@@ -32,8 +32,47 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
+# The engine and server suites under ThreadSanitizer / AddressSanitizer, each
+# in its own build folder; the servers the tests start are the sanitized ones.
+# A report fails the run (halt_on_error), in the test process or a server.
+SANITIZED_TESTS ?= .
+test-tsan: deps
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+		$(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan --filter '$(SANITIZED_TESTS)'
+
+test-asan: deps
+	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan
+	ASAN_OPTIONS="halt_on_error=1 detect_leaks=0" \
+		$(SWIFT) test --skip-build --sanitize=address --scratch-path .build-asan --filter '$(SANITIZED_TESTS)'
+
+# libFuzzer on each target for FUZZ_SECONDS (default 60) from the seed
+# corpora in Fuzz/corpus; what it learns stays in .build-fuzz/corpus, what it
+# finds is written to Fuzz/findings (commit it into Fuzz/corpus once fixed).
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= json spec config
+fuzz: deps
+	$(SWIFT) build -c release --product hydra-fuzz --scratch-path .build-fuzz \
+		-Xswiftc -sanitize=fuzzer,address -Xswiftc -DHYDRA_FUZZ -Xswiftc -use-ld=lld
+	@mkdir -p Fuzz/findings
+	@for t in $(FUZZ_TARGETS); do \
+		mkdir -p .build-fuzz/corpus/$$t; \
+		echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+		HYDRA_FUZZ_TARGET=$$t .build-fuzz/release/hydra-fuzz .build-fuzz/corpus/$$t Fuzz/corpus/$$t \
+			-max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -rss_limit_mb=4096 \
+			-artifact_prefix=Fuzz/findings/$$t- -print_final_stats=1 > .build-fuzz/$$t.log 2>&1; \
+		status=$$?; \
+		grep -E "^(stat::(number_of_executed_units|average_exec_per_sec|new_units_added)|SUMMARY|==[0-9]+==ERROR)" .build-fuzz/$$t.log; \
+		if [ $$status -ne 0 ]; then echo "fuzz: $$t: finding saved in Fuzz/findings (log .build-fuzz/$$t.log)"; exit 1; fi; \
+	done
+
+# 30 minutes of mixed load with a kill -9 every 5 minutes (SOAK_SECONDS,
+# SOAK_KILL_EVERY); prints the server's RSS/fd curve, writes soak-curve.csv.
+soak: release
+	python3 Benchmarks/soak.py
+
 bench: deps
 	bash Benchmarks/run.sh
 
 clean:
-	rm -rf .build
+	rm -rf .build .build-tsan .build-asan .build-fuzz

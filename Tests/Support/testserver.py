@@ -81,6 +81,7 @@ Endpoints (methods GET/POST/PUT/PATCH/DELETE/HEAD/OPTIONS unless noted)
                             bytes, gzipped (about 1 KiB per MiB), always with
                             "Content-Encoding: gzip" and the compressed
                             Content-Length; a compression bomb for body limits
+/abort                      resets the connection (RST) without answering
 anything else               404 {"error": "not found", "path": <path>}
 
 A malformed number in a path or query answers 400 {"error": ...}.
@@ -90,6 +91,8 @@ import argparse
 import gzip
 import json
 import os
+import socket
+import struct
 import sys
 import threading
 import time
@@ -520,6 +523,13 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(linger / 1000)
             self.close_connection = True
 
+    def abort(self):
+        """Resets the connection without answering (RST: SO_LINGER 0, then close)."""
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.close_connection = True
+        self._headers_sent = True
+        self.connection.close()
+
     def gzip_bomb(self, mib):
         mib = _int(mib, "mib")
         if not 0 <= mib <= 4096:
@@ -555,6 +565,7 @@ _ROUTES = {
     "headers": (Handler.headers_endpoint, 0),
     "conn": (Handler.conn, 0),
     "gzip-bomb": (Handler.gzip_bomb, 1),
+    "abort": (Handler.abort, 0),
 }
 
 

@@ -24,6 +24,8 @@ public enum JSONParser {
 
     public static func parse(_ buffer: UnsafeBufferPointer<UInt8>) throws(JSONParseError) -> JSONValue {
         var reader = Reader(bytes: buffer)
+        // RFC 8259 §8.1: a parser may ignore a byte order mark; editors still write one.
+        if buffer.count >= 3 && buffer[0] == 0xEF && buffer[1] == 0xBB && buffer[2] == 0xBF { reader.index = 3 }
         reader.skipWhitespace()
         let value = try reader.readValue(depth: 0)
         reader.skipWhitespace()
@@ -122,7 +124,9 @@ public enum JSONParser {
             while index < bytes.count {
                 let byte = bytes[index]
                 if byte == UInt8(ascii: "\"") {
-                    let s = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+                    // Strict: text that is not UTF-8 is refused, not repaired (RFC 8259 §8.1).
+                    guard let s = String(validating: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+                    else { throw error("invalid UTF-8 in string") }
                     index += 1
                     return s
                 }
@@ -134,8 +138,9 @@ public enum JSONParser {
             while index < bytes.count {
                 let byte = bytes[index]
                 if byte == UInt8(ascii: "\"") {
+                    guard let s = String(validating: scalars, as: UTF8.self) else { throw error("invalid UTF-8 in string") }
                     index += 1
-                    return String(decoding: scalars, as: UTF8.self)
+                    return s
                 }
                 if byte < 0x20 { throw error("control character in string") }
                 if byte != UInt8(ascii: "\\") {
