@@ -1,3 +1,4 @@
+import HydraLoop
 import Foundation
 import HydraCore
 import HydraHTTP
@@ -175,7 +176,7 @@ private final class StreamSink: EventSink {
 
 /// Hands a result produced on the coordinator thread to one awaiting task.
 private final class ResultBox: Sendable {
-    private let state = Mutex<(result: JobResult?, waiter: CheckedContinuation<JobResult, Never>?)>((nil, nil))
+    private let state = Locked<(result: JobResult?, waiter: CheckedContinuation<JobResult, Never>?)>((nil, nil))
 
     func set(_ result: JobResult) {
         let waiter = state.withLock { s -> CheckedContinuation<JobResult, Never>? in

@@ -1,3 +1,4 @@
+import HydraLoop
 import Foundation
 import Synchronization
 
@@ -9,7 +10,7 @@ final class BlockingPool: Sendable {
         var head = 0
         var stopping = false
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let available = DispatchSemaphore(value: 0)
     private let threadCount: Int
 

@@ -1,10 +1,11 @@
+import HydraLoop
 import HydraCore
 import Synchronization
 
 /// The named local jobs an engine knows. Thread-safe: jobs may be registered
 /// while the engine runs; a spec naming an unregistered job is refused at submit.
 public final class LocalJobRegistry: Sendable {
-    private let jobs = Mutex<[String: LocalJob]>([:])
+    private let jobs = Locked<[String: LocalJob]>([:])
     private let changes = Atomic<Int>(0)
 
     /// Bumped on every registration, so executors can keep a snapshot and refresh it cheaply.

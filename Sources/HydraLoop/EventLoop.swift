@@ -23,7 +23,7 @@ public final class EventLoop: @unchecked Sendable {
     private let inbox: Mailbox<@Sendable () -> Void>.Storage
     private let ready = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
-    private let state = Mutex(LifecycleState.running)
+    private let state = Locked(LifecycleState.running)
 
     /// Loop thread only: hooks run when the loop shuts down, in reverse order of registration.
     private var shutdownHooks: [() -> Void] = []

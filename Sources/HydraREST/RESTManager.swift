@@ -1,3 +1,4 @@
+import HydraLoop
 import Foundation
 import HydraCore
 import HydraHTTP
@@ -11,8 +12,8 @@ public final class RESTManager: JobManager {
     public let name = "rest"
     public let kinds: Set<JobKind> = [.remote]
     let resolver: RouteResolver
-    private let dogmas: Mutex<[String: any Dogma]>
-    private let dummyHandlers = Mutex<[DummyHandler]>([])
+    private let dogmas: Locked<[String: any Dogma]>
+    private let dummyHandlers = Locked<[DummyHandler]>([])
     private let dummyHandlerCount = Atomic<Int>(0)
     let statistics = RESTStatistics()
     /// Where cached responses live; nil: caching is off (the embedded default).
@@ -22,7 +23,7 @@ public final class RESTManager: JobManager {
         resolver = RouteResolver(configuration: configuration, stateDirectory: stateDirectory)
         self.cache = cache
         let builtIn: [any Dogma] = [JSONDogma(), TextDogma(), RawDogma()]
-        dogmas = Mutex(Dictionary(uniqueKeysWithValues: builtIn.map { ($0.name, $0) }))
+        dogmas = Locked(Dictionary(uniqueKeysWithValues: builtIn.map { ($0.name, $0) }))
     }
 
     public var configuration: Configuration { resolver.configuration }

@@ -21,7 +21,7 @@ final class Checkpointer: @unchecked Sendable {
     // @unchecked: `connection` is used only on the checkpoint thread; the
     // rest is a lock, a semaphore and a group.
     private let connection: SQLiteConnection
-    private let state = Mutex<(requested: Bool, closed: Bool)>((false, false))
+    private let state = Locked<(requested: Bool, closed: Bool)>((false, false))
     private let wake = DispatchSemaphore(value: 0)
     private let running = DispatchGroup()
 

@@ -1,3 +1,4 @@
+import HydraLoop
 import HydraCore
 import Synchronization
 
@@ -5,11 +6,11 @@ import Synchronization
 /// at a time, beside the writer (WAL). A read starts a fresh snapshot, so it
 /// sees every write whose callback already ran. Thread-safe.
 final class ReadConnection: Sendable {
-    private let connection: Mutex<ConnectionBox?>
+    private let connection: Locked<ConnectionBox?>
 
     /// Takes over `connection` (used by no one else).
     init(_ connection: SQLiteConnection) {
-        self.connection = Mutex(ConnectionBox(connection))
+        self.connection = Locked(ConnectionBox(connection))
     }
 
     /// Runs `body` with the connection, under the lock; "store is closed" once closed.

@@ -1,3 +1,4 @@
+import HydraLoop
 import Foundation
 import HydraCore
 import OrderedCollections
@@ -32,7 +33,7 @@ public final class SQLiteStore: StateStore {
     /// row: the job's ``finish(jobId:state:result:at:done:)``, which the
     /// coordinator sends right after the event, splices it in instead of
     /// encoding the same result a second time.
-    private let lastRootResult = Mutex<(jobId: String, json: [UInt8])?>(nil)
+    private let lastRootResult = Locked<(jobId: String, json: [UInt8])?>(nil)
 
     /// Throws (naming `HYDRA_SHARED_KEY`) when `passphrase` cannot be a shared
     /// key: checked before opening, so the error is not taken for the folder's.

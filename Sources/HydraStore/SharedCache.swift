@@ -1,3 +1,4 @@
+import HydraLoop
 import HydraCore
 import Synchronization
 
@@ -13,9 +14,9 @@ final class SharedCache: Sendable {
     }
 
     /// nil once the store is closed.
-    private let entries: Mutex<[String: Entry]?>
+    private let entries: Locked<[String: Entry]?>
 
-    init(_ entries: [String: Entry]) { self.entries = Mutex(entries) }
+    init(_ entries: [String: Entry]) { self.entries = Locked(entries) }
 
     /// The value under `key`, nil if absent; throws when it could not be
     /// decoded, or once closed.

@@ -20,12 +20,12 @@ final class StoreWriter: @unchecked Sendable {
     // @unchecked: `connection` is used only on the writer thread; everything
     // else is a lock, a semaphore, a group or immutable.
     private let connection: SQLiteConnection
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let wake = DispatchSemaphore(value: 0)
     private let running = DispatchGroup()
     /// The writer thread's `Thread`, while it runs: flush and close from a
     /// callback must not wait for the thread they run on.
-    private let writerThread = Mutex<ObjectIdentifier?>(nil)
+    private let writerThread = Locked<ObjectIdentifier?>(nil)
     /// Runs on the writer thread for each write once committed, before any callback.
     private let committed: @Sendable (WriteOperation) -> Void
 

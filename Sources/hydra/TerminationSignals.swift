@@ -13,7 +13,7 @@ import Synchronization
 final class TerminationSignals: Sendable {
     private let loop = EventLoop(name: "hydra-signals")
     /// The first signal received, or the waiter for it.
-    private let state = Mutex<(received: String?, waiter: CheckedContinuation<String, Never>?)>((nil, nil))
+    private let state = Locked<(received: String?, waiter: CheckedContinuation<String, Never>?)>((nil, nil))
 
     /// Takes over SIGTERM and SIGINT (and ignores SIGPIPE); runs `upkeep` on the signal
     /// thread every `upkeepEvery` seconds.

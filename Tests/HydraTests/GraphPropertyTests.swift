@@ -1,3 +1,4 @@
+import HydraLoop
 import Foundation
 import Synchronization
 import Testing
@@ -83,7 +84,7 @@ import Testing
 /// Waits for a job's final result, failing (instead of hanging) after `seconds`.
 /// The wait on the engine is left behind when the time runs out.
 func finalResult(of id: String, in engine: HydraEngine, seconds: Double = 20) async throws -> JobResult {
-    let once = Mutex<CheckedContinuation<JobResult?, Never>?>(nil)
+    let once = Locked<CheckedContinuation<JobResult?, Never>?>(nil)
     let result: JobResult? = await withCheckedContinuation { continuation in
         once.withLock { $0 = continuation }
         let resume: @Sendable (JobResult?) -> Void = { value in once.withLock { $0.take() }?.resume(returning: value) }

@@ -1,3 +1,4 @@
+import HydraLoop
 import Foundation
 import Synchronization
 import Testing
@@ -195,7 +196,7 @@ import Testing
     @Test func pauseResumeAndPriorityPushToFront() async throws {
         let engine = try makeEngine(#", "workers": [{"name":"local","kind":"local","maxActive":1},{"name":"rest","kind":"remote"}]"#)
         defer { engine.shutdown() }
-        let order = Mutex<[Int]>([])
+        let order = Locked<[Int]>([])
         engine.register(localJob: "record", .inline { call in
             order.withLock { $0.append(call.input.intValue ?? -1) }
             return .null

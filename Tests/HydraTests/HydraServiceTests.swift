@@ -1,3 +1,4 @@
+import HydraLoop
 import Foundation
 import HydraCore
 import HydraStore
@@ -19,7 +20,7 @@ import Testing
                                        retainFinished: 1)
         // A burst: submitted without waiting, so finishes pile up behind the writer.
         let count = 2000
-        let submitted = Mutex<[Int: String]>([:])
+        let submitted = Locked<[Int: String]>([:])
         let allIn = DispatchSemaphore(value: 0)
         for i in 0..<count {
             let request = HydraService.SubmitRequest(job: ["type": "local", "name": "echo", "input": .int(i)])

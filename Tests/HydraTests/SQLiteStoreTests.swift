@@ -1,3 +1,4 @@
+import HydraLoop
 import Foundation
 import HydraCore
 import Synchronization
@@ -161,7 +162,7 @@ import Testing
         defer { store.close() }
         _ = try insert(store, [job("a", at: 1)])
         // Queued together, so very likely in one batch: the duplicate id fails alone.
-        let results = Mutex<[String: Bool]>([:])
+        let results = Locked<[String: Bool]>([:])
         let group = DispatchGroup()
         for id in ["x", "a", "y"] {
             group.enter()

@@ -547,7 +547,7 @@ import Testing
         // server writes: a debug-build reader parsing 60 KB events can be).
         _ = try watcher.call("events.subscribe", ["events": ["job.started"]])
         // The watcher reads as events come, on a thread of its own.
-        let seen = Mutex(0)
+        let seen = Locked(0)
         let reading = Thread {
             while seen.withLock({ $0 }) < 128, let note = try? watcher.nextNotification(timeout: .seconds(10)) {
                 if note["params"]?["event"] == "job.started", note["params"]?["stepPath"] == "" {

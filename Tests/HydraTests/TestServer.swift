@@ -1,3 +1,4 @@
+import HydraLoop
 import Foundation
 import Synchronization
 import Testing
@@ -8,7 +9,7 @@ import Testing
 /// started once per test process. Its stdin is a pipe we keep open: when the
 /// test process dies, the server sees EOF and exits.
 enum TestServer {
-    private static let state = Mutex<(port: Int, process: Process?, stdin: Pipe?)>((0, nil, nil))
+    private static let state = Locked<(port: Int, process: Process?, stdin: Pipe?)>((0, nil, nil))
 
     static var port: Int {
         state.withLock { s in
@@ -80,7 +81,7 @@ func spec(_ text: String) throws -> JobSpec {
 
 /// Collects every event of an engine in order.
 final class EventLog: EventSink {
-    private let events = Mutex<[HydraEvent]>([])
+    private let events = Locked<[HydraEvent]>([])
     func receive(_ event: HydraEvent) { events.withLock { $0.append(event) } }
     var all: [HydraEvent] { events.withLock { $0 } }
     func names(job: String) -> [String] { all.filter { $0.rootJobId == job }.map { "\($0.name)@\($0.stepPath)" } }

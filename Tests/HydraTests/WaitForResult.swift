@@ -1,10 +1,11 @@
+import HydraLoop
 import Dispatch
 import Synchronization
 
 /// Calls `start` with a completion callback and waits for the result it delivers
 /// (on whatever thread it is called): for the callback APIs of the store and the service.
 func waitForResult<T: Sendable, E: Error>(_ start: (@escaping @Sendable (Result<T, E>) -> Void) -> Void) throws(E) -> T {
-    let outcome = Mutex<Result<T, E>?>(nil)
+    let outcome = Locked<Result<T, E>?>(nil)
     let done = DispatchSemaphore(value: 0)
     start { result in
         outcome.withLock { $0 = result }

@@ -1,3 +1,4 @@
+import HydraLoop
 import Foundation
 import Synchronization
 
@@ -10,7 +11,7 @@ public final class Scheduler: Sendable {
     public let dispatcher: Dispatcher
     public let coordinator: Coordinator
     public let bus: EventBus
-    private let stopped = Mutex(false)
+    private let stopped = Locked(false)
     /// Set once a graceful stop began: submits are refused.
     private let draining = Atomic<Bool>(false)
     /// Submitted and not yet final (for `limits.maxQueuedJobs`).

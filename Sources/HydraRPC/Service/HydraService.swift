@@ -1,3 +1,4 @@
+import HydraLoop
 import Foundation
 import Hydra
 import HydraCore
@@ -21,7 +22,7 @@ public final class HydraService: Sendable {
 
     /// A class around the counters so closures can capture them.
     private final class CounterBox: Sendable {
-        let value = Mutex(Counters())
+        let value = Locked(Counters())
     }
 
     private struct Counters {

@@ -1,3 +1,4 @@
+import HydraLoop
 import HydraCore
 import OrderedCollections
 import Synchronization
@@ -41,7 +42,7 @@ final class StoreResponseCache: ResponseCache {
 /// Emits events on a bus set after construction (the engine, and so its bus,
 /// is created after the cache it is given).
 final class EventRelay: Sendable {
-    let bus = Mutex<EventBus?>(nil)
+    let bus = Locked<EventBus?>(nil)
 
     func emit(_ name: String, _ fields: OrderedDictionary<String, JSONValue>) {
         guard let bus = bus.withLock({ $0 }) else { return }
