@@ -161,10 +161,15 @@ import Testing
         defer { engine.shutdown() }
         let log = EventLog()
         _ = engine.subscribe(sink: log)
+        let started = engine.events(EventFilter(events: ["job.started"]))
         let id = try engine.submit(spec("""
             {"type":"concurrent","steps":[{"type":"remote","endpoint":"/delay/5000"},{"type":"local","name":"delay","input":{"ms":5000}}]}
             """))
-        try await Task.sleep(for: .milliseconds(200))
+        // Both steps are running: their workers started them.
+        let running = Locked(Set<String>())
+        try await nextEvent(in: started) { event in
+            running.withLock { $0.insert(event.stepPath); return $0.isSuperset(of: ["0", "1"]) }
+        }
         #expect(await engine.cancel(id) == .cancelled)
         let result = await engine.result(of: id)
         #expect(result?.state == .cancelled)
@@ -185,12 +190,8 @@ import Testing
         let result = try await engine.run(spec(#"{"type":"serial","steps":[{"type":"local","name":"echo","input":"x"},{"type":"job","name":"login-and-fetch","input":{"user":"gandalf"}}]}"#))
         #expect(result.state == .succeeded)
         #expect(result.result?["results"]?[1]?["results"]?[1]?["body"] == ["user": "gandalf"])
-        #expect(throws: ValidationError.self) { try engine.submit(spec(#"{"type":"job","name":"missing"}"#)) }
-        do {
-            try engine.submit(spec(#"{"type":"job","name":"missing"}"#))
-        } catch {
-            #expect((error as? ValidationError)?.isNotFound == true)
-        }
+        let missing = #expect(throws: ValidationError.self) { try engine.submit(spec(#"{"type":"job","name":"missing"}"#)) }
+        #expect(missing?.isNotFound == true)
     }
 
     @Test func pauseResumeAndPriorityPushToFront() async throws {
@@ -206,7 +207,8 @@ import Testing
         var ids: [String] = []
         for i in 1...3 { ids.append(try engine.submit(.local("record", input: .int(i)))) }
         ids.append(try engine.submit(.local("record", input: 99), priority: 5))
-        try await Task.sleep(for: .milliseconds(100))
+        // All four reached the paused worker, which started none of them.
+        try await waitUntil { worker.stats().queued == 4 }
         #expect(order.withLock { $0 }.isEmpty)
         #expect(worker.stats().paused)
         #expect(worker.stats().queued == 4)
@@ -223,8 +225,9 @@ import Testing
             Thread.sleep(forTimeInterval: 1.5)
             return "done"
         })
+        let starts = engine.events(EventFilter(events: ["job.started"]))
         let slow = try engine.submit(.local("block"))
-        try await Task.sleep(for: .milliseconds(50))
+        try await nextEvent(in: starts) { $0.jobId == slow }
         let started = Date()
         let fast = try await engine.run(spec(#"{"type":"remote","api":"items"}"#))
         let echo = try await engine.run(.local("echo", input: 1))

@@ -52,11 +52,10 @@ import Testing
         await #expect(throws: JobError.self) {
             _ = try await engine.request().endpoint("/status/503").send()
         }
-        do {
+        let notFound = await #expect(throws: JobError.self) {
             _ = try await engine.request().endpoint("/status/404").send()
-        } catch let error as JobError {
-            #expect(error.kind == .http && error.status == 404)
         }
+        #expect(notFound?.kind == .http && notFound?.status == 404)
         await #expect(throws: DecodingError.self) {
             _ = try await engine.request().api("items").decoding(Token.self).send()
         }

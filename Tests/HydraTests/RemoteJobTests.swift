@@ -263,20 +263,17 @@ import Testing
     @Test func cancelsATransferMidFlight() async throws {
         let engine = try makeEngine()
         defer { engine.shutdown() }
+        let progress = engine.events(EventFilter(events: ["job.progress"]))
         let id = try engine.submit(spec(#"{"type":"remote","endpoint":"/slow-body/100/50"}"#))
-        try await Task.sleep(for: .milliseconds(300))
+        // Mid-flight: bytes have arrived, more are coming.
+        try await nextEvent(in: progress) { $0.jobId == id }
         #expect(await engine.cancel(id) == .cancelled)
         let result = await engine.result(of: id)
         #expect(result?.state == .cancelled)
         #expect(result?.error?.kind == .cancelled)
         #expect(await engine.cancel(id) == .alreadyFinal)
         // The worker's slot frees once curl has really dropped the transfer.
-        var active = 1
-        for _ in 0..<100 where active != 0 {
-            active = engine.workerStats().first { $0.name == "rest" }?.active ?? -1
-            if active != 0 { try await Task.sleep(for: .milliseconds(10)) }
-        }
-        #expect(active == 0)
+        try await waitUntil { engine.workerStats().first { $0.name == "rest" }?.active == 0 }
     }
 
     @Test func dummyResponsesFromConfigAndHandlers() async throws {
