@@ -19,7 +19,8 @@ public final class Coordinator: Sendable {
     let running = RunningJobs()
 
     init(dispatcher: Dispatcher, bus: EventBus, environment: [String: String],
-         shared: (any SharedDataReader)?, journal: (any StepJournal)?, retainFinished: Int, maxResultBytes: Int) {
+         shared: (any SharedDataReader)?, journal: (any StepJournal)?, retainFinished: Int, maxResultBytes: Int,
+         clock: any CoordinatorClock) {
         self.bus = bus
         let loop = EventLoop(name: "hydra-coordinator")
         self.loop = loop
@@ -27,7 +28,7 @@ public final class Coordinator: Sendable {
         (inbox, runtime) = loop.submitAndWait {
             let runtime = CoordinatorRuntime(loop: loop, dispatcher: dispatcher, bus: bus, environment: environment,
                                              shared: shared, journal: journal, retainFinished: retainFinished,
-                                             maxResultBytes: maxResultBytes, running: running)
+                                             maxResultBytes: maxResultBytes, clock: clock, running: running)
             let inbox = Mailbox<CoordinatorMessage>(loop: loop) { runtime.handle($0) }
             return (inbox, LoopBound(runtime, loop: loop))
         }
@@ -205,6 +206,7 @@ final class CoordinatorRuntime {
     private let retainFinished: Int
     /// `limits.maxResultBytes`: a step's result, or a group's results, above it fails with kind `tooLarge`.
     private let maxResultBytes: Int
+    private let clock: any CoordinatorClock
     private let running: RunningJobs
 
     @exclusivity(unchecked) private var outboxes: [Outbox<WorkerMessage>] = []
@@ -233,8 +235,9 @@ final class CoordinatorRuntime {
 
     init(loop: EventLoop, dispatcher: Dispatcher, bus: EventBus, environment: [String: String],
          shared: (any SharedDataReader)?, journal: (any StepJournal)?, retainFinished: Int, maxResultBytes: Int,
-         running: RunningJobs) {
+         clock: any CoordinatorClock, running: RunningJobs) {
         self.loop = loop
+        self.clock = clock
         self.maxResultBytes = maxResultBytes
         self.running = running
         self.journal = journal
@@ -328,7 +331,7 @@ final class CoordinatorRuntime {
 
     /// Starts a node that was just created (its `job.queued` is already out).
     private func run(_ node: GraphNode) {
-        if node.root.startedAt == nil { node.root.startedAt = Date().timeIntervalSince1970 }
+        if node.root.startedAt == nil { node.root.startedAt = clock.now() }
         if case .named(let named) = node.spec.body {
             // A named job's steps see its own input and ids.
             do throws(ReferenceError) {
@@ -418,7 +421,7 @@ final class CoordinatorRuntime {
 
     private func startTimer(_ node: GraphNode) {
         guard let timeout = node.effective.timeoutMs else { return }
-        node.timer = loop.schedule(afterMilliseconds: UInt64(timeout)) { [unowned self, unowned node] in
+        node.timer = clock.schedule(afterMilliseconds: UInt64(timeout), on: loop) { [unowned self, unowned node] in
             node.timer = nil
             self.cancel(node, error: JobError(.timeout, "timed out after \(timeout) ms"))
         }
@@ -596,7 +599,7 @@ final class CoordinatorRuntime {
     private func finishRoot(_ root: RootJob, error: JobError?) {
         let node = root.node!
         if root.countedRunning { running.add(-1) }
-        root.finishedAt = Date().timeIntervalSince1970
+        root.finishedAt = clock.now()
         active.removeValue(forKey: root.key)
         let result = node.deferredResult.map { JobResult(jobId: root.id, deferred: $0) }
             ?? JobResult(jobId: root.id, state: node.state, result: node.result, error: error)

@@ -25,7 +25,7 @@ final class GraphNode {
     @exclusivity(unchecked) var result: JSONValue?
     /// A root leaf's result not built yet (see ``DeferredResult``); `result` is nil meanwhile.
     @exclusivity(unchecked) var deferredResult: (any DeferredResult)?
-    @exclusivity(unchecked) var timer: ScheduledTask?
+    @exclusivity(unchecked) var timer: (any CoordinatorTimer)?
     /// Secret shared values this step's references read: masked in what it reports.
     @exclusivity(unchecked) var secrets = SecretMask()
 

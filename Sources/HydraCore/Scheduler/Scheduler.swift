@@ -17,6 +17,8 @@ public final class Scheduler: Sendable {
     /// Submitted and not yet final (for `limits.maxQueuedJobs`).
     private let unfinished = Atomic<Int>(0)
     private let maxQueuedJobs: Int
+    /// Job timestamps and timeout timers.
+    let clock: any CoordinatorClock
 
     /// Finished jobs kept in memory for status queries unless told otherwise.
     public static let defaultRetainFinished = 100_000
@@ -30,11 +32,14 @@ public final class Scheduler: Sendable {
     ///   - lastSeq: the seq of the last event already issued.
     ///   - retainFinished: finished jobs kept in memory for status queries.
     ///   - maxResultBytes: `limits.maxResultBytes` (protocol §4 Size limits).
+    ///   - clock: job timestamps and timeout timers (tests inject their own).
     public init(workers configurations: [Configuration.Worker], managers: [any JobManager],
                 library: (any JobLibrary)?, environment: [String: String] = [:],
                 shared: (any SharedDataReader)? = nil, journal: (any StepJournal)? = nil, lastSeq: UInt64 = 0,
                 retainFinished: Int = Scheduler.defaultRetainFinished,
-                maxQueuedJobs: Int = 1_000_000, maxResultBytes: Int = 16_777_216) throws(ValidationError) {
+                maxQueuedJobs: Int = 1_000_000, maxResultBytes: Int = 16_777_216,
+                clock: any CoordinatorClock = SystemClock()) throws(ValidationError) {
+        self.clock = clock
         self.maxQueuedJobs = maxQueuedJobs
         guard !configurations.isEmpty else { throw ValidationError(path: "workers", "at least one worker is required") }
         let workers = configurations.map(Worker.init(configuration:))
@@ -49,7 +54,8 @@ public final class Scheduler: Sendable {
         self.dispatcher = dispatcher
         bus = EventBus(lastSeq: lastSeq)
         coordinator = Coordinator(dispatcher: dispatcher, bus: bus, environment: environment, shared: shared,
-                                  journal: journal, retainFinished: retainFinished, maxResultBytes: maxResultBytes)
+                                  journal: journal, retainFinished: retainFinished, maxResultBytes: maxResultBytes,
+                                  clock: clock)
         for worker in workers {
             worker.bind(manager: dispatcher.manager(for: worker.kind)!, reports: coordinator.inbox)
         }
@@ -65,7 +71,7 @@ public final class Scheduler: Sendable {
         try admit(1)
         let (id, key) = jobId.map { ($0, JobIdentifier.nextKey()) } ?? JobIdentifier.next()
         coordinator.submit(Submission(jobId: id, key: key, foreignID: jobId != nil, spec: prepared, input: input,
-                                      priority: priority, createdAt: Date().timeIntervalSince1970,
+                                      priority: priority, createdAt: clock.now(),
                                       completion: countedCompletion(completion)))
         return id
     }
@@ -84,7 +90,7 @@ public final class Scheduler: Sendable {
         try admit(batch.count)
         var submissions: [CoordinatorMessage] = []
         submissions.reserveCapacity(batch.count)
-        let now = Date().timeIntervalSince1970
+        let now = clock.now()
         let counted = countedCompletion(completion)
         for (spec, item) in zip(prepared, batch) {
             let (id, key) = JobIdentifier.next()
