@@ -46,15 +46,15 @@ import Testing
 
     @Test func gracefulStopGivesUpAfterTheGracePeriod() async throws {
         let engine = try makeEngine()
-        // A 10 s transfer: shutdown must return long before it ends. The bound
-        // is loose because the whole suite shares 2 cores: one full run here
-        // failed the former 2 s bound (against a 3 s transfer).
-        let abandoned = try engine.submit(spec(#"{"type":"remote","endpoint":"/delay/10000"}"#))
+        // A 30 s transfer: shutdown must return long before it ends. The bound
+        // is loose because the whole suite shares 2 cores, and under
+        // ThreadSanitizer (make test-tsan) a shutdown took 6.5 s.
+        let abandoned = try engine.submit(spec(#"{"type":"remote","endpoint":"/delay/30000"}"#))
         let started = ContinuousClock.now
         let finished = await engine.shutdown(gracePeriod: .milliseconds(200))
         let took = ContinuousClock.now - started
         #expect(finished == false)
-        #expect(took < .seconds(5), "shutdown took \(took)")
+        #expect(took < .seconds(20), "shutdown took \(took)")
         #expect(await engine.result(of: abandoned) == nil)
     }
 }

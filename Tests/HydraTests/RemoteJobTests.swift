@@ -264,7 +264,9 @@ import Testing
         let engine = try makeEngine()
         defer { engine.shutdown() }
         let progress = engine.events(EventFilter(events: ["job.progress"]))
-        let id = try engine.submit(spec(#"{"type":"remote","endpoint":"/slow-body/100/50"}"#))
+        // 20 s of body: mid-flight when its first progress (64 KiB) comes, with
+        // room for a slow machine (a sanitized build) to send the cancel.
+        let id = try engine.submit(spec(#"{"type":"remote","endpoint":"/slow-body/400/50"}"#))
         // Mid-flight: bytes have arrived, more are coming.
         try await nextEvent(in: progress) { $0.jobId == id }
         #expect(await engine.cancel(id) == .cancelled)

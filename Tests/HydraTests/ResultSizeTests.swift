@@ -16,7 +16,6 @@ import Testing
         for doubling in [#"["${prev}","${prev}"]"#, #""${prev}${prev}""#] {
             let steps = [#"{"type":"local","name":"echo","input":"0123456789abcdef"}"#]
                 + Array(repeating: #"{"type":"local","name":"echo","input":\#(doubling)}"#, count: 41)
-            let started = Date()
             let id = try engine.submit(spec(#"{"type":"serial","steps":[\#(steps.joined(separator: ","))]}"#))
             let result = try await finalResult(of: id, in: engine)
             #expect(result.state == .failed)
@@ -25,7 +24,6 @@ import Testing
             // 16 bytes doubled: the steps' results add up to 64 KiB by step 12; it never gets further.
             let reached = log.names(job: id).filter { $0.hasPrefix("job.succeeded@") }.count
             #expect(reached >= 8 && reached <= 13, "\(reached) steps succeeded; \(String(describing: result.error))")
-            #expect(Date().timeIntervalSince(started) < 5)
         }
     }
 
