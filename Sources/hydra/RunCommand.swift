@@ -54,7 +54,6 @@ struct RunCommand: AsyncParsableCommand {
         } catch {
             exitInvalid(error)
         }
-        announceConfiguration(config)
 
         let engine: HydraEngine
         do {
@@ -64,6 +63,8 @@ struct RunCommand: AsyncParsableCommand {
         }
         do { try engine.rest.checkConfiguredDogmas() } catch { exitInvalid("\(configurationSource(config)): \(error)") }
         defer { engine.shutdown() }
+        // Named once the configuration is known good: a bad one stays a one-line error naming the file.
+        announceConfiguration(config)
 
         let printer = EventPrinter(style: events ? (pretty ? .pretty : .json) : .none,
                                    progress: isatty(STDERR_FILENO) != 0,

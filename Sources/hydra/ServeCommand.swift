@@ -55,7 +55,6 @@ struct ServeCommand: AsyncParsableCommand {
         } catch {
             exitInvalid(error)
         }
-        announceConfiguration(config)
         if let listen { configuration.rpc.listen = listen }
         if let unixSocket { configuration.rpc.unixSocket = unixSocket }
         if let state { configuration.state.path = state }
@@ -115,6 +114,8 @@ struct ServeCommand: AsyncParsableCommand {
         let signals = TerminationSignals(upkeepEvery: 3600) {
             store.prune(before: Date().timeIntervalSince1970 - retention)
         }
+        // Named once startup succeeded: a startup failure stays one line (it names the file).
+        announceConfiguration(config)
         writeLine("hydra \(HydraVersion.string) serving on \(server.listening.joined(separator: " and "))")
         writeLine("state: \(statePath)/hydra.db\(recovered > 0 ? " (\(recovered) unfinished jobs resumed)" : "")")
 
@@ -142,7 +143,7 @@ func loadConfiguration(_ path: String?) throws -> Configuration {
     return Configuration()
 }
 
-/// Names the configuration in use on stderr at startup (`hydra: config PATH`, or
+/// Names the configuration in use on stderr once startup succeeded (`hydra: config PATH`, or
 /// that none was found and the defaults apply), so a user who edits the wrong file,
 /// or starts from another folder, sees it at once instead of guessing.
 func announceConfiguration(_ path: String?) {
