@@ -38,7 +38,8 @@ struct HydraCommand: AsyncParsableCommand {
             }
         } catch {
             if exitCode(for: error).rawValue == ExitCode.validationFailure.rawValue {
-                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                let message = fullMessage(for: error)
+                if !message.isEmpty { FileHandle.standardError.write(Data((message + "\n").utf8)) }
                 Foundation.exit(2)
             }
             exit(withError: error)
