@@ -19,10 +19,9 @@ public struct FileJobLibrary: JobLibrary {
             throw ValidationError(path: path, "no job named '\(name)' in \(folder)", notFound: true)
         }
         let json: JSONValue
-        do {
-            json = try JSONParser.parse([UInt8](data))
-        } catch {
-            throw ValidationError(path: path, "\(file) is not JSON: \(error)")
+        switch Result(catching: { () throws(JSONParseError) in try JSONParser.parse([UInt8](data)) }) {
+        case .success(let parsed): json = parsed
+        case .failure(let error): throw ValidationError(path: path, error.located(in: file))
         }
         do {
             return try JobSpec(json: json)

@@ -11,7 +11,7 @@ typealias OrderedJSON = OrderedDictionary<String, JSONValue>
 /// Where client commands connect: `--connect HOST:PORT` or `unix:PATH`; the
 /// secret comes from `HYDRA_RPC_SECRET`.
 struct ConnectOptions: ParsableArguments {
-    @Option(help: "Server address: HOST:PORT or unix:PATH (default 127.0.0.1:7400).")
+    @Option(help: "Server address: HOST:PORT or unix:PATH.")
     var connect = "127.0.0.1:7400"
 
     /// Connects (and authenticates); exits 2 for a malformed address, 1 when the server cannot be reached.
@@ -45,25 +45,15 @@ func call(_ client: RPCClient, _ method: String, _ params: JSONValue = .object([
     }
 }
 
-/// Reads a JSON document from a file or `-` (stdin); exits 2 naming the file when it is not JSON.
+/// Reads a JSON document from a file or `-` (stdin); exits 2 naming the file
+/// (and the line and column of a syntax error) when it is not JSON.
 func readJSONFile(_ path: String) -> JSONValue {
-    let data: Data
-    if path == "-" {
-        data = FileHandle.standardInput.readDataToEndOfFile()
-    } else {
-        guard let contents = FileManager.default.contents(atPath: path) else { exitInvalid("\(path): cannot read the file") }
-        data = contents
-    }
-    do {
-        return try JSONParser.parse([UInt8](data))
-    } catch {
-        exitInvalid("\(path == "-" ? "stdin" : path): not JSON: \(error)")
-    }
+    do { return try JSONInput.read(path: path) } catch { exitInvalid(error) }
 }
 
 /// Parses a JSON option value; exits 2 naming the option.
 func parseJSONOption(_ text: String, name: String) -> JSONValue {
-    do { return try JSONParser.parse(text) } catch { exitInvalid("\(name): not JSON: \(error)") }
+    do { return try JSONInput.parse(text, source: name) } catch { exitInvalid(error) }
 }
 
 struct PingCommand: ParsableCommand {
@@ -81,10 +71,14 @@ struct SubmitCommand: ParsableCommand {
         commandName: "submit",
         abstract: "Submit a job spec to the server.",
         discussion: """
-            Prints {"jobId": "..."} once the server has recorded the job durably. With --follow,
-            waits for the end: on a terminal a live progress line on stderr; otherwise every
-            event as one JSON line. The last line is then the job's result, and the exit status
-            is 0 succeeded, 1 failed or cancelled, 2 invalid spec.
+            Prints {"jobId": "..."} once the server has recorded the job durably.
+
+            With --follow, first names the job on stderr ("hydra: job ID ...", so
+            you can re-attach with hydra events --job ID --from 0), then waits for
+            the end: on a terminal a live progress line on stderr (steps done/total,
+            in flight, failed, retries); otherwise every event as one JSON line on
+            stdout. The last line of stdout is then the job's result, and the exit
+            status is 0 succeeded, 1 failed or cancelled, 2 invalid spec.
 
             Examples:
               hydra submit jobs/login-and-fetch.json --input '{"user": "gandalf"}'
@@ -110,18 +104,31 @@ struct SubmitCommand: ParsableCommand {
             writeLine(JSONWriter.string(submitted))
             return
         }
-        _ = call(client, "events.subscribe", ["jobId": .string(jobId), "fromSeq": .int(before)])
+        // The id first, on stderr whether or not it is a terminal (stdout stays pure
+        // NDJSON for scripts): a user whose follow ends early can re-attach.
+        FileHandle.standardError.write(Data(
+            "hydra: job \(jobId) (follow it again with: hydra events --job \(jobId) --from 0)\n".utf8))
         let terminal = isatty(STDERR_FILENO) != 0
-        var tracker = ProgressTracker()
+        var tracker = ProgressTracker(total: call(client, "job.status", ["jobId": .string(jobId)])["steps"]?["total"]?.intValue)
+        var lineOpen = false
+        /// Ends the progress line before an error message, so the message starts a line of its own.
+        func fail(_ error: RPCClientError) -> Never {
+            if lineOpen { FileHandle.standardError.write(Data("\n".utf8)) }
+            exitWith(error)
+        }
+        func request(_ method: String, _ params: JSONValue) -> JSONValue {
+            do { return try client.call(method, params) } catch { fail(error) }
+        }
+        _ = request("events.subscribe", ["jobId": .string(jobId), "fromSeq": .int(before)])
         var lastDraw = Date.distantPast
         var lastSeq = before
         while true {
             let note: JSONValue?
-            do { note = try client.nextNotification(timeout: .milliseconds(200)) } catch { exitWith(error) }
+            do { note = try client.nextNotification(timeout: .milliseconds(200)) } catch { fail(error) }
             if let note, note["method"] == "hydra.dropped" {
                 // The server dropped the subscription (this side read too slowly):
                 // take it up again after the last event seen, so nothing is missed.
-                _ = call(client, "events.subscribe", ["jobId": .string(jobId), "fromSeq": .int(lastSeq)])
+                _ = request("events.subscribe", ["jobId": .string(jobId), "fromSeq": .int(lastSeq)])
                 continue
             }
             if let note, note["method"] == "hydra.event", let event = note["params"] {
@@ -139,11 +146,13 @@ struct SubmitCommand: ParsableCommand {
             }
             if terminal, Date().timeIntervalSince(lastDraw) > 0.1 {
                 lastDraw = Date()
+                lineOpen = true
                 FileHandle.standardError.write(Data("\r\u{1B}[K\(tracker.line)".utf8))
             }
         }
         if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K\(tracker.line)\n".utf8)) }
-        let result = call(client, "job.result", ["jobId": .string(jobId), "waitMs": 60_000])
+        lineOpen = false
+        let result = request("job.result", ["jobId": .string(jobId), "waitMs": 60_000])
         writeLine(JSONWriter.string(result))
         if result["state"] != "succeeded" { throw ExitCode(1) }
     }
@@ -161,11 +170,12 @@ struct ResultCommand: ParsableCommand {
         commandName: "result", abstract: "Print a job's result (exit 0 succeeded, 1 otherwise).")
     @Argument(help: "The job id.") var jobId: String
     @Option(help: "Wait up to this many milliseconds for the job to finish.") var wait = 0
+    @Flag(help: "Indented JSON, for people rather than scripts.") var pretty = false
     @OptionGroup var connection: ConnectOptions
     func run() throws {
         let result = call(connection.client(), "job.result", ["jobId": .string(jobId), "waitMs": .int(wait)],
                           timeout: .milliseconds(wait + 10_000))
-        writeLine(JSONWriter.string(result))
+        writeLine(pretty ? PrettyJSON.string(result) : JSONWriter.string(result))
         if result["state"] != "succeeded" { throw ExitCode(1) }
     }
 }
@@ -207,13 +217,15 @@ struct EventsCommand: ParsableCommand {
         commandName: "events", abstract: "Stream events as JSON lines until interrupted.",
         discussion: """
             Examples:
-              hydra events                       everything from now on
-              hydra events --job j1 --from 0     that job's retained events, then live ones
-              hydra events --event job.failed
+              hydra events                    everything from now on
+              hydra events --job j1 --from 0  that job's retained events, then live
+              hydra events --event job.failed --pretty
             """)
     @Option(help: "Only this job and its steps.") var job: String?
     @Option(help: "Replay retained events after this seq first.") var from: Int?
     @Option(help: "Only events with this name (repeatable).") var event: [String] = []
+    @Flag(help: "One readable line per event (time, event, job and step, what happened), for people.")
+    var pretty = false
     @OptionGroup var connection: ConnectOptions
     func run() {
         let client = connection.client()
@@ -225,7 +237,11 @@ struct EventsCommand: ParsableCommand {
         while true {
             do {
                 if let note = try client.nextNotification(timeout: nil) {
-                    writeLine(JSONWriter.string(note["method"] == "hydra.event" ? (note["params"] ?? note) : note))
+                    if note["method"] == "hydra.event", let event = note["params"] {
+                        writeLine(pretty ? EventLine.string(event) : JSONWriter.string(event))
+                    } else {
+                        writeLine(JSONWriter.string(note))
+                    }
                 }
             } catch {
                 exitWith(error)

@@ -2,24 +2,30 @@ import Foundation
 import Hydra
 import Synchronization
 
-/// Prints events as JSON lines and/or draws a live progress line on stderr
-/// (steps done/total, in flight, failed, elapsed). Events arrive on the
-/// coordinator thread and are handed to a printing task, so the engine never
-/// waits on the terminal.
+/// Prints events (JSON lines, or readable lines with `--pretty`) and/or draws a
+/// live progress line on stderr (steps done/total, in flight, failed, retries,
+/// elapsed). Events arrive on the coordinator thread and are handed to a printing
+/// task, so the engine never waits on the terminal.
 final class EventPrinter: EventSink {
+    /// How events themselves are printed on stdout.
+    enum Style: Sendable {
+        case none, json, pretty
+    }
+
     private let continuation: AsyncStream<HydraEvent>.Continuation
     private let printing: Task<Void, Never>
 
-    init(printEvents: Bool, progress: Bool) {
+    /// `totalSteps`: the job's leaf steps when known, for `done/total`.
+    init(style: Style, progress: Bool, totalSteps: Int?) {
         let (stream, continuation) = AsyncStream<HydraEvent>.makeStream()
         self.continuation = continuation
         printing = Task {
-            var tracker = ProgressTracker()
+            var tracker = ProgressTracker(total: totalSteps)
             var lastDraw = Date.distantPast
             for await event in stream {
-                if printEvents {
+                if style != .none {
                     if progress { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
-                    writeLine(JSONWriter.string(event.json))
+                    writeLine(style == .pretty ? EventLine.string(event.json) : JSONWriter.string(event.json))
                 }
                 guard progress else { continue }
                 tracker.observe(event)
@@ -38,45 +44,5 @@ final class EventPrinter: EventSink {
     func finish() async {
         continuation.finish()
         await printing.value
-    }
-}
-
-/// Counts leaf steps from events for the progress line.
-struct ProgressTracker {
-    private let start = Date()
-    private var running: Set<String> = []
-    private var done = 0
-    private var failed = 0
-    var total: Int?
-
-    mutating func observe(_ event: HydraEvent) {
-        let key = event.rootJobId + "/" + event.stepPath
-        switch event.name {
-        case EventName.started where event.fields["worker"] != nil:
-            running.insert(key)
-        case EventName.succeeded, EventName.failed, EventName.cancelled:
-            if running.remove(key) != nil || event.fields["worker"] != nil {
-                done += 1
-                if event.name != EventName.succeeded { failed += 1 }
-            }
-        case EventName.queued where event.stepPath.isEmpty:
-            if let steps = event.fields["spec"]?["steps"]?.intValue { total = steps }
-        default:
-            break
-        }
-    }
-
-    /// The same, for an event received as JSON (`hydra submit --follow`).
-    mutating func observe(json event: JSONValue) {
-        guard case .object(var fields) = event, let name = event["event"]?.stringValue else { return }
-        for key in ["seq", "event", "jobId", "rootJobId", "stepPath", "time"] { fields[key] = nil }
-        observe(HydraEvent(seq: UInt64(event["seq"]?.intValue ?? 0), name: name,
-                           jobId: event["jobId"]?.stringValue ?? "", rootJobId: event["rootJobId"]?.stringValue ?? "",
-                           stepPath: event["stepPath"]?.stringValue ?? "", time: 0, fields: fields))
-    }
-
-    var line: String {
-        let elapsed = String(format: "%.1fs", Date().timeIntervalSince(start))
-        return "hydra: steps \(done) done · \(running.count) in flight · \(failed) failed · \(elapsed)"
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// `hydra`: the command-line tool.
 @main
@@ -8,17 +9,42 @@ struct HydraCommand: AsyncParsableCommand {
         abstract: "A worker-pool job scheduler for API work: remote and local jobs, serial and concurrent graphs.",
         discussion: """
             Examples:
-              hydra run jobs/demo.json                 run a job spec in-process and print its result
-              hydra run spec.json --events             ...printing every event as a JSON line first
+              hydra run jobs/demo.json              run a spec here, print its result
+              hydra run jobs/demo.json --events --pretty   ...and its events, readably
               echo '{"type":"local","name":"echo","input":42}' | hydra run -
-              hydra serve --config config/hydra.json  start the server (JSON-RPC on 127.0.0.1:7400)
-              hydra submit jobs/demo.json --follow     submit to the server and follow it to the end
-              hydra jobs --state failed                list failed jobs
+              hydra serve                           start the server on 127.0.0.1:7400
+              hydra submit jobs/demo.json --follow  submit to it and follow to the end
+              hydra jobs --state failed             list failed jobs
+
+            Exit status: 0 success, 1 a failed or cancelled job or a refused call,
+            2 invalid input (spec, JSON, config, address, unknown option or command).
             """,
         version: HydraVersion.string,
         subcommands: [RunCommand.self, ServeCommand.self, SubmitCommand.self, StatusCommand.self,
                       ResultCommand.self, CancelCommand.self, JobsCommand.self, EventsCommand.self,
                       SharedCommand.self, WorkersCommand.self, PingCommand.self])
+
+    /// ArgumentParser's `main()`, except that a usage error (an unknown command or
+    /// option, a missing argument: ArgumentParser's exit 64) exits 2 like every other
+    /// invalid input of hydra, as documented; the message and usage are the usual ones.
+    /// `--help` and `--version` still exit 0.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            if exitCode(for: error).rawValue == ExitCode.validationFailure.rawValue {
+                let message = fullMessage(for: error)
+                if !message.isEmpty { FileHandle.standardError.write(Data((message + "\n").utf8)) }
+                Foundation.exit(2)
+            }
+            exit(withError: error)
+        }
+    }
 }
 
 import HydraCore

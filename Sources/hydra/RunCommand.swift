@@ -9,14 +9,18 @@ struct RunCommand: AsyncParsableCommand {
         commandName: "run",
         abstract: "Run one job spec in-process and print its result.",
         discussion: """
-            The last line of stdout is the final {"jobId", "state", "result" | "error"} object.
-            With --events, each event is printed as one JSON line before it. On a terminal a
-            live progress line is drawn on stderr.
+            The last line of stdout is the final {"jobId", "state", "result" |
+            "error"} object. With --events, each event is printed as one JSON line
+            before it. On a terminal a live progress line is drawn on stderr.
+            --pretty is for people: the result as indented JSON, events as readable
+            lines. The configuration in use is named on stderr.
 
-            Exit status: 0 succeeded, 1 failed or cancelled, 2 invalid spec, input or config.
+            Exit status: 0 succeeded, 1 failed or cancelled, 2 invalid spec, input
+            or config.
 
             Examples:
               hydra run jobs/demo.json
+              hydra run jobs/demo.json --events --pretty
               hydra run jobs/fan-out.json --events --config config/hydra.json
               hydra run spec.json --input '{"user": "gandalf"}'
             """)
@@ -33,6 +37,9 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(help: "Print each event as a JSON line before the result.")
     var events = false
 
+    @Flag(help: "For people, not scripts: the result as indented JSON, events as readable lines.")
+    var pretty = false
+
     @Option(help: "State folder (downloads); overrides state.path.")
     var state: String?
 
@@ -42,12 +49,8 @@ struct RunCommand: AsyncParsableCommand {
         var inputJSON = JSONValue.null
         do {
             configuration = try loadConfiguration(config)
-            specJSON = try readSpec()
-            if let input {
-                do { inputJSON = try JSONParser.parse(input) } catch {
-                    throw UsageError("--input: not JSON: \(error)")
-                }
-            }
+            specJSON = try JSONInput.read(path: spec)
+            if let input { inputJSON = try JSONInput.parse(input, source: "--input") }
         } catch {
             exitInvalid(error)
         }
@@ -60,8 +63,12 @@ struct RunCommand: AsyncParsableCommand {
         }
         do { try engine.rest.checkConfiguredDogmas() } catch { exitInvalid("\(configurationSource(config)): \(error)") }
         defer { engine.shutdown() }
+        // Named once the configuration is known good: a bad one stays a one-line error naming the file.
+        announceConfiguration(config)
 
-        let printer = EventPrinter(printEvents: events, progress: isatty(STDERR_FILENO) != 0)
+        let printer = EventPrinter(style: events ? (pretty ? .pretty : .json) : .none,
+                                   progress: isatty(STDERR_FILENO) != 0,
+                                   totalSteps: ProgressTracker.leafCount(of: specJSON))
         let subscription = engine.subscribe(sink: printer)
         let result: JobResult
         do {
@@ -73,28 +80,9 @@ struct RunCommand: AsyncParsableCommand {
         }
         engine.unsubscribe(subscription)
         await printer.finish()
-        writeLine(JSONWriter.string(result.json))
+        writeLine(pretty ? PrettyJSON.string(result.json) : JSONWriter.string(result.json))
         if result.state != .succeeded { throw ExitCode(1) }
     }
-
-
-    private func readSpec() throws -> JSONValue {
-        let data: Data
-        if spec == "-" {
-            data = FileHandle.standardInput.readDataToEndOfFile()
-        } else {
-            guard let contents = FileManager.default.contents(atPath: spec) else {
-                throw UsageError("\(spec): cannot read the file")
-            }
-            data = contents
-        }
-        do {
-            return try JSONParser.parse([UInt8](data))
-        } catch {
-            throw UsageError("\(spec == "-" ? "stdin" : spec): not JSON: \(error)")
-        }
-    }
-
 }
 
 /// A usage problem reported as one line.

@@ -11,22 +11,26 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Run the Hydra server: JSON-RPC 2.0 control interface and durable job state.",
         discussion: """
-            Reads the configuration (default: config/hydra.json when it exists), opens the state
-            folder (SQLite in WAL mode), finishes the jobs a previous run left unfinished, and
-            listens for JSON-RPC clients (one JSON message per line).
+            Reads the configuration (default: config/hydra.json when it exists) and
+            names it on stderr, opens the state folder (SQLite in WAL mode), finishes
+            the jobs a previous run left unfinished, and listens for JSON-RPC
+            clients (one JSON message per line).
 
-            Secrets come from the environment: HYDRA_RPC_SECRET (clients must call rpc.auth)
-            and HYDRA_SHARED_KEY (the passphrase for shared values stored with aes-gcm).
+            Secrets come from the environment: HYDRA_RPC_SECRET (clients must call
+            rpc.auth) and HYDRA_SHARED_KEY (the passphrase for shared values stored
+            with aes-gcm).
 
-            SIGTERM or SIGINT stops accepting work (-32005), lets running jobs finish within
-            the grace period, keeps the rest for the next start, and exits 0.
+            SIGTERM or SIGINT stops accepting work (-32005), lets running jobs
+            finish within the grace period, keeps the rest for the next start, and
+            exits 0.
 
-            Exit status: 0 after a clean stop, 2 for a bad config file, a bad address or an
-            address in use.
+            Exit status: 0 after a clean stop, 2 for a bad config file, a bad
+            address or an address in use.
 
             Examples:
               hydra serve
-              hydra serve --config config/hydra.json --listen 127.0.0.1:7401 --state /tmp/hydra
+              hydra serve --config config/hydra.json --listen 127.0.0.1:7401
+              hydra serve --state /tmp/hydra --unix-socket /tmp/hydra.sock
             """)
 
     @Option(help: "Configuration file (default: config/hydra.json when it exists).")
@@ -110,6 +114,8 @@ struct ServeCommand: AsyncParsableCommand {
         let signals = TerminationSignals(upkeepEvery: 3600) {
             store.prune(before: Date().timeIntervalSince1970 - retention)
         }
+        // Named once startup succeeded: a startup failure stays one line (it names the file).
+        announceConfiguration(config)
         writeLine("hydra \(HydraVersion.string) serving on \(server.listening.joined(separator: " and "))")
         writeLine("state: \(statePath)/hydra.db\(recovered > 0 ? " (\(recovered) unfinished jobs resumed)" : "")")
 
@@ -135,6 +141,21 @@ func loadConfiguration(_ path: String?) throws -> Configuration {
         return try Configuration.load(path: "config/hydra.json")
     }
     return Configuration()
+}
+
+/// Names the configuration in use on stderr once startup succeeded (`hydra: config PATH`, or
+/// that none was found and the defaults apply), so a user who edits the wrong file,
+/// or starts from another folder, sees it at once instead of guessing.
+func announceConfiguration(_ path: String?) {
+    let line: String
+    if let path {
+        line = "hydra: config \(path)"
+    } else if FileManager.default.fileExists(atPath: "config/hydra.json") {
+        line = "hydra: config config/hydra.json"
+    } else {
+        line = "hydra: no config file found (looked for config/hydra.json); using defaults"
+    }
+    FileHandle.standardError.write(Data((line + "\n").utf8))
 }
 
 /// The file `loadConfiguration(path)` reads, or "the built-in defaults", for messages.

@@ -21,6 +21,25 @@ import Testing
         #expect(throws: JSONParseError.self) { try JSONParser.parse(text) }
     }
 
+    /// Errors say where, for people: line and column (characters, 1-based) beside the byte offset.
+    @Test func errorsNameLineAndColumn() {
+        let cases: [(text: String, line: Int, column: Int, offset: Int)] = [
+            ("{\"a\" 1}", 1, 6, 5),                        // at the 1
+            ("{\n  \"a\": 1\n  \"b\": 2}", 3, 3, 13),   // the missing comma
+            ("[\"é\", \"ü\" x]", 1, 11, 12),              // é and ü are two bytes, one column
+            ("[1,\n", 2, 1, 4),                              // end of input
+        ]
+        for c in cases {
+            do {
+                _ = try JSONParser.parse(c.text)
+                Issue.record("\(c.text) parsed")
+            } catch {
+                #expect((error.line, error.column, error.offset) == (c.line, c.column, c.offset), "\(c.text): \(error)")
+                #expect(error.located(in: "f.json") == "f.json:\(c.line):\(c.column): not JSON: \(error.message)")
+            }
+        }
+    }
+
     @Test func refusesHostileNesting() {
         let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
         #expect(throws: JSONParseError.self) { try JSONParser.parse(deep) }

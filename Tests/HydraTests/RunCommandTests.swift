@@ -8,11 +8,17 @@ import Testing
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    func hydra(_ arguments: [String], stdin: String? = nil) throws -> (status: Int32, out: String, err: String) {
+    /// Runs the binary to its end; `environment` adds to this process's, `directory`
+    /// replaces the package root as the working directory.
+    func hydra(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:],
+               directory: String? = nil) throws -> (status: Int32, out: String, err: String) {
         let process = Process()
         process.executableURL = BuiltProducts.url("hydra")
         process.arguments = arguments
-        process.currentDirectoryURL = RunCommandTests.root
+        process.currentDirectoryURL = directory.map { URL(fileURLWithPath: $0) } ?? RunCommandTests.root
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let out = Pipe(), err = Pipe(), input = Pipe()
         process.standardOutput = out
         process.standardError = err
@@ -36,7 +42,7 @@ import Testing
         let events = try lines.dropLast().map { try JSONParser.parse($0) }
         #expect(events.first?["event"] == "job.queued")
         #expect(events.contains { $0["event"] == "job.skipped" && $0["reason"] == "dummy" })
-        #expect(err.isEmpty)  // stderr is not a terminal: no progress line
+        #expect(err == "hydra: config config/hydra.json\n")  // stderr is not a terminal: no progress line
     }
 
     @Test func theShippedJobsRun() throws {
@@ -76,5 +82,106 @@ import Testing
         let badConfig = try hydra(["run", "jobs/demo.json", "--config", "/nonexistent.json"])
         #expect(badConfig.status == 2)
         #expect(badConfig.err.contains("/nonexistent.json"))
+    }
+
+    @Test func usageErrorsExitTwoAndHelpExitsZero() throws {
+        for arguments in [["run"], ["frobnicate"], ["run", "jobs/demo.json", "--bogus"], ["submit"],
+                          ["result", "j1", "--wait", "soon"]] {
+            let usage = try hydra(arguments)
+            #expect(usage.status == 2, "\(arguments): \(usage.err)")
+            #expect(usage.err.contains("Error:") && usage.err.contains("Usage: hydra"), "\(arguments): \(usage.err)")
+        }
+        for arguments in [["--help"], ["run", "--help"], ["serve", "--help"], ["help", "submit"], ["--version"]] {
+            let help = try hydra(arguments)
+            #expect(help.status == 0, "\(arguments): \(help.err)")
+            #expect(!help.out.isEmpty && help.err.isEmpty)
+        }
+    }
+
+    /// At 80 columns the help's discussion keeps its own lines: an example line is
+    /// never broken (its continuation would start at column 0), and a prose line is
+    /// not broken into a long and a short fragment in mid-paragraph.
+    @Test func helpIsNotRewrappedAtEightyColumns() throws {
+        for command in [[], ["run"], ["serve"], ["submit"], ["events"], ["jobs"], ["workers"]] {
+            let help = try hydra(command + ["--help"], environment: ["COLUMNS": "80"])
+            #expect(help.status == 0)
+            let discussion = help.out.components(separatedBy: "\nUSAGE:")[0]
+                .split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            for (i, line) in discussion.enumerated() where i > 0 {
+                let previous = discussion[i - 1]
+                #expect(line.count <= 80)
+                // Lines after an indented example are indented or blank.
+                if previous.hasPrefix("  ") {
+                    #expect(line.isEmpty || line.hasPrefix("  "), "\(command): \"\(previous)\" then \"\(line)\"")
+                }
+                // A short prose line ends its paragraph (or introduces a block).
+                if !previous.hasPrefix(" "), !previous.isEmpty, previous.count < 40, !previous.hasSuffix(":") {
+                    #expect(line.isEmpty, "\(command): ragged \"\(previous)\" then \"\(line)\"")
+                }
+            }
+        }
+    }
+
+    @Test func theConfigurationInUseIsNamed() throws {
+        // From the package root: the shipped config/hydra.json.
+        let shipped = try hydra(["run", "-"], stdin: #"{"type":"local","name":"echo","input":1}"#)
+        #expect(shipped.status == 0)
+        #expect(shipped.err.hasPrefix("hydra: config config/hydra.json\n"))
+        // Named explicitly.
+        let config = NSTemporaryDirectory() + "hydra-config-\(UUID().uuidString).json"
+        try "{}".write(toFile: config, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: config) }
+        let named = try hydra(["run", "-", "--config", config], stdin: #"{"type":"local","name":"echo","input":1}"#)
+        #expect(named.err.hasPrefix("hydra: config \(config)\n"))
+        // From a folder without one: the defaults, and where it looked.
+        let none = try hydra(["run", "-"], stdin: #"{"type":"local","name":"echo","input":1}"#,
+                             directory: NSTemporaryDirectory())
+        #expect(none.status == 0, "\(none.err)")
+        #expect(none.err.hasPrefix("hydra: no config file found (looked for config/hydra.json); using defaults\n"))
+        // hydra serve names it too (stderr; stdout keeps its two banner lines).
+        let server = try ServerProcess()
+        let stopped = server.terminate()
+        #expect(stopped.stderr.hasPrefix("hydra: config \(server.configPath)\n"), "\(stopped.stderr)")
+    }
+
+    @Test func jsonSyntaxErrorsNameLineAndColumn() throws {
+        let folder = NSTemporaryDirectory() + "hydra-syntax-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let spec = folder + "/spec.json"
+        try "{\n  \"type\": \"local\",\n  \"name\": \"echo\" \"input\": 1\n}\n".write(toFile: spec, atomically: true, encoding: .utf8)
+        let badSpec = try hydra(["run", spec])
+        #expect(badSpec.status == 2)
+        #expect(badSpec.err.contains("hydra: \(spec):3:18: not JSON: expected ',' or '}'"), "\(badSpec.err)")
+
+        let badInput = try hydra(["run", "jobs/demo.json", "--input", #"{"a": [1, 2,]}"#])
+        #expect(badInput.status == 2)
+        #expect(badInput.err.contains("hydra: --input:1:13: not JSON: unexpected character ']'"), "\(badInput.err)")
+
+        let stdin = try hydra(["run", "-"], stdin: "[1,\n\n  \"é\" x]")
+        #expect(stdin.err.contains("hydra: stdin:3:7: not JSON: expected ',' or ']'"), "\(stdin.err)")  // columns count characters
+
+        let config = folder + "/hydra.json"
+        try "{\"rpc\": {\n  \"listen\": 127.0.0.1:7400}}".write(toFile: config, atomically: true, encoding: .utf8)
+        let badConfig = try hydra(["run", "jobs/demo.json", "--config", config])
+        #expect(badConfig.status == 2)
+        #expect(badConfig.err.contains("hydra: \(config):2:18: not JSON: expected ',' or '}'"), "\(badConfig.err)")
+    }
+
+    @Test func prettyOutputIsForPeople() throws {
+        let pretty = try hydra(["run", "jobs/demo.json", "--events", "--pretty"])
+        #expect(pretty.status == 0, "\(pretty.err)")
+        let lines = pretty.out.split(separator: "\n").map(String.init)
+        let resultStart = try #require(lines.firstIndex(of: "{"))
+        // Events: one readable line each, `HH:MM:SS.mmm  name  job [step path]  detail`.
+        let events = lines[..<resultStart]
+        #expect(events.count > 10)
+        #expect(events.allSatisfy { $0.range(of: #"^\d\d:\d\d:\d\d\.\d{3}  [a-z]+\.[a-z]+ +j\w+"#, options: .regularExpression) != nil })
+        #expect(events.contains { $0.range(of: #"job\.succeeded +j\w+ step 0  status 200 \d+\.\dms$"#, options: .regularExpression) != nil })
+        #expect(events.contains { $0.range(of: #"job\.skipped +j\w+ step 0  dummy$"#, options: .regularExpression) != nil })
+        // The result: indented JSON that parses to the same thing as the default line.
+        let result = lines[resultStart...].joined(separator: "\n")
+        #expect(result.contains("\n  \"state\": \"succeeded\",\n"))
+        #expect(try JSONParser.parse(result)["result"]?["results"]?[1] == "debugPlayer")
     }
 }

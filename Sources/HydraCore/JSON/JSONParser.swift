@@ -1,10 +1,27 @@
 import OrderedCollections
 
-/// Why a text is not JSON, with the byte offset where reading stopped.
+/// Why a text is not JSON, with where reading stopped: the byte offset (for
+/// programs) and the line and column (for people editing the file).
 public struct JSONParseError: Error, Sendable, CustomStringConvertible {
     public var message: String
     public var offset: Int
+    /// 1-based line of `offset` (lines end at LF).
+    public var line: Int
+    /// 1-based column of `offset` in characters (Unicode scalars), not bytes.
+    public var column: Int
+
+    public init(message: String, offset: Int, line: Int = 1, column: Int = 1) {
+        self.message = message
+        self.offset = offset
+        self.line = line
+        self.column = column
+    }
+
     public var description: String { "\(message) at byte \(offset)" }
+
+    /// `SOURCE:LINE:COLUMN: not JSON: MESSAGE`, the form editors and compilers
+    /// use, so a person can jump to the spot (`spec.json:3:14: not JSON: expected ',' or '}'`).
+    public func located(in source: String) -> String { "\(source):\(line):\(column): not JSON: \(message)" }
 }
 
 /// A strict RFC 8259 JSON reader producing ``JSONValue``.
@@ -39,7 +56,20 @@ public enum JSONParser {
 
         var atEnd: Bool { index >= bytes.count }
 
-        func error(_ message: String) -> JSONParseError { JSONParseError(message: message, offset: index) }
+        /// The error at the current index. Line and column are counted here, on
+        /// the error path only, so parsing valid JSON costs nothing extra.
+        func error(_ message: String) -> JSONParseError {
+            let end = min(index, bytes.count)
+            var line = 1
+            var lineStart = 0
+            for i in 0..<end where bytes[i] == 0x0A {
+                line += 1
+                lineStart = i + 1
+            }
+            var column = 1
+            for i in lineStart..<end where bytes[i] & 0xC0 != 0x80 { column += 1 }
+            return JSONParseError(message: message, offset: index, line: line, column: column)
+        }
 
         mutating func skipWhitespace() {
             while index < bytes.count {

@@ -130,10 +130,12 @@ extension Configuration {
             throw ConfigurationError(file: path, ValidationError(path: "", "cannot read the file"))
         }
         let json: JSONValue
-        do {
-            json = try JSONParser.parse([UInt8](data))
-        } catch {
-            throw ConfigurationError(file: path, ValidationError(path: "", "not JSON: \(error)"))
+        switch Result(catching: { () throws(JSONParseError) in try JSONParser.parse([UInt8](data)) }) {
+        case .success(let parsed): json = parsed
+        case .failure(let error):
+            // FILE:LINE:COLUMN: not JSON: ..., so an editor can jump to the spot.
+            throw ConfigurationError(file: "\(path):\(error.line):\(error.column)",
+                                     ValidationError(path: "", "not JSON: \(error.message)"))
         }
         do {
             return try Configuration(json: json)

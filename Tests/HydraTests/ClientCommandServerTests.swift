@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+
+@testable import Hydra
+
+/// The client commands against a real `hydra serve`, as a person meets them:
+/// `submit --follow` on a terminal and off one, `--pretty`, a server that dies.
+@Suite struct ClientCommandServerTests {
+    let cli = RunCommandTests()
+
+    /// Starts the binary with `stdin` written and closed; stdout is a pipe, stderr `stderr`.
+    func start(_ arguments: [String], stdin: String = "", stderr: FileHandle) throws -> (process: Process, out: Pipe) {
+        let process = Process()
+        process.executableURL = RunCommandTests.root.appendingPathComponent(".build/debug/hydra")
+        process.arguments = arguments
+        process.currentDirectoryURL = RunCommandTests.root
+        let out = Pipe(), input = Pipe()
+        process.standardOutput = out
+        process.standardError = stderr
+        process.standardInput = input
+        try process.run()
+        input.fileHandleForWriting.write(Data(stdin.utf8))
+        try input.fileHandleForWriting.close()
+        return (process, out)
+    }
+
+    @Test func followNamesTheJobAndPrettyPrints() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let connect = ["--connect", server.address.description]
+        let follow = try cli.hydra(["submit", "-", "--follow"] + connect,
+                                   stdin: #"{"type":"serial","steps":[{"type":"local","name":"echo","input":1},{"type":"local","name":"fail","input":{"message":"nope"}}]}"#)
+        #expect(follow.status == 1)
+        // Off a terminal stdout stays NDJSON (events, then the result); the id is on stderr, first.
+        let lines = follow.out.split(separator: "\n").map(String.init)
+        let parsed = try lines.map { try JSONParser.parse($0) }
+        let jobId = try #require(parsed.last?["jobId"]?.stringValue)
+        #expect(follow.err.hasPrefix("hydra: job \(jobId) (follow it again with: hydra events --job \(jobId) --from 0)\n"),
+                "\(follow.err)")
+
+        // result --pretty: indented JSON; the default stays one line.
+        let pretty = try cli.hydra(["result", jobId, "--pretty"] + connect)
+        #expect(pretty.status == 1)
+        #expect(pretty.out.contains("{\n  \"jobId\": \"\(jobId)\",\n  \"state\": \"failed\",\n"), "\(pretty.out)")
+        #expect(try JSONParser.parse(pretty.out)["error"]?["message"] == "nope")
+        let compact = try cli.hydra(["result", jobId] + connect)
+        #expect(compact.out.split(separator: "\n").count == 1)
+
+        // events --pretty: one readable line per event (it streams until interrupted).
+        let errors = Pipe()
+        let events = try start(["events", "--job", jobId, "--from", "0", "--pretty"] + connect,
+                               stderr: errors.fileHandleForWriting)
+        var text = ""
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !text.contains("group.done"), ContinuousClock.now < deadline {
+            text += String(decoding: events.out.fileHandleForReading.availableData, as: UTF8.self)
+        }
+        // SIGKILL: the test process may hand its children SIGTERM blocked.
+        kill(events.process.processIdentifier, SIGKILL)
+        events.process.waitUntilExit()
+        let eventLines = text.split(separator: "\n").map(String.init)
+        #expect(eventLines.first?.range(of: #"^\d\d:\d\d:\d\d\.\d{3}  job\.queued +\#(jobId)  serial 2 steps$"#,
+                                        options: .regularExpression) != nil, "\(text)")
+        #expect(eventLines.contains { $0.hasSuffix("job.succeeded   \(jobId) step 0  1") }, "\(text)")
+        #expect(eventLines.contains { $0.hasSuffix("job.failed      \(jobId) step 1  internal: nope") }, "\(text)")
+    }
+
+    @Test func followOnATerminalShowsTotalAndRetries() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let key = "follow-\(UUID().uuidString)"
+        let terminal = try TerminalCapture()
+        let follow = try start(["submit", "-", "--follow", "--connect", server.address.description],
+                               stdin: #"{"type":"serial","steps":[{"type":"remote","endpoint":"/flaky/\#(key)/1","retry":{"maxAttempts":3,"backoffMs":10}},{"type":"local","name":"echo","input":2}]}"#,
+                               stderr: terminal.terminal)
+        try terminal.terminal.close()
+        let out = follow.out.fileHandleForReading.readDataToEndOfFile()
+        follow.process.waitUntilExit()
+        terminal.waitForEnd()
+        #expect(follow.process.terminationStatus == 0, "\(terminal.text)")
+        #expect(try JSONParser.parse(String(decoding: out, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))["state"] == "succeeded")
+        let text = terminal.text
+        #expect(text.hasPrefix("hydra: job j"), "\(text)")
+        // The final progress line: both leaves of two done, the one retry counted.
+        let last = try #require(text.components(separatedBy: "\u{1B}[K").last)
+        #expect(last.hasPrefix("hydra: steps 2/2 done · 0 in flight · 0 failed · 1 retry · "), "\(last)")
+    }
+
+    @Test func aLostConnectionEndsTheProgressLineFirst() throws {
+        let server = try ServerProcess()
+        defer { if server.process.isRunning { server.terminate() } }
+        let terminal = try TerminalCapture()
+        let follow = try start(["submit", "-", "--follow", "--connect", server.address.description],
+                               stdin: #"{"type":"local","name":"delay","input":{"ms":30000}}"#, stderr: terminal.terminal)
+        try terminal.terminal.close()
+        #expect(terminal.wait { $0.contains("1 in flight") }, "\(terminal.text)")
+        kill(server.process.processIdentifier, SIGKILL)
+        server.process.waitUntilExit()
+        follow.process.waitUntilExit()
+        terminal.waitForEnd()
+        #expect(follow.process.terminationStatus == 1)
+        // The error has a line of its own after the progress line (the terminal shows "\n" as "\r\n").
+        let lines = terminal.text.components(separatedBy: "\r\n").filter { !$0.isEmpty }
+        let last = try #require(lines.last)
+        #expect(last.hasPrefix("hydra: ") && !last.contains("steps"), "\(terminal.text)")
+        #expect(lines.dropLast().last?.contains("hydra: steps 0/1 done · 1 in flight") == true, "\(terminal.text)")
+    }
+}
