@@ -3,7 +3,8 @@ import HydraCore
 
 /// Named job graphs from a folder: `{"type": "job", "name": "x"}` runs the
 /// spec in `FOLDER/x.json`. Files are read at submit time, so edits apply to
-/// the next submission. Thread-safe.
+/// the next submission. Errors name the file by its name in the folder, never
+/// by its path (they reach clients: protocol §2). Thread-safe.
 public struct FileJobLibrary: JobLibrary {
     public let folder: String
 
@@ -16,17 +17,18 @@ public struct FileJobLibrary: JobLibrary {
         }
         let file = folder + "/" + name + ".json"
         guard let data = FileManager.default.contents(atPath: file) else {
-            throw ValidationError(path: path, "no job named '\(name)' in \(folder)", notFound: true)
+            throw ValidationError(path: path, "no job named '\(name)' in the jobs folder", notFound: true)
         }
         let json: JSONValue
         switch Result(catching: { () throws(JSONParseError) in try JSONParser.parse([UInt8](data)) }) {
         case .success(let parsed): json = parsed
-        case .failure(let error): throw ValidationError(path: path, error.located(in: file))
+        // Named by its place in the jobs folder: errors never carry the server's paths.
+        case .failure(let error): throw ValidationError(path: path, "jobs folder: " + error.located(in: name + ".json"))
         }
         do {
             return try JobSpec(json: json)
         } catch {
-            throw ValidationError(path: path, "\(file): \(error)")
+            throw ValidationError(path: path, "jobs folder: \(name).json: \(error)")
         }
     }
 

@@ -36,14 +36,15 @@ import Testing
         let ids = submitted.withLock { ids in (0..<count).map { ids[$0]! } }
         // Once the last job is final, all are (one local worker, first in, first out);
         // newest first, so the reads land where the writer is most behind.
-        let last = try waitForResult { service.result(of: ids[count - 1], waitMs: 10_000, reply: $0) }
+        _ = await service.engine.result(of: ids[count - 1])
+        let last = try waitForResult { service.result(of: ids[count - 1], reply: $0) }
         #expect(last["state"] == "succeeded")
         for id in ids.reversed().prefix(500) {
             let status = try waitForResult { service.status(of: id, reply: $0) }
             #expect(status["state"] == "succeeded", "\(id): \(status)")
         }
         for id in ids.prefix(100) {
-            let result = try waitForResult { service.result(of: id, waitMs: 0, reply: $0) }
+            let result = try waitForResult { service.result(of: id, reply: $0) }
             #expect(result["state"] == "succeeded", "\(id): \(result)")
         }
         do {

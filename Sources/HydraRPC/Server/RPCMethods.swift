@@ -1,4 +1,5 @@
 import HydraCore
+import HydraLoop
 
 /// The methods of protocol §5, mapped onto ``HydraService``. RPC loop thread.
 ///
@@ -14,13 +15,16 @@ extension RPCServerRuntime {
         do throws(ServiceError) {
             switch request.method {
             case "hydra.ping":
+                try params.only([])
                 now(.success(["version": .string(HydraVersion.string), "uptimeSec": .int(Int(service.uptime))]))
 
             case "rpc.auth":
+                try params.only(["token"])
                 guard let token = params["token"]?.stringValue else { throw params.invalid("token", "required") }
                 now(authenticate(session, token: token))
 
             case "job.submit":
+                try params.only(["job", "input", "idempotencyKey", "priority"])
                 guard let job = params["job"] else { throw params.invalid("job", "required") }
                 guard case .object = job else { throw params.invalid("job", "expected object") }
                 let request = HydraService.SubmitRequest(
@@ -34,17 +38,35 @@ extension RPCServerRuntime {
                 }
 
             case "job.status":
+                try params.only(["jobId"])
                 service.status(of: try params.requiredString("jobId"), reply: later)
 
             case "job.result":
+                try params.only(["jobId", "waitMs"])
                 let jobId = try params.requiredString("jobId")
                 let waitMs = try params.int("waitMs", min: 0, max: 3_600_000) ?? 0
-                service.result(of: jobId, waitMs: waitMs, reply: later)
+                guard waitMs > 0 else {
+                    service.result(of: jobId, reply: later)
+                    return
+                }
+                // Not final yet: wait in this loop's table, with a loop timer.
+                let loop = self.loop
+                let me = LoopBound(self, loop: loop)
+                service.result(of: jobId) { result in
+                    if case .success(let value) = result, let state = value["state"]?.stringValue,
+                       let parsed = JobState(rawValue: state), !parsed.isFinal {
+                        loop.execute { me.value.waiters.wait(for: jobId, milliseconds: waitMs, reply: later) }
+                    } else {
+                        later(result)
+                    }
+                }
 
             case "job.cancel":
+                try params.only(["jobId"])
                 service.cancel(try params.requiredString("jobId"), reply: later)
 
             case "job.list":
+                try params.only(["state", "limit", "after"])
                 var state: JobState?
                 if let name = try params.string("state") {
                     guard let s = JobState(rawValue: name) else {
@@ -56,6 +78,7 @@ extension RPCServerRuntime {
                 service.list(state: state, limit: limit, after: try params.string("after"), reply: later)
 
             case "events.subscribe":
+                try params.only(["jobId", "events", "shared", "fromSeq"])
                 var names = try params.stringSet("events")
                 if let unknown = names?.first(where: { !EventName.all.contains($0) && $0 != "hydra.dropped" }) {
                     throw params.invalid("events", "unknown event \"\(unknown)\"")
@@ -67,13 +90,16 @@ extension RPCServerRuntime {
                 now(subscribe(session, filter: filter, fromSeq: from))
 
             case "events.unsubscribe":
+                try params.only(["subscription"])
                 now(unsubscribe(session, id: try params.requiredString("subscription")))
 
             case "shared.get":
+                try params.only(["key"])
                 let key = try params.requiredString("key")
                 service.sharedValue(key) { later($0.map { ["key": .string(key), "value": $0] }) }
 
             case "shared.set":
+                try params.only(["key", "value", "cipher", "changeCipher"])
                 let key = try params.requiredString("key")
                 guard let value = params.values["value"] else { throw params.invalid("value", "required") }
                 var cipher: SharedCipher?
@@ -89,24 +115,31 @@ extension RPCServerRuntime {
                 }
 
             case "shared.remove":
+                try params.only(["key"])
                 service.removeShared(try params.requiredString("key")) { later($0.map { ["removed": .bool($0)] }) }
 
             case "cache.remove":
+                try params.only(["api", "url", "prefix"])
                 service.removeCached(api: try params.string("api"), url: try params.string("url"),
                                      prefix: try params.string("prefix")) { later($0.map { ["removed": .int($0)] }) }
 
             case "worker.list":
+                try params.only([])
                 now(.success(service.workers()))
 
             case "worker.pause", "worker.resume":
+                try params.only(["name"])
                 try service.setPaused(request.method == "worker.pause", worker: params.requiredString("name"))
                 now(.success(["ok": true]))
 
             case "hydra.stats":
+                try params.only([])
                 var stats = service.stats()
                 if case .object(var o) = stats {
                     o["connections"] = .int(sessions.count)
-                    o["subscriptions"] = .int(sessions.values.reduce(0) { $0 + $1.subscriptions.count })
+                    o["subscriptions"] = .int(subscriptionCount)
+                    // Extension: `job.result` calls waiting now, and the jobs they wait on.
+                    o["waiters"] = ["calls": .int(waiters.count), "jobs": .int(waiters.jobCount)]
                     stats = .object(o)
                 }
                 now(.success(stats))

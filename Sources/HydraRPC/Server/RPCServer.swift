@@ -14,7 +14,10 @@ import HydraLoop
 /// events arrive through one bus subscription and a mailbox, are kept in a
 /// ring of recent events for replay, and are encoded once per event whatever
 /// the number of subscribers. With no subscriber the loop takes no events at
-/// all (a replay then reads the store).
+/// all (a replay then reads the store). Subscriptions are indexed by what
+/// they filter on (``SubscriptionIndex``); replays go page by page under the
+/// same back-pressure as live events (``ReplayCursor``); `job.result` waits
+/// are loop timers (``ResultWaiters``).
 public final class RPCServer: Sendable {
     public let loop: EventLoop
     private let runtime: LoopBound<RPCServerRuntime>
@@ -81,12 +84,18 @@ final class RPCServerRuntime {
     private var listeners: [(StreamListener, SocketAddress)] = []
     private(set) var sessions: [UInt64: RPCSession] = [:]
     private var nextSessionID: UInt64 = 1
-    private var nextSubscriptionID = 1
+    private var nextSubscriptionNumber = 1
+    /// Live subscriptions of every session (replaying ones are not in it yet).
+    let index = SubscriptionIndex()
+    /// Subscriptions of every session, live or replaying.
+    private(set) var subscriptionCount = 0
+    /// `job.result` calls waiting for their job.
+    private(set) lazy var waiters = ResultWaiters(loop: loop, service: service)
     /// Recent events, oldest first, for `fromSeq` replay without the store.
-    private var recent = Deque<HydraEvent>()
+    private(set) var recent = Deque<HydraEvent>()
     private let recentCapacity = 65_536
     /// The seq of the newest event that reached this loop (while subscribed to the bus).
-    private var lastSeq: UInt64
+    private(set) var lastSeq: UInt64
     /// Feeds the bus's events to this loop (set once, when the server starts); subscribed
     /// only while some client subscribes.
     var eventSink: MailboxSink?
@@ -131,6 +140,7 @@ final class RPCServerRuntime {
 
     func closeAll() {
         closeListeners()
+        waiters.closeAll()
         if let id = busSubscription {
             service.engine.unsubscribe(id)
             busSubscription = nil
@@ -140,8 +150,8 @@ final class RPCServerRuntime {
 
     private func accept(_ connection: StreamConnection) {
         if sessions.count >= options.maxConnections {
-            var bytes = JSONWriter.bytes(RPCEncoder.error(RPCFailure(
-                id: .null, code: -32004, "too many connections (rpc.maxConnections = \(options.maxConnections))")))
+            var bytes = RPCEncoder.error(RPCFailure(
+                id: .null, code: -32004, "too many connections (rpc.maxConnections = \(options.maxConnections))"))
             bytes.append(UInt8(ascii: "\n"))
             connection.write(bytes)
             connection.close()
@@ -160,12 +170,14 @@ final class RPCServerRuntime {
                 id: .null, code: -32600, "message too large: more than \(self.options.maxMessageBytes) bytes (rpc.maxMessageBytes)")))
             session.connection.close()
         }
+        connection.onDrain = { [unowned self, unowned session] in
+            session.connection.resumeReading()
+            self.resumeReplays(of: session)
+        }
         connection.onClose = { [unowned self, unowned session] in
             session.closed = true
-            let subscribed = !session.subscriptions.isEmpty
-            session.subscriptions.removeAll()
+            self.remove(Array(session.subscriptions.values), from: session)
             self.sessions[session.id] = nil
-            if subscribed { self.subscriptionsRemoved() }
         }
     }
 
@@ -185,40 +197,42 @@ final class RPCServerRuntime {
                 session.send(RPCEncoder.error(RPCFailure(id: .null, code: -32600, "invalid request: empty batch")))
                 return
             }
-            let batch = BatchReply(count: items.count) { [weak session] responses in
-                guard let session, !responses.isEmpty else { return }
-                session.send(.array(responses))
+            let texts = RawJSON.elements(ofArray: line)
+            let batch = BatchReply(count: items.count, limit: options.maxOutboundBytes) { [weak session] answer in
+                session?.send(answer)
             }
             let submits = SubmitGroup()
             for (i, item) in items.enumerated() {
-                call(item, from: session, submits: submits) { response in batch.set(i, response) }
+                let raw = texts.count == items.count ? texts[i] : nil
+                call(item, raw: raw, from: session, submits: submits) { id, response in batch.set(i, id: id, response) }
             }
             submits.submit(to: service)
             return
         }
-        call(message, from: session, submits: nil) { [weak session] response in
+        call(message, raw: line, from: session, submits: nil) { [weak session] _, response in
             if let response { session?.send(response) }
         }
     }
 
-    /// Runs one request; `respond` gets the response (nil for a notification), on this loop.
-    /// `submits`: where a batch collects its `job.submit` calls.
-    private func call(_ message: JSONValue, from session: RPCSession, submits: SubmitGroup?,
-                      respond: @escaping (JSONValue?) -> Void) {
+    /// Runs one request; `respond` gets its id and response (nil for a
+    /// notification), on this loop. `raw`: the request's text (for its id's
+    /// digits). `submits`: where a batch collects its `job.submit` calls.
+    private func call(_ message: JSONValue, raw: ArraySlice<UInt8>?, from session: RPCSession, submits: SubmitGroup?,
+                      respond: @escaping (RPCID?, [UInt8]?) -> Void) {
         let request: RPCRequest
-        switch RPCRequest.parse(message) {
+        switch RPCRequest.parse(message, raw: raw) {
         case .success(let r): request = r
         case .failure(let failure):
-            respond(RPCEncoder.error(failure))
+            respond(failure.id, RPCEncoder.error(failure))
             return
         }
         let id = request.id ?? .null
         let notification = request.isNotification
         let finish: (Result<JSONValue, ServiceError>) -> Void = { result in
-            if notification { respond(nil); return }
+            if notification { respond(nil, nil); return }
             switch result {
-            case .success(let value): respond(RPCEncoder.result(id: id, value))
-            case .failure(let error): respond(RPCEncoder.error(RPCFailure(id: id, error)))
+            case .success(let value): respond(id, RPCEncoder.result(id: id, value))
+            case .failure(let error): respond(id, RPCEncoder.error(RPCFailure(id: id, error)))
             }
         }
         if !session.authenticated, request.method != "rpc.auth", request.method != "hydra.ping" {
@@ -244,7 +258,9 @@ final class RPCServerRuntime {
 
     // MARK: - Events
 
-    /// A bus event reached the loop: keep it for replay and fan it out.
+    /// A bus event reached the loop: keep it for replay and send it to the
+    /// live subscriptions that match it (found through the index: the cost
+    /// does not grow with subscriptions that do not).
     func deliver(_ event: HydraEvent) {
         // One sent before the loop last left the bus: subscriptions made since
         // replay it from the store if they asked for it.
@@ -253,41 +269,38 @@ final class RPCServerRuntime {
         recent.append(event)
         if recent.count > recentCapacity { recent.removeFirst() }
         var encoded: [UInt8]?
-        for session in sessions.values where !session.subscriptions.isEmpty {
-            for i in session.subscriptions.indices
-            where event.seq > session.subscriptions[i].after && session.subscriptions[i].filter.matches(event) {
-                if session.subscriptions[i].held != nil {
-                    session.subscriptions[i].held!.append(event)
-                    continue
-                }
-                if encoded == nil { encoded = JSONWriter.bytes(event.json) }
-                var out: [UInt8] = []
-                RPCEncoder.eventNotification(subscription: session.subscriptions[i].id, event: encoded!, into: &out)
-                session.send(raw: out)
-            }
-            enforceOutboundCap(session)
+        var touched: [UInt64: RPCSession] = [:]
+        index.forEachCandidate(of: event) { subscription in
+            guard event.seq > subscription.after, subscription.filter.matches(event) else { return }
+            if encoded == nil { encoded = JSONWriter.bytes(event.json) }
+            var out: [UInt8] = []
+            RPCEncoder.eventNotification(subscription: subscription.id, event: encoded!, into: &out)
+            let session = subscription.session
+            session.send(raw: out)
+            touched[session.id] = session
         }
+        for session in touched.values { enforceOutboundCap(session) }
     }
 
     /// A client that stops reading loses its subscriptions (with a final
     /// `hydra.dropped`); one that keeps piling up replies is disconnected.
     private func enforceOutboundCap(_ session: RPCSession) {
-        let queued = session.connection.queuedBytes
-        guard queued > options.maxOutboundBytes else { return }
-        if !session.subscriptions.isEmpty {
-            let ids = session.subscriptions.map { JSONValue.string($0.id) }
-            session.subscriptions.removeAll()
-            subscriptionsRemoved()
-            session.send(RPCEncoder.notification("hydra.dropped", [
-                "subscriptions": .array(ids),
-                "reason": .string("outgoing buffer above rpc.maxOutboundBytes (\(options.maxOutboundBytes) bytes): the client is not reading"),
-            ]))
-        }
+        guard session.isBackedUp, !session.subscriptions.isEmpty else { return }
+        let ids = session.subscriptions.keys.map { JSONValue.string($0) }
+        remove(Array(session.subscriptions.values), from: session)
+        session.send(RPCEncoder.notification("hydra.dropped", [
+            "subscriptions": .array(ids),
+            "reason": .string("outgoing buffer above rpc.maxOutboundBytes (\(options.maxOutboundBytes) bytes): the client is not reading"),
+        ]))
     }
 
     func subscribe(_ session: RPCSession, filter: EventFilter, fromSeq: UInt64?) -> Result<JSONValue, ServiceError> {
-        let id = "s\(nextSubscriptionID)"
-        nextSubscriptionID += 1
+        guard session.subscriptions.count < options.maxSubscriptions else {
+            return .failure(ServiceError(.overloaded,
+                "too many subscriptions on this connection: \(session.subscriptions.count) (rpc.maxSubscriptions = \(options.maxSubscriptions))"))
+        }
+        let subscription = Subscription(number: nextSubscriptionNumber, filter: filter, session: session)
+        nextSubscriptionNumber += 1
         if busSubscription == nil, let eventSink {
             // The first subscription: from here on the bus feeds this loop
             // every event after `lastSeq`; earlier ones are in the store.
@@ -296,101 +309,49 @@ final class RPCServerRuntime {
             busSubscription = busID
             lastSeq = seq
         }
-        let upTo = lastSeq
-        let reply: JSONValue = ["subscription": .string(id), "seq": .int(Int(upTo))]
-        guard let fromSeq, fromSeq < upTo else {
-            session.subscriptions.append(Subscription(id: id, filter: filter, after: fromSeq ?? 0))
-            return .success(reply)
-        }
-        if let oldest = recent.first, oldest.seq <= fromSeq + 1 {
-            var replay: [HydraEvent] = []
-            for event in recent where event.seq > fromSeq && event.seq <= upTo && filter.matches(event) {
-                replay.append(event)
-            }
-            // The reply goes first; replayed events follow it, then the live ones
-            // (held until then).
-            session.subscriptions.append(Subscription(id: id, filter: filter, held: []))
-            let context = LoopBound((self, session, replay), loop: loop)
-            loop.execute {
-                let (server, session, replay) = context.value
-                server.replayRead(.success(replay), for: session, subscription: id)
-            }
-            return .success(reply)
-        }
-        // Older than the ring: read from the store, off the loop (a flush waits
-        // for a commit). Live events wait in `held` meanwhile.
-        session.subscriptions.append(Subscription(id: id, filter: filter, held: []))
-        let context = LoopBound((self, session), loop: loop)
-        let bus = service.engine.scheduler.bus, store = service.store, loop = self.loop
-        DispatchQueue.global().async {
-            let read = Result { () throws(StoreError) -> [HydraEvent] in
-                // The bus hands an event to the store journal and to this loop in
-                // one emit: once no emit runs, every event up to `upTo` is queued.
-                bus.waitForEmits()
-                store.flush()
-                var replay: [HydraEvent] = []
-                var after = fromSeq
-                while after < upTo {
-                    let page = try store.events(after: after, limit: 10_000)
-                    guard let last = page.last else { break }
-                    for event in page where event.seq <= upTo && filter.matches(event) { replay.append(event) }
-                    after = last.seq
-                }
-                return replay
-            }
-            loop.execute {
-                let (server, session) = context.value
-                server.replayRead(read, for: session, subscription: id)
-            }
+        session.subscriptions[subscription.id] = subscription
+        subscriptionCount += 1
+        let reply: JSONValue = ["subscription": .string(subscription.id), "seq": .int(Int(lastSeq))]
+        if let fromSeq, fromSeq < lastSeq {
+            // The reply goes first; the replay follows it, then the live events.
+            startReplay(subscription, after: fromSeq)
+        } else {
+            subscription.after = fromSeq ?? 0
+            index.insert(subscription)
         }
         return .success(reply)
     }
 
-    /// The replay of a subscription is ready: send it, then the live events
-    /// held meanwhile, and let later ones through.
-    private func replayRead(_ read: Result<[HydraEvent], StoreError>, for session: RPCSession, subscription id: String) {
-        guard let index = session.subscriptions.firstIndex(where: { $0.id == id }) else { return }
-        switch read {
-        case .success(let replay):
-            let held = session.subscriptions[index].held ?? []
-            session.subscriptions[index].held = nil
-            send(replay + held, to: session, subscription: id)
-        case .failure(let error):
-            session.subscriptions.remove(at: index)
-            subscriptionsRemoved()
-            session.send(RPCEncoder.notification("hydra.dropped", [
-                "subscriptions": [.string(id)], "reason": .string("replay failed: \(error)"),
-            ]))
-        }
-    }
-
-    /// Sends replayed events of one subscription, stopping if the client stops reading.
-    private func send(_ events: [HydraEvent], to session: RPCSession, subscription id: String) {
-        guard session.subscriptions.contains(where: { $0.id == id }) else { return }
-        for event in events {
-            var out: [UInt8] = []
-            RPCEncoder.eventNotification(subscription: id, event: JSONWriter.bytes(event.json), into: &out)
-            session.send(raw: out)
-            if session.connection.queuedBytes > options.maxOutboundBytes {
-                enforceOutboundCap(session)
-                return
-            }
-        }
-    }
-
     func unsubscribe(_ session: RPCSession, id: String) -> Result<JSONValue, ServiceError> {
-        guard let index = session.subscriptions.firstIndex(where: { $0.id == id }) else {
-            return .failure(ServiceError(.notFound, "subscription \(id) not found"))
+        guard let subscription = session.subscriptions[id] else {
+            return .failure(ServiceError.notFound(
+                field: "subscription", "no subscription '\(ServiceError.clip(id))' on this connection"))
         }
-        session.subscriptions.remove(at: index)
-        subscriptionsRemoved()
+        remove([subscription], from: session)
         return .success(["ok": true])
+    }
+
+    /// Ends subscriptions of `session` (unsubscribed, dropped, or the connection closed).
+    func remove(_ subscriptions: [Subscription], from session: RPCSession) {
+        guard !subscriptions.isEmpty else { return }
+        for subscription in subscriptions where subscription.active {
+            subscription.active = false
+            if subscription.replay != nil {
+                subscription.replay = nil
+                session.replaying -= 1
+            } else {
+                index.remove(subscription)
+            }
+            session.subscriptions[subscription.id] = nil
+            subscriptionCount -= 1
+        }
+        subscriptionsRemoved()
     }
 
     /// Leaves the bus once no client subscribes any more: events then cost
     /// this loop nothing. The ring is dropped (it would have a gap).
     private func subscriptionsRemoved() {
-        guard let id = busSubscription, !sessions.values.contains(where: { !$0.subscriptions.isEmpty }) else { return }
+        guard let id = busSubscription, subscriptionCount == 0 else { return }
         service.engine.unsubscribe(id)
         busSubscription = nil
         recent.removeAll()
@@ -421,28 +382,4 @@ func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         difference |= x ^ y
     }
     return difference == 0
-}
-
-/// Collects the responses of a batch and sends them as one array once all are in.
-/// RPC loop thread only.
-final class BatchReply {
-    private var responses: [JSONValue?]
-    private var remaining: Int
-    private let done: ([JSONValue]) -> Void
-
-    init(count: Int, done: @escaping ([JSONValue]) -> Void) {
-        responses = Array(repeating: nil, count: count)
-        remaining = count
-        self.done = done
-    }
-
-    func set(_ index: Int, _ response: JSONValue?) {
-        responses[index] = response
-        remaining -= 1
-        guard remaining == 0 else { return }
-        var present: [JSONValue] = []
-        present.reserveCapacity(responses.count)
-        for case let response? in responses { present.append(response) }
-        done(present)
-    }
 }

@@ -1,5 +1,6 @@
 import HydraCore
 import HydraLoop
+import OrderedCollections
 
 /// One client connection of the RPC server: its authentication state, its
 /// event subscriptions and its outgoing bytes. RPC loop thread only.
@@ -7,8 +8,10 @@ final class RPCSession {
     let id: UInt64
     let connection: StreamConnection
     var authenticated: Bool
-    /// Subscriptions by id, in creation order.
-    var subscriptions: [Subscription] = []
+    /// Subscriptions by id, in creation order (at most `rpc.maxSubscriptions`).
+    var subscriptions: OrderedDictionary<String, Subscription> = [:]
+    /// How many of `subscriptions` are replaying (``ReplayCursor``).
+    var replaying = 0
     /// Set once the connection is gone: late replies are dropped.
     var closed = false
     /// Replies still being computed (async methods); for diagnostics.
@@ -23,13 +26,12 @@ final class RPCSession {
         self.connection = connection
         self.authenticated = authenticated
         self.outboundCap = outboundCap
-        connection.onDrain = { [unowned connection] in connection.resumeReading() }
     }
 
-    /// Writes one message and its newline.
-    func send(_ message: JSONValue) {
+    /// Writes one message (JSON text without its newline) and its newline.
+    func send(_ message: [UInt8]) {
         guard !closed else { return }
-        var bytes = JSONWriter.bytes(message)
+        var bytes = message
         bytes.append(UInt8(ascii: "\n"))
         send(raw: bytes)
     }
@@ -46,16 +48,7 @@ final class RPCSession {
             connection.pauseReading()
         }
     }
-}
 
-/// One `events.subscribe` of a session. RPC loop thread only.
-struct Subscription {
-    let id: String
-    let filter: EventFilter
-    /// While its `fromSeq` replay is read from the store (off the loop), the
-    /// live events it matches wait here, to follow the replayed ones.
-    var held: [HydraEvent]?
-    /// Events up to this seq are not sent live: a `fromSeq` ahead of the
-    /// loop names events the client already has.
-    var after: UInt64 = 0
+    /// True while the outgoing buffer is above the cap: replays wait for it to drain.
+    var isBackedUp: Bool { connection.queuedBytes > outboundCap }
 }

@@ -108,7 +108,7 @@ public final class HydraService: Sendable {
                                         priority: request.priority, idempotencyKey: request.idempotencyKey,
                                         createdAt: now))
             } catch {
-                results[i] = .failure(ServiceError(error.kind == .invalid ? error.prefixed(with: "job") : error))
+                results[i] = .failure(ServiceError(error.kind == .invalid || error.kind == .notFound ? error.prefixed(with: "job") : error))
             }
         }
         guard !valid.isEmpty else {
@@ -205,7 +205,7 @@ public final class HydraService: Sendable {
             DispatchQueue.global().async { [self] in
                 let stored: StoredJob?
                 do throws(ServiceError) { stored = try storeJob(jobId) } catch { reply(.failure(error)); return }
-                guard let stored else { reply(.failure(ServiceError(.notFound, "job \(jobId) not found"))); return }
+                guard let stored else { reply(.failure(ServiceError.noJob(jobId))); return }
                 if !stored.state.isFinal && !caughtUp {
                     // Forgotten by the engine but not final in the store: its finish is still queued.
                     store.flush()
@@ -226,59 +226,50 @@ public final class HydraService: Sendable {
         }
     }
 
-    /// `job.result`: the final result, waiting up to `waitMs` for it; before
-    /// that, `{jobId, state}` alone. Never blocks the caller, as `status(of:)`.
-    public func result(of jobId: String, waitMs: Int, reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
-        result(of: jobId, waitMs: waitMs, caughtUp: false, reply: reply)
+    /// `job.result` as it stands now: the final result once the job is final,
+    /// else `{jobId, state}`. Never blocks the caller, as `status(of:)`.
+    ///
+    /// It does not wait: a caller that waits for the final state (`waitMs`)
+    /// keeps its own table of waiters with its own timers (the RPC server's
+    /// ``ResultWaiters``), so a wait that times out leaves nothing behind.
+    public func result(of jobId: String, reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+        result(of: jobId, caughtUp: false, reply: reply)
     }
 
-    private func result(of jobId: String, waitMs: Int, caughtUp: Bool,
+    private func result(of jobId: String, caughtUp: Bool,
                         reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         engine.scheduler.statuses(of: [jobId]) { [self] live in
             if let live = live[0] {
-                answerResult(of: jobId, state: live.state, waitMs: waitMs, reply: reply)
+                answerResult(of: jobId, state: live.state, reply: reply)
                 return
             }
             DispatchQueue.global().async { [self] in
                 let stored: StoredJob?
                 do throws(ServiceError) { stored = try storeJob(jobId) } catch { reply(.failure(error)); return }
-                guard let stored else { reply(.failure(ServiceError(.notFound, "job \(jobId) not found"))); return }
+                guard let stored else { reply(.failure(ServiceError.noJob(jobId))); return }
                 if stored.state.isFinal, let result = stored.result {
                     reply(.success(result))
                 } else if !stored.state.isFinal && !caughtUp {
                     // As in `status(of:)`: the engine forgot it, its finish is still queued.
                     store.flush()
-                    result(of: jobId, waitMs: waitMs, caughtUp: true, reply: reply)
+                    result(of: jobId, caughtUp: true, reply: reply)
                 } else {
-                    answerResult(of: jobId, state: stored.state, waitMs: waitMs, reply: reply)
+                    answerResult(of: jobId, state: stored.state, reply: reply)
                 }
             }
         }
     }
 
-    /// Answers `job.result` for a job the engine knows, in `state` now: its result
-    /// once final, waiting up to `waitMs`; else `{jobId, state}`.
-    private func answerResult(of jobId: String, state: JobState, waitMs: Int,
+    /// Answers `job.result` for a job the engine knows, in `state` now: its
+    /// result when final, else `{jobId, state}`.
+    private func answerResult(of jobId: String, state: JobState,
                               reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         let current: JSONValue = ["jobId": .string(jobId), "state": .string(state.rawValue)]
-        guard waitMs > 0 else {
-            if state.isFinal {
-                // Final in memory (its store write may still be queued): answered at once.
-                engine.scheduler.whenFinished(jobId) { result in reply(.success(result?.json ?? current)) }
-            } else {
-                reply(.success(current))
-            }
-            return
-        }
-        let once = Once()
-        engine.scheduler.whenFinished(jobId) { result in
-            if once.claim() { reply(.success(result?.json ?? current)) }
-        }
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(waitMs)) { [self] in
-            guard once.claim() else { return }
-            engine.scheduler.statuses(of: [jobId]) { live in
-                reply(.success(["jobId": .string(jobId), "state": .string((live[0]?.state ?? state).rawValue)]))
-            }
+        if state.isFinal {
+            // Final in memory (its store write may still be queued): answered at once.
+            engine.scheduler.whenFinished(jobId) { result in reply(.success(result?.json ?? current)) }
+        } else {
+            reply(.success(current))
         }
     }
 
@@ -298,7 +289,7 @@ public final class HydraService: Sendable {
                     if let job = try? store.job(jobId) {
                         reply(.failure(ServiceError(.conflict, "job \(jobId) is already \(job.state.rawValue)")))
                     } else {
-                        reply(.failure(ServiceError(.notFound, "job \(jobId) not found")))
+                        reply(.failure(ServiceError.noJob(jobId)))
                     }
                 }
             }
@@ -356,7 +347,7 @@ public final class HydraService: Sendable {
         DispatchQueue.global().async { [store] in
             do throws(StoreError) {
                 guard let value = try store.sharedValue(key) else {
-                    reply(.failure(ServiceError(.notFound, "shared key \"\(key)\" not found")))
+                    reply(.failure(ServiceError.notFound(field: "key", "no shared key '\(ServiceError.clip(key))'")))
                     return
                 }
                 reply(.success(value))
@@ -480,7 +471,7 @@ public final class HydraService: Sendable {
     /// `worker.pause` / `worker.resume`.
     public func setPaused(_ paused: Bool, worker name: String) throws(ServiceError) {
         guard let worker = engine.scheduler.worker(named: name) else {
-            throw ServiceError(.notFound, "worker \"\(name)\" not found")
+            throw ServiceError.notFound(field: "name", "no worker '\(ServiceError.clip(name))'")
         }
         if paused { worker.pause() } else { worker.resume() }
     }
@@ -520,10 +511,4 @@ public final class HydraService: Sendable {
         store.close()
         return drained
     }
-}
-
-/// A flag that lets exactly one of several racing callers through.
-final class Once: Sendable {
-    private let done = Atomic(false)
-    func claim() -> Bool { done.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged }
 }

@@ -37,15 +37,42 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case .invalid:
             self.init(.invalidParams, error.description,
                       data: ["field": .string(error.path), "reason": .string(error.reason)])
-        case .notFound: self.init(.notFound, error.description)
+        case .notFound:
+            self.init(.notFound, error.description,
+                      data: ["field": .string(error.path), "reason": .string(error.reason)])
         case .overloaded: self.init(.overloaded, error.description)
         case .shuttingDown: self.init(.shuttingDown, error.description)
         }
     }
 
     /// A store failure: a server-side problem, named but not the caller's fault.
+    /// The database's path, which store errors start with, is left out
+    /// (protocol §2: errors never carry the server's file system paths).
     public init(_ error: StoreError) {
-        self.init(.internalError, "state store: \(error.description)")
+        self.init(.internalError, "state store: \(ServiceError.withoutPath(error.description))")
+    }
+
+    /// `-32002` naming the field that named the missing thing, as `-32602` does:
+    /// `jobId: no job 'j9'`, with `data` `{"field", "reason"}`.
+    public static func notFound(field: String, _ reason: String) -> ServiceError {
+        ServiceError(.notFound, "\(field): \(reason)", data: ["field": .string(field), "reason": .string(reason)])
+    }
+
+    /// `jobId: no job 'ID'`.
+    public static func noJob(_ jobId: String) -> ServiceError {
+        notFound(field: "jobId", "no job '\(clip(jobId))'")
+    }
+
+    /// A client's value to quote in a message: at most 100 characters (a
+    /// 100 KB job id is not echoed whole).
+    public static func clip(_ value: String) -> String {
+        value.count <= 100 ? value : String(value.prefix(100)) + "…"
+    }
+
+    /// `description` without a leading `/path: ` (SQLite errors start with the database's path).
+    static func withoutPath(_ description: String) -> String {
+        guard description.hasPrefix("/"), let colon = description.range(of: ": ") else { return description }
+        return String(description[colon.upperBound...])
     }
 
     public var description: String { message }

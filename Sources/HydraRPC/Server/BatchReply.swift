@@ -1,0 +1,65 @@
+import HydraCore
+
+/// Collects the responses of a batch and sends them as one array once all
+/// are in. RPC loop thread only.
+///
+/// The answer of a batch is at most `limit` bytes (`rpc.maxOutboundBytes`):
+/// past it, the largest responses are replaced, one by one, by an error
+/// `-32600` with the same id saying that response was too large for a batch
+/// answer, until the array fits (the calls ran: a submitted job stays
+/// submitted, and its small response is kept). If even that does not fit,
+/// the answer is one error with id `null`. Either way the client sees why,
+/// and the connection stays open.
+final class BatchReply {
+    private var responses: [[UInt8]?]
+    private var ids: [RPCID?]
+    private var remaining: Int
+    private let limit: Int
+    private let done: ([UInt8]) -> Void
+
+    /// `done` gets the batch's JSON array (not called when every call was a notification).
+    init(count: Int, limit: Int, done: @escaping ([UInt8]) -> Void) {
+        responses = Array(repeating: nil, count: count)
+        ids = Array(repeating: nil, count: count)
+        remaining = count
+        self.limit = limit
+        self.done = done
+    }
+
+    /// The response of call `index` (nil for a notification); `id` is that call's id.
+    func set(_ index: Int, id: RPCID?, _ response: [UInt8]?) {
+        responses[index] = response
+        ids[index] = id
+        remaining -= 1
+        guard remaining == 0 else { return }
+        var present: [(id: RPCID, bytes: [UInt8])] = []
+        present.reserveCapacity(responses.count)
+        for (i, response) in responses.enumerated() {
+            if let response { present.append((ids[i] ?? .null, response)) }
+        }
+        guard !present.isEmpty else { return }
+        // `[`, `]`, the commas and the newline.
+        var total = present.reduce(present.count + 2) { $0 + $1.bytes.count }
+        if total > limit {
+            for i in present.indices.sorted(by: { present[$0].bytes.count > present[$1].bytes.count }) {
+                guard total > limit else { break }
+                let size = present[i].bytes.count
+                let error = RPCEncoder.error(RPCFailure(
+                    id: present[i].id, code: -32600,
+                    "response too large for a batch answer: \(size) bytes; a batch's answer is at most \(limit) bytes (rpc.maxOutboundBytes): send this call on its own",
+                    data: ["size": .int(size), "limit": .int(limit)]))
+                guard error.count < size else { continue }
+                total -= size - error.count
+                present[i].bytes = error
+            }
+        }
+        if total > limit {
+            done(RPCEncoder.error(RPCFailure(
+                id: .null, code: -32600,
+                "batch answer too large: \(total) bytes, even with its largest responses left out; the limit is \(limit) bytes (rpc.maxOutboundBytes): send fewer calls per batch",
+                data: ["size": .int(total), "limit": .int(limit)])))
+            return
+        }
+        done(RPCEncoder.batch(present.map(\.bytes)))
+    }
+}

@@ -1,0 +1,74 @@
+import HydraCore
+import OrderedCollections
+
+/// Typed reads of a request's params; errors name the field (`jobId: expected string`).
+///
+/// Every method first calls ``only(_:)`` with the members it takes, so a
+/// misspelt member is refused (`idempotencyKy: unknown key`, protocol §2)
+/// instead of silently ignored. Immutable.
+struct RPCParams: Sendable {
+    let values: OrderedDictionary<String, JSONValue>
+    /// The params were a non-empty array (by position): no method here takes those.
+    let positional: Bool
+
+    init(_ values: OrderedDictionary<String, JSONValue>, positional: Bool = false) {
+        self.values = values
+        self.positional = positional
+    }
+
+    /// Refuses params given by position, and any member not in `allowed`
+    /// (the first one, in the order sent).
+    func only(_ allowed: Set<String>) throws(ServiceError) {
+        if positional {
+            throw invalid("params", "expected an object of named members; params by position are not supported")
+        }
+        if let unknown = values.keys.first(where: { !allowed.contains($0) }) {
+            throw invalid(ServiceError.clip(unknown), "unknown key")
+        }
+    }
+
+    subscript(key: String) -> JSONValue? {
+        guard let value = values[key], !value.isNull else { return nil }
+        return value
+    }
+
+    func string(_ key: String) throws(ServiceError) -> String? {
+        guard let value = self[key] else { return nil }
+        guard let s = value.stringValue else { throw invalid(key, "expected string") }
+        return s
+    }
+
+    func requiredString(_ key: String) throws(ServiceError) -> String {
+        guard let s = try string(key) else { throw invalid(key, "required") }
+        guard !s.isEmpty else { throw invalid(key, "must not be empty") }
+        return s
+    }
+
+    func int(_ key: String, min: Int = .min, max: Int = .max) throws(ServiceError) -> Int? {
+        guard let value = self[key] else { return nil }
+        guard let i = value.intValue else { throw invalid(key, "expected integer") }
+        guard i >= min, i <= max else { throw invalid(key, "must be between \(min) and \(max)") }
+        return i
+    }
+
+    func bool(_ key: String) throws(ServiceError) -> Bool? {
+        guard let value = self[key] else { return nil }
+        guard let b = value.boolValue else { throw invalid(key, "expected true or false") }
+        return b
+    }
+
+    func stringSet(_ key: String) throws(ServiceError) -> Set<String>? {
+        guard let value = self[key] else { return nil }
+        guard let items = value.arrayValue else { throw invalid(key, "expected array of strings") }
+        var out = Set<String>()
+        for (i, item) in items.enumerated() {
+            guard let s = item.stringValue else { throw invalid("\(key)[\(i)]", "expected string") }
+            out.insert(s)
+        }
+        return out
+    }
+
+    func invalid(_ field: String, _ reason: String) -> ServiceError {
+        ServiceError(.invalidParams, "\(field): \(reason)", data: ["field": .string(field), "reason": .string(reason)])
+    }
+}

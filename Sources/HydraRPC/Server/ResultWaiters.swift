@@ -1,0 +1,92 @@
+import HydraCore
+import HydraLoop
+
+/// The `job.result` calls that wait (`waitMs`) for their job to become final.
+/// RPC loop thread only.
+///
+/// Each call is a waiter with an id and a libuv timer. When the wait times
+/// out the waiter is removed at once and the call is answered with the job
+/// as it stands (so a client polling with `waitMs: 1` leaves nothing
+/// behind). The coordinator is asked once per job, not once per call: the
+/// first waiter of a job registers one `whenFinished` callback, which stays
+/// until the job ends (even after every waiter timed out, so a later waiter
+/// on the same job need not register again). Memory is thus bounded by the
+/// calls waiting now plus one small entry per unfinished job waited on.
+final class ResultWaiters {
+    private let loop: EventLoop
+    private let service: HydraService
+    private typealias Reply = @Sendable (Result<JSONValue, ServiceError>) -> Void
+
+    private struct Waiter {
+        let reply: Reply
+        let timer: ScheduledTask
+    }
+
+    /// Waiters by job, each by waiter id. A job's entry lives while its
+    /// coordinator callback is registered, possibly with no waiter left.
+    private var jobs: [String: [UInt64: Waiter]] = [:]
+    private var nextID: UInt64 = 1
+    /// `job.result` calls waiting now.
+    private(set) var count = 0
+    /// Jobs with a `whenFinished` callback registered at the coordinator.
+    var jobCount: Int { jobs.count }
+
+    init(loop: EventLoop, service: HydraService) {
+        self.loop = loop
+        self.service = service
+    }
+
+    /// Answers with the job's result once it is final, or with its current
+    /// state after `milliseconds`, whichever comes first.
+    func wait(for jobId: String, milliseconds: Int,
+              reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+        loop.preconditionInEventLoop()
+        let id = nextID
+        nextID += 1
+        if jobs[jobId] == nil {
+            jobs[jobId] = [:]
+            let me = LoopBound(self, loop: loop)
+            let loop = self.loop
+            service.engine.scheduler.whenFinished(jobId) { result in
+                _ = loop.execute { me.value.finished(jobId, result) }
+            }
+        }
+        let timer = loop.schedule(afterMilliseconds: UInt64(milliseconds)) { [unowned self] in
+            self.timedOut(jobId, waiter: id)
+        }
+        jobs[jobId]?[id] = Waiter(reply: reply, timer: timer)
+        count += 1
+    }
+
+    /// A wait timed out: forget the waiter, answer with the job as it is now.
+    private func timedOut(_ jobId: String, waiter id: UInt64) {
+        guard let waiter = jobs[jobId]?.removeValue(forKey: id) else { return }
+        count -= 1
+        service.result(of: jobId, reply: waiter.reply)
+    }
+
+    /// The job is final (`result`), or the coordinator does not know it or
+    /// stops (nil: the service then answers from the store).
+    private func finished(_ jobId: String, _ result: JobResult?) {
+        guard let waiters = jobs.removeValue(forKey: jobId) else { return }
+        count -= waiters.count
+        for waiter in waiters.values {
+            waiter.timer.cancel()
+            if let result {
+                waiter.reply(.success(result.json))
+            } else {
+                service.result(of: jobId, reply: waiter.reply)
+            }
+        }
+    }
+
+    /// The server stops: the timers are released; the waiting calls get no
+    /// answer (their connections are closing).
+    func closeAll() {
+        for waiters in jobs.values {
+            for waiter in waiters.values { waiter.timer.cancel() }
+        }
+        jobs.removeAll()
+        count = 0
+    }
+}
