@@ -50,7 +50,7 @@ test-asan: deps
 # corpora in Fuzz/corpus; what it learns stays in .build-fuzz/corpus, what it
 # finds is written to Fuzz/findings (commit it into Fuzz/corpus once fixed).
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= json spec config
+FUZZ_TARGETS ?= json spec config rpc
 fuzz: deps
 	$(SWIFT) build -c release --product hydra-fuzz --scratch-path .build-fuzz \
 		-Xswiftc -sanitize=fuzzer,address -Xswiftc -DHYDRA_FUZZ -Xswiftc -use-ld=lld

@@ -99,7 +99,7 @@ let package = Package(
         .target(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"),
         .executableTarget(
             name: "HydraFuzz",
-            dependencies: ["HydraCore", "CLibFuzzer"],
+            dependencies: ["HydraCore", "HydraRPC", "CLibFuzzer"],
             path: "Fuzz/HydraFuzz",
             swiftSettings: strict),
         .testTarget(

@@ -37,7 +37,7 @@ struct FuzzReplay {
     static func main() {
         let arguments = CommandLine.arguments.dropFirst()
         guard let name = arguments.first, let target = FuzzTarget(rawValue: name) else {
-            FileHandle.standardError.write(Data("usage: hydra-fuzz json|spec|config FILE|FOLDER...\n".utf8))
+            FileHandle.standardError.write(Data("usage: hydra-fuzz json|spec|config|rpc FILE|FOLDER...\n".utf8))
             exit(2)
         }
         var count = 0

@@ -1,4 +1,5 @@
 import HydraCore
+@_spi(Fuzzing) import HydraRPC
 
 /// One thing the fuzzer feeds bytes to. Each target checks a property
 /// beyond "does not crash" where there is one, and traps when it breaks:
@@ -10,6 +11,8 @@ enum FuzzTarget: String, CaseIterable {
     case spec
     /// Configuration files: any JSON is accepted or refused with a path, never a crash.
     case config
+    /// The RPC server's line handler: batches split as parsed, ids echoed exactly, answers valid JSON-RPC.
+    case rpc
 
     /// The value as the writer can express it: a number too large for a
     /// double (`1e400`) reads as infinity, which JSON writes as `null`.
@@ -40,6 +43,8 @@ enum FuzzTarget: String, CaseIterable {
         case .config:
             guard let json = try? JSONParser.parse(bytes) else { return }
             _ = try? Configuration(json: json)
+        case .rpc:
+            RPCLineFuzzing.run(ArraySlice(bytes))
         }
     }
 }
