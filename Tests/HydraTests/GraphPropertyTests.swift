@@ -84,17 +84,7 @@ import Testing
 /// Waits for a job's final result, failing (instead of hanging) after `seconds`.
 /// The wait on the engine is left behind when the time runs out.
 func finalResult(of id: String, in engine: HydraEngine, seconds: Double = 20) async throws -> JobResult {
-    let once = Locked<CheckedContinuation<JobResult?, Never>?>(nil)
-    let result: JobResult? = await withCheckedContinuation { continuation in
-        once.withLock { $0 = continuation }
-        let resume: @Sendable (JobResult?) -> Void = { value in once.withLock { $0.take() }?.resume(returning: value) }
-        Task { resume(await engine.result(of: id)) }
-        Task {
-            try? await Task.sleep(for: .seconds(seconds))
-            resume(nil)
-        }
-    }
-    guard let result else {
+    guard let result = await firstWithin(seconds: seconds, { await engine.result(of: id) }) else {
         Issue.record("job \(id) did not finish within \(seconds) s (state: \(String(describing: engine.status(of: id)?.state)))")
         throw CancellationError()
     }
