@@ -1,0 +1,513 @@
+import DequeModule
+import Foundation
+import HydraLoop
+import OrderedCollections
+import Synchronization
+
+/// The coordinator's loop-confined state and graph logic.
+final class CoordinatorRuntime {
+    private let loop: EventLoop
+    private let dispatcher: Dispatcher
+    private let bus: EventBus
+    private let environment: [String: String]
+    private let shared: (any SharedDataReader)?
+    private let journal: (any StepJournal)?
+    private let retainFinished: Int
+    /// `limits.maxResultBytes`: a step's result, or a group's results, above it fails with kind `tooLarge`.
+    private let maxResultBytes: Int
+    private let clock: any CoordinatorClock
+    private let running: RunningJobs
+
+    @exclusivity(unchecked) private var outboxes: [Outbox<WorkerMessage>] = []
+    /// By worker index, for `job.started`.
+    @exclusivity(unchecked) private var workerNames: [String] = []
+    /// The scope of root leaf jobs without input: nothing is recorded in it.
+    private let emptyScope = GraphScope(input: .null)
+    // Jobs are keyed by integers (consecutive counters, see `JobTable`); ids map to keys with `key(of:)`.
+    @exclusivity(unchecked) private var active = JobTable<RootJob>(capacity: 1 << 14)
+    @exclusivity(unchecked) private var finished: JobTable<FinishedJob>
+    @exclusivity(unchecked) private var finishedOrder = Deque<UInt64>()
+    /// Keys of jobs whose ids this process did not issue (given by the caller).
+    @exclusivity(unchecked) private var foreignKeys: [String: UInt64] = [:]
+
+    /// A class: the table then holds a reference per job instead of both
+    /// values inline, a sixth of the memory the lookups walk.
+    private final class FinishedJob {
+        let status: JobStatus
+        let result: JobResult
+        init(status: JobStatus, result: JobResult) {
+            self.status = status
+            self.result = result
+        }
+    }
+    @exclusivity(unchecked) private var nextToken: UInt64 = 1
+
+    init(loop: EventLoop, dispatcher: Dispatcher, bus: EventBus, environment: [String: String],
+         shared: (any SharedDataReader)?, journal: (any StepJournal)?, retainFinished: Int, maxResultBytes: Int,
+         clock: any CoordinatorClock, running: RunningJobs) {
+        self.loop = loop
+        self.clock = clock
+        self.maxResultBytes = maxResultBytes
+        self.running = running
+        self.journal = journal
+        self.dispatcher = dispatcher
+        self.bus = bus
+        self.environment = environment
+        self.shared = shared
+        self.retainFinished = retainFinished
+        // The keys of the jobs kept span a little more than their number (jobs finish out of order).
+        finished = JobTable(capacity: min(max(retainFinished, 1), 1 << 20) * 2)
+    }
+
+    private func key(of jobId: String) -> UInt64? {
+        JobIdentifier.key(of: jobId) ?? foreignKeys[jobId]
+    }
+
+    func connectWorkers() {
+        outboxes = dispatcher.workers.map { Outbox(loop: loop, target: $0.inbox) }
+        workerNames = dispatcher.workers.map(\.name)
+    }
+
+    func handle(_ message: CoordinatorMessage) {
+        switch message {
+        case .submit(let submission): start(submission)
+        case .report(let task, let report): receive(report, for: task)
+        case .cancel(let jobId, let reply):
+            let key = key(of: jobId)
+            if let key, let root = active[key] {
+                cancel(root.node, error: JobError(.cancelled, "cancelled"))
+                reply(.cancelled)
+            } else {
+                reply(key.flatMap { finished[$0] } == nil ? .notFound : .alreadyFinal)
+            }
+        case .whenFinished(let jobId, let reply):
+            let key = key(of: jobId)
+            if let key, let root = active[key] {
+                root.waiters.append(reply)
+            } else {
+                reply(key.flatMap { finished[$0]?.result })
+            }
+        case .statuses(let jobIds, let reply):
+            reply(jobIds.map(status))
+        }
+    }
+
+    // MARK: - Queries
+
+    func status(_ jobId: String) -> JobStatus? {
+        guard let key = key(of: jobId) else { return nil }
+        if let root = active[key] { return status(of: root) }
+        return finished[key]?.status
+    }
+
+    func list(state: JobState?, limit: Int, after: String?) -> [JobStatus] {
+        var all = active.allValues.map(status(of:)) + finished.allValues.map(\.status)
+        if let state { all = all.filter { $0.state == state } }
+        all.sort { ($0.createdAt, $0.jobId) > ($1.createdAt, $1.jobId) }
+        if let after, let i = all.firstIndex(where: { $0.jobId == after }) { all = Array(all[(i + 1)...]) }
+        return Array(all.prefix(limit))
+    }
+
+    private func status(of root: RootJob) -> JobStatus {
+        JobStatus(jobId: root.id, state: root.node.state, createdAt: root.createdAt, startedAt: root.startedAt,
+                  finishedAt: root.finishedAt, stepsDone: root.doneSteps, stepsTotal: root.totalSteps)
+    }
+
+    // MARK: - Starting
+
+    private func start(_ submission: Submission) {
+        let root = RootJob(id: submission.jobId, key: submission.key, priority: submission.priority,
+                           createdAt: submission.createdAt, totalSteps: submission.spec.leafCount)
+        if submission.foreignID { foreignKeys[submission.jobId] = submission.key }
+        // A root leaf records no step results: without input it needs no scope of its own.
+        let scope = submission.input.isNull && submission.spec.kind != nil ? emptyScope : GraphScope(input: submission.input)
+        let node = GraphNode(spec: submission.spec, path: "", index: 0, root: root, parent: nil, scope: scope)
+        root.node = node
+        root.completion = submission.completion
+        root.journaled = submission.journaled && journal != nil
+        root.recoveredSteps = submission.recoveredSteps
+        root.emittedEvents = submission.emittedEvents
+        root.startedAt = submission.startedAt
+        active.insert(root, forKey: root.key)
+        emit(EventName.queued, node) { ["spec": submission.spec.summary] }
+        if submission.resumed {
+            // Once per restart (never deduplicated against the events of an earlier run).
+            let done = submission.recoveredSteps.count
+            bus.emit(EventName.resumed, jobId: root.id, rootJobId: root.id, stepPath: "") { ["stepsDone": .int(done)] }
+        }
+        run(node)
+    }
+
+    /// Starts a node that was just created (its `job.queued` is already out).
+    private func run(_ node: GraphNode) {
+        if node.root.startedAt == nil { node.root.startedAt = clock.now() }
+        if case .named(let named) = node.spec.body {
+            // A named job's steps see its own input and ids.
+            do throws(ReferenceError) {
+                var input = node.scope.input
+                if let given = named.input { input = try Template.resolve(given, in: referenceScope(for: node)) }
+                node.innerScope = GraphScope(input: input)
+            } catch {
+                finish(node, .failure(JobError(error.tooLarge ? .tooLarge : .invalid, error.description, stepPath: node.path)))
+                return
+            }
+        }
+        if node.isLeaf {
+            dispatch(node)
+            return
+        }
+        node.state = .running
+        if node.parent == nil { rootRunning(node.root) }
+        emit(EventName.started, node) { [:] }
+        startTimer(node)
+        let count = node.group!.steps.count
+        node.results = Array(repeating: nil, count: count)
+        node.errors = Array(repeating: nil, count: count)
+        node.children.reserveCapacity(count)
+        advance(node)
+    }
+
+    private func dispatch(_ node: GraphNode) {
+        if !node.root.recoveredSteps.isEmpty, let step = node.root.recoveredSteps.removeValue(forKey: node.path) {
+            node.root.doneSteps += 1  // it ran before the restart
+            finish(node, step.outcome)
+            return
+        }
+        var spec = node.effective
+        if spec.ownStringsHaveReferences {
+            do throws(ReferenceError) {
+                spec = try resolveReferences(in: spec, scope: referenceScope(for: node))
+            } catch {
+                finish(node, .failure(JobError(error.tooLarge ? .tooLarge : .invalid, error.description, stepPath: node.path)))
+                return
+            }
+        }
+        guard let workerIndex = dispatcher.workerIndex(for: spec) else {
+            // Only a worker named by a reference can be unknown here (the rest was checked at submit).
+            let message = spec.worker.map { "worker: no \(spec.kind?.rawValue ?? "") worker named '\($0)'" } ?? "no worker for this job"
+            finish(node, .failure(JobError(.invalid, message, stepPath: node.path)))
+            return
+        }
+        let token = nextToken
+        nextToken += 1
+        node.token = token
+        node.workerIndex = workerIndex
+        if case .local = spec.body { startTimer(node) }
+        outboxes[workerIndex].post(.run(WorkTask(token: token, spec: spec, jobId: node.root.id, stepPath: node.path,
+                                                 priority: node.root.priority, step: StepReference(node: node))))
+    }
+
+    /// Moves a group on: starts its next steps (one at a time when serial, else
+    /// up to `maxConcurrency`), then completes it if nothing is left to run.
+    ///
+    /// The one place a group completes, whatever ended its last step: a step
+    /// may finish inside `run` (a reference that does not resolve, a recovered
+    /// step, a nested group that completes at once), which re-enters here
+    /// through `stepFinished`; the inner call returns at once and the outer
+    /// loop, which sees the new counts, decides.
+    private func advance(_ group: GraphNode) {
+        guard !group.starting, !group.state.isFinal else { return }
+        group.starting = true
+        let spec = group.group!
+        let limit = group.isSerial ? 1 : (spec.maxConcurrency ?? Int.max)
+        while !group.stopped, group.endingError == nil, group.running < limit, group.nextToStart < spec.steps.count,
+              !group.state.isFinal {
+            let i = group.nextToStart
+            group.nextToStart += 1
+            group.running += 1
+            let child = GraphNode(spec: spec.steps[i], path: group.childPath(i), index: i, root: group.root,
+                                  parent: group, scope: group.innerScope)
+            group.children.append(child)
+            emit(EventName.queued, child) { ["spec": child.spec.summary] }
+            run(child)
+        }
+        group.starting = false
+        if group.running == 0, !group.state.isFinal,
+           group.stopped || group.endingError != nil || group.nextToStart == spec.steps.count {
+            completeGroup(group)
+        }
+    }
+
+    private func startTimer(_ node: GraphNode) {
+        guard let timeout = node.effective.timeoutMs else { return }
+        node.timer = clock.schedule(afterMilliseconds: UInt64(timeout), on: loop) { [unowned self, unowned node] in
+            node.timer = nil
+            self.cancel(node, error: JobError(.timeout, "timed out after \(timeout) ms"))
+        }
+    }
+
+    // MARK: - Worker reports
+
+    private func receive(_ report: WorkerReport, for task: WorkTask) {
+        let node = task.step.node
+        guard !node.state.isFinal else { return }  // cancelled or timed out meanwhile
+        switch report {
+        case .started:
+            started(node)
+        case .progress(let bytes, let total, let upload):
+            emit(EventName.progress, node) {
+                var fields: OrderedDictionary<String, JSONValue> = ["bytes": .int(Int(bytes))]
+                if let total { fields["totalBytes"] = .int(Int(total)) }
+                if upload { fields["upload"] = true }
+                return fields
+            }
+        case .retrying(let attempt, let delayMs, let error):
+            emit(EventName.retrying, node) {
+                ["attempt": .int(attempt), "delayMs": .int(delayMs), "error": node.secrets.masked(error).json]
+            }
+        case .skipped(let reason):
+            emit(EventName.skipped, node) { ["reason": .string(reason)] }
+        case .finished(let outcome, let ran):
+            if ran { started(node) }
+            finish(node, outcome)
+        case .succeeded(let result, let ran):
+            if ran { started(node) }
+            if node.parent == nil {
+                // A root leaf: built only if its event needs it, else when read (JobResult).
+                // `finish` takes the result from `deferredResult`; the `.null` is not used.
+                node.deferredResult = result
+                finish(node, .success(.null))
+            } else {
+                finish(node, .success(result.build()))
+            }
+        }
+    }
+
+    /// A leaf's worker started it: `job.started`.
+    private func started(_ node: GraphNode) {
+        node.state = .running
+        if node.parent == nil { rootRunning(node.root) }
+        emit(EventName.started, node) { ["worker": .string(workerNames[node.workerIndex])] }
+    }
+
+    // MARK: - Finishing
+
+    private func finish(_ node: GraphNode, _ outcome: StepOutcome) {
+        guard !node.state.isFinal else { return }
+        var outcome = outcome
+        if !node.secrets.isEmpty {
+            if let deferred = node.deferredResult, case .success = outcome {
+                node.deferredResult = nil
+                outcome = .success(deferred.build())
+            }
+            outcome = node.secrets.masked(outcome)
+        }
+        if case .success(let result) = outcome, node.isLeaf, resultIsTooLarge(result, deferred: node.deferredResult) {
+            node.deferredResult = nil
+            outcome = .failure(tooLarge("the step's result"))
+        }
+        node.timer?.cancel()
+        node.timer = nil
+        if node.token != 0 { node.root.doneSteps += 1 }
+        if node.root.journaled, node.isLeaf, node.parent != nil {
+            journal?.stepFinished(jobId: node.root.id, stepPath: node.path, outcome: StoredStep(outcome))
+        }
+        switch outcome {
+        case .success(let result):
+            node.state = .succeeded
+            if let deferred = node.deferredResult {
+                emit(EventName.succeeded, node) {
+                    let built = deferred.build()
+                    node.result = built
+                    node.deferredResult = nil
+                    return ["result": EventTrimming.trimmed(built)]
+                }
+            } else {
+                node.result = result
+                if let id = node.spec.id, node.parent != nil { node.scope.results[id] = result }
+                emit(EventName.succeeded, node) { ["result": EventTrimming.trimmed(result)] }
+            }
+        case .failure(var error, let partial):
+            if error.stepPath == nil { error.stepPath = node.path }
+            node.result = partial
+            if error.kind == .cancelled {
+                node.state = .cancelled
+                emit(EventName.cancelled, node) { [:] }
+            } else {
+                node.state = .failed
+                emit(EventName.failed, node) { ["error": error.json] }
+            }
+            if let parent = node.parent {
+                stepFinished(parent, node, error: error)
+                return
+            }
+            finishRoot(node.root, error: error)
+            return
+        }
+        if let parent = node.parent {
+            stepFinished(parent, node, error: nil)
+        } else {
+            finishRoot(node.root, error: nil)
+        }
+    }
+
+    private func stepFinished(_ group: GraphNode, _ step: GraphNode, error: JobError?) {
+        group.running -= 1
+        group.results[step.index] = step.state == .succeeded ? step.result : nil
+        group.errors[step.index] = error
+        if let error, group.endingError == nil {
+            if group.firstError == nil { group.firstError = error }
+            if group.group!.stopWhenFailed && !group.stopped {
+                group.stopped = true
+                // Concurrent: the steps still running are cancelled.
+                for sibling in group.children where !sibling.state.isFinal {
+                    cancel(sibling, error: JobError(.cancelled, "cancelled: step \(error.stepPath ?? "") failed"))
+                }
+            }
+        }
+        advance(group)
+    }
+
+    /// Every step of the group is final (or will never start): `group.done`, then the group's own final event.
+    private func completeGroup(_ group: GraphNode) {
+        guard !group.state.isFinal else { return }
+        let stopped = group.stopped || group.endingError != nil
+        let results = JSONValue.array(group.results.map { $0 ?? .null })
+        emit(EventName.groupDone, group) { ["results": results, "stopped": .bool(stopped)] }
+        let groupResult: JSONValue = [
+            "results": results, "errors": .array(group.errors.map { $0?.json ?? .null }), "stopped": .bool(stopped),
+        ]
+        if groupResult.encodedSize(limit: maxResultBytes) == nil {
+            // Nothing half-kept: the collected results are dropped whole, the group fails.
+            finish(group, .failure(tooLarge("the group's collected results")))
+        } else if let ending = group.endingError {
+            finish(group, .failure(ending, result: groupResult))
+        } else if let error = group.firstError {
+            finish(group, .failure(error, result: groupResult))
+        } else {
+            finish(group, .success(groupResult))
+        }
+    }
+
+    /// Cancels a node and everything running under it; `error` says why (cancelled or timeout).
+    private func cancel(_ node: GraphNode, error: JobError) {
+        guard !node.state.isFinal else { return }
+        if node.isLeaf {
+            if node.token != 0 {
+                outboxes[node.workerIndex].post(.cancel(node.token))
+            }
+            var error = error
+            error.stepPath = node.path
+            finish(node, .failure(error))
+            return
+        }
+        node.endingError = { var e = error; e.stepPath = node.path; return e }()
+        for child in node.children where !child.state.isFinal {
+            cancel(child, error: JobError(.cancelled, error.kind == .timeout ? "cancelled: group timed out" : "cancelled"))
+        }
+        advance(node)
+    }
+
+    /// The job is running (counted once, for `hydra.stats`).
+    private func rootRunning(_ root: RootJob) {
+        guard !root.countedRunning else { return }
+        root.countedRunning = true
+        running.add(1)
+    }
+
+    private func finishRoot(_ root: RootJob, error: JobError?) {
+        let node = root.node!
+        if root.countedRunning { running.add(-1) }
+        root.finishedAt = clock.now()
+        active.removeValue(forKey: root.key)
+        let result = node.deferredResult.map { JobResult(jobId: root.id, deferred: $0) }
+            ?? JobResult(jobId: root.id, state: node.state, result: node.result, error: error)
+        finished.insert(FinishedJob(status: status(of: root), result: result), forKey: root.key)
+        finishedOrder.append(root.key)
+        if finishedOrder.count > retainFinished, let oldest = finishedOrder.popFirst() {
+            if let gone = finished.removeValue(forKey: oldest), !foreignKeys.isEmpty {
+                foreignKeys[gone.result.jobId] = nil
+            }
+        }
+        root.completion?(result)
+        for waiter in root.waiters { waiter(result) }
+        root.waiters.removeAll()
+    }
+
+    /// Whether a leaf's result passes `limits.maxResultBytes` once encoded (protocol §4 Size limits).
+    private func resultIsTooLarge(_ result: JSONValue, deferred: (any DeferredResult)?) -> Bool {
+        if let deferred { return deferred.encodedSize(limit: maxResultBytes) == nil }
+        return result.encodedSize(limit: maxResultBytes) == nil
+    }
+
+    private func tooLarge(_ what: String) -> JobError {
+        JobError(.tooLarge, "\(what) is larger than limits.maxResultBytes (\(maxResultBytes) bytes)")
+    }
+
+    /// The coordinator is stopping: whoever waits on an unfinished job hears nil.
+    /// Completions do not run: those jobs did not finish.
+    func abandonWaiters() {
+        for root in active.allValues {
+            for waiter in root.waiters { waiter(nil) }
+            root.waiters.removeAll()
+        }
+    }
+
+    // MARK: - Events and references
+
+    @inline(__always)
+    private func emit(_ name: String, _ node: GraphNode, _ fields: () -> OrderedDictionary<String, JSONValue>) {
+        // A job resumed after a restart: what it already sent is not sent twice.
+        if !node.root.emittedEvents.isEmpty && node.root.emittedEvents.contains(stepPath: node.path, name: name) { return }
+        bus.emit(name, jobId: node.root.id, rootJobId: node.root.id, stepPath: node.path, fields: fields)
+    }
+
+    private func referenceScope(for node: GraphNode) -> ReferenceScope {
+        let scope = node.scope
+        let environment = self.environment
+        let shared = self.shared
+        return ReferenceScope(
+            previous: previousResult(of: node),
+            step: { scope.results[$0] },
+            input: scope.input,
+            shared: { key in
+                guard let shared, let value = shared.value(forKey: key) else { return nil }
+                if shared.isSecret(key) { node.secrets.add(value) }
+                return value
+            },
+            environment: { environment[$0] },
+            budget: ReferenceBudget(limit: maxResultBytes))
+    }
+
+    /// The result of the step before `node` in the nearest serial group above it.
+    private func previousResult(of node: GraphNode) -> JSONValue? {
+        var current = node
+        while let parent = current.parent {
+            if parent.isSerial && current.index > 0 { return parent.results[current.index - 1] }
+            if parent.scope !== current.scope { return nil }  // a named job's graph does not see outside
+            current = parent
+        }
+        return nil
+    }
+
+    private func resolveReferences(in spec: JobSpec, scope: ReferenceScope) throws(ReferenceError) -> JobSpec {
+        var spec = spec
+        switch spec.body {
+        case .remote(var r):
+            func text(_ s: String?) throws(ReferenceError) -> String? {
+                guard let s else { return nil }
+                return try Template.resolveText(s, in: scope)
+            }
+            r.url = try text(r.url)
+            r.server = try text(r.server)
+            r.endpoint = try text(r.endpoint)
+            r.api = try text(r.api)
+            r.method = try text(r.method)
+            r.saveAs = try text(r.saveAs)
+            r.dogma = try text(r.dogma)
+            for (k, v) in r.pathVars { r.pathVars[k] = try Template.resolve(v, in: scope) }
+            for (k, v) in r.query { r.query[k] = try Template.resolve(v, in: scope) }
+            for (k, v) in r.headers { r.headers[k] = try Template.resolve(v, in: scope) }
+            if let body = r.body { r.body = try Template.resolve(body, in: scope) }
+            spec.body = .remote(r)
+        case .local(var l):
+            l.name = try Template.resolveText(l.name, in: scope)
+            l.input = try Template.resolve(l.input, in: scope)
+            spec.body = .local(l)
+        default:
+            break
+        }
+        if let worker = spec.worker { spec.worker = try Template.resolveText(worker, in: scope) }
+        return spec
+    }
+}

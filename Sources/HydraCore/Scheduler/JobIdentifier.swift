@@ -1,0 +1,74 @@
+import Foundation
+import Synchronization
+
+/// Job ids: a prefix unique per process start (time-based), then a counter,
+/// so ids never repeat across restarts. The counter doubles as the
+/// coordinator's integer key for the job, recovered by ``key(of:)``.
+///
+/// An id is `j`, the start time in milliseconds (8 base-36 digits), one random
+/// digit, then the counter in base 36: 15 bytes up to 60 million jobs per
+/// process. Fifteen bytes is what Swift keeps inline in a `String`, so an id
+/// costs no allocation and no reference counting wherever it is copied (the
+/// submitter, coordinator, store and RPC threads each copy it several times
+/// per job); longer ids stay correct, they are just heap strings.
+public enum JobIdentifier {
+    private static let digits: [UInt8] = Array("0123456789abcdefghijklmnopqrstuvwxyz".utf8)
+    private static let prefixBytes: [UInt8] = {
+        let millis = UInt64(Date().timeIntervalSince1970 * 1000)
+        return Array("j".utf8) + base36(millis) + [digits[Int.random(in: 0..<36)]]
+    }()
+    private static let prefix = String(decoding: prefixBytes, as: UTF8.self)
+    private static let counter = Atomic<UInt64>(0)
+
+    /// A new id and its key.
+    public static func next() -> (id: String, key: UInt64) {
+        let key = nextKey()
+        var id = prefix
+        // The counter's digits, most significant first. Appending ASCII to a
+        // short string keeps it inline: no allocation.
+        var place: UInt64 = 1
+        while place <= key / 36 { place *= 36 }
+        var rest = key
+        while place > 0 {
+            id.unicodeScalars.append(Unicode.Scalar(digits[Int(rest / place)]))
+            rest %= place
+            place /= 36
+        }
+        return (id, key)
+    }
+
+    /// A new key for an id this process did not make.
+    static func nextKey() -> UInt64 { counter.add(1, ordering: .relaxed).newValue }
+
+    /// The key of an id made by this process, else nil.
+    public static func key(of id: String) -> UInt64? {
+        let bytes = id.utf8
+        guard bytes.count > prefixBytes.count, bytes.count <= prefixBytes.count + 13,
+              bytes.starts(with: prefixBytes) else { return nil }
+        var key: UInt64 = 0
+        for byte in bytes.dropFirst(prefixBytes.count) {
+            let digit: UInt64
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt64(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): digit = UInt64(byte - UInt8(ascii: "a")) + 10
+            default: return nil
+            }
+            let (shifted, overflow) = key.multipliedReportingOverflow(by: 36)
+            let (sum, carry) = shifted.addingReportingOverflow(digit)
+            guard !overflow, !carry else { return nil }
+            key = sum
+        }
+        return key
+    }
+
+    /// `value` in base 36, most significant digit first.
+    private static func base36(_ value: UInt64) -> [UInt8] {
+        var out: [UInt8] = []
+        var rest = value
+        repeat {
+            out.append(digits[Int(rest % 36)])
+            rest /= 36
+        } while rest > 0
+        return out.reversed()
+    }
+}
