@@ -389,7 +389,9 @@ import Testing
         defer { server.terminate() }
         let client = try server.client()
         let job = try client.call("job.submit", ["job": ["type": "remote", "endpoint": "/delay/5000"]])
-        Thread.sleep(forTimeInterval: 0.2)
+        try waitUntilBlocking(timeout: .seconds(10)) {
+            (try? client.call("job.status", ["jobId": job["jobId"]!]))?["state"] == "running"
+        }
         #expect(try client.call("hydra.stats")["jobs"]?["running"] == 1)
         #expect(try client.call("job.cancel", ["jobId": job["jobId"]!])["cancelled"] == true)
         let result = try client.call("job.result", ["jobId": job["jobId"]!, "waitMs": 5000])
@@ -411,7 +413,10 @@ import Testing
             ids.append(try client.call("job.submit", ["job": ["type": "local", "name": "delay", "input": ["ms": .int(100 + i)]]])["jobId"]!)
         }
         let before = try client.call("hydra.stats")["events"]?["lastSeq"]?.intValue ?? 0
-        Thread.sleep(forTimeInterval: 0.5)
+        // Killed once the graph's first step is journaled and its second is in flight.
+        try waitUntilBlocking(timeout: .seconds(10)) {
+            (try? client.call("job.status", ["jobId": graph["jobId"]!]))?["steps"]?["done"] == 1
+        }
         server.kill9()
 
         server = try ServerProcess(state: state)
