@@ -9,6 +9,7 @@
 //   HydraStore            SQLiteStore: the StateStore on SQLite (writer thread, group commit)
 //   HydraRPC              the JSON-RPC 2.0 server and client of `hydra serve`
 //   hydra                 the command-line tool
+//   HydraFuzz (+CLibFuzzer) libFuzzer targets (`make fuzz`); built plain it replays saved inputs
 // Each target imports only targets listed before it.
 import PackageDescription
 
@@ -59,7 +60,8 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "HydraREST",
-            dependencies: ["HydraCore", "HydraHTTP", "HydraLoop", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["HydraCore", "HydraHTTP", "HydraLoop", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "OrderedCollections", package: "swift-collections")],
             swiftSettings: strict),
         .target(
             name: "HydraLocal",
@@ -77,11 +79,12 @@ let package = Package(
         .target(
             name: "HydraRPC",
             dependencies: ["Hydra", "HydraCore", "HydraLoop",
+                           .product(name: "DequeModule", package: "swift-collections"),
                            .product(name: "OrderedCollections", package: "swift-collections")],
             swiftSettings: strict),
         .executableTarget(
             name: "hydra",
-            dependencies: ["Hydra", "HydraStore", "HydraRPC", "HydraLoop",
+            dependencies: ["Hydra", "HydraCore", "HydraStore", "HydraRPC", "HydraLoop",
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "OrderedCollections", package: "swift-collections")],
             swiftSettings: strict),
@@ -104,7 +107,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "HydraTests",
-            dependencies: ["Hydra", "HydraStore", "HydraRPC", "HydraLoop"],
+            dependencies: ["Hydra", "HydraCore", "HydraHTTP", "HydraREST", "HydraStore", "HydraRPC", "HydraLoop"],
             swiftSettings: strict),
     ]
 )
