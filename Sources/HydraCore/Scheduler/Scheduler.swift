@@ -195,6 +195,11 @@ public final class Scheduler: Sendable {
         coordinator.whenFinished(jobId, reply: reply)
     }
 
+    /// Cancels a job and its running steps; `reply` runs on the coordinator thread. Thread-safe.
+    public func cancel(_ jobId: String, reply: @escaping @Sendable (CancelReply) -> Void) {
+        coordinator.cancel(jobId, reply: reply)
+    }
+
     /// Cancels a job and its running steps.
     public func cancel(_ jobId: String) async -> CancelReply {
         await withCheckedContinuation { continuation in

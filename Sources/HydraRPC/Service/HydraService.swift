@@ -15,6 +15,8 @@ import Synchronization
 public final class HydraService: Sendable {
     public let engine: HydraEngine
     public let store: any StateStore
+    /// Where store reads run, off every loop.
+    public let reads: StoreReads
     public let configuration: Configuration
     private let journal: StoreJournal
     private let started = Date()
@@ -47,6 +49,7 @@ public final class HydraService: Sendable {
                 retainFinished: Int = HydraService.finishedInMemory) throws {
         self.configuration = configuration
         self.store = store
+        reads = StoreReads()
         let journal = StoreJournal(store: store)
         self.journal = journal
         let lastSeq = try store.lastSeq()
@@ -191,9 +194,9 @@ public final class HydraService: Sendable {
 
     /// `job.status`: live from the coordinator, else from the store.
     ///
-    /// Never blocks the caller: the coordinator answers by message, and the store
-    /// is read on a dispatch thread. `reply` runs on the coordinator's thread or
-    /// on a dispatch thread.
+    /// Never blocks the caller: the coordinator answers by message, and the
+    /// store is read on the store-read thread (``StoreReads``). `reply` runs on
+    /// the coordinator's thread or on that one.
     public func status(of jobId: String, reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         status(of: jobId, caughtUp: false, reply: reply)
     }
@@ -202,7 +205,7 @@ public final class HydraService: Sendable {
                         reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         engine.scheduler.statuses(of: [jobId]) { [self] live in
             if let live = live[0] { reply(.success(live.json)); return }
-            DispatchQueue.global().async { [self] in
+            reads.run { [self] in
                 let stored: StoredJob?
                 do throws(ServiceError) { stored = try storeJob(jobId) } catch { reply(.failure(error)); return }
                 guard let stored else { reply(.failure(ServiceError.noJob(jobId))); return }
@@ -220,7 +223,7 @@ public final class HydraService: Sendable {
     /// Runs `body` off the caller's thread once the store committed every write queued
     /// before the call (for reads that must see a finish the engine already forgot).
     private func afterQueuedWrites(_ body: @escaping @Sendable () -> Void) {
-        DispatchQueue.global().async { [store] in
+        reads.run { [store] in
             store.flush()
             body()
         }
@@ -243,7 +246,7 @@ public final class HydraService: Sendable {
                 answerResult(of: jobId, state: live.state, reply: reply)
                 return
             }
-            DispatchQueue.global().async { [self] in
+            reads.run { [self] in
                 let stored: StoredJob?
                 do throws(ServiceError) { stored = try storeJob(jobId) } catch { reply(.failure(error)); return }
                 guard let stored else { reply(.failure(ServiceError.noJob(jobId))); return }
@@ -277,8 +280,8 @@ public final class HydraService: Sendable {
     public func cancel(_ jobId: String, reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         let store = self.store
         let scheduler = engine.scheduler
-        Task {
-            switch await scheduler.cancel(jobId) {
+        scheduler.cancel(jobId) { [self] answer in
+            switch answer {
             case .cancelled:
                 reply(.success(["cancelled": true]))
             case .alreadyFinal:
@@ -341,10 +344,10 @@ public final class HydraService: Sendable {
 
     // MARK: - Shared data
 
-    /// `shared.get`. Read (and deciphered) on a dispatch thread, where `reply` runs:
+    /// `shared.get`. Read (and deciphered) on the store-read thread, where `reply` runs:
     /// never on the caller's.
     public func sharedValue(_ key: String, reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
-        DispatchQueue.global().async { [store] in
+        reads.run { [store] in
             do throws(StoreError) {
                 guard let value = try store.sharedValue(key) else {
                     reply(.failure(ServiceError.notFound(field: "key", "no shared key '\(ServiceError.clip(key))'")))
@@ -507,6 +510,7 @@ public final class HydraService: Sendable {
     /// stop the engine, flush and close the store.
     public func shutdown(gracePeriod: Duration) async -> Bool {
         let drained = await engine.shutdown(gracePeriod: gracePeriod)
+        reads.shutdown()
         store.flush()
         store.close()
         return drained
