@@ -107,7 +107,7 @@ final class RPCServerRuntime {
         self.loop = loop
         self.service = service
         self.options = options
-        lastSeq = service.engine.scheduler.bus.lastSeq
+        lastSeq = service.engine.bus.lastSeq
         secret = options.secret.map { Array($0.utf8) }
     }
 
@@ -305,7 +305,7 @@ final class RPCServerRuntime {
             // The first subscription: from here on the bus feeds this loop
             // every event after `lastSeq`; earlier ones are in the store.
             recent.removeAll()
-            let (busID, seq) = service.engine.scheduler.bus.subscribe(EventFilter(), sink: eventSink)
+            let (busID, seq) = service.engine.bus.subscribe(EventFilter(), sink: eventSink)
             busSubscription = busID
             lastSeq = seq
         }

@@ -100,7 +100,7 @@ extension RPCServerRuntime {
     /// flush waits for a commit), and hands it to ``storePageRead``.
     private func readStorePage(for subscription: Subscription, after: UInt64, committed: UInt64) {
         let context = LoopBound((self, subscription), loop: loop)
-        let bus = service.engine.scheduler.bus, store = service.store, loop = self.loop, reads = service.reads
+        let bus = service.engine.bus, store = service.store, loop = self.loop, reads = service.reads
         // Events up to `upTo` reached this loop: their emits handed them to the
         // store journal too, so after a flush they are all committed.
         let upTo = committed > after ? committed : lastSeq

@@ -47,7 +47,7 @@ final class ResultWaiters {
             jobs[jobId] = [:]
             let me = LoopBound(self, loop: loop)
             let loop = self.loop
-            service.engine.scheduler.whenFinished(jobId) { result in
+            service.engine.whenFinished(jobId) { result in
                 _ = loop.execute { me.value.finished(jobId, result) }
             }
         }

@@ -58,7 +58,7 @@ public final class HydraService: Sendable {
                                  jobsDirectory: jobsDirectory, shared: journal, journal: journal,
                                  responseCache: cache, lastSeq: lastSeq + seqReserve,
                                  retainFinished: retainFinished)
-        cache.events.bus.withLock { $0 = engine.scheduler.bus }
+        cache.events.bus.withLock { $0 = engine.bus }
         _ = engine.subscribe(sink: journal)
         registerSharedJobs()
     }
@@ -104,8 +104,8 @@ public final class HydraService: Sendable {
         let now = Date().timeIntervalSince1970
         for (i, request) in requests.enumerated() {
             do throws(ValidationError) {
-                let prepared = try engine.scheduler.prepare(try JobSpec(json: request.job))
-                try engine.scheduler.reserve(1)
+                let prepared = try engine.prepare(try JobSpec(json: request.job))
+                try engine.reserve(1)
                 valid.append((i, prepared))
                 stored.append(StoredJob(jobId: prepared.jobId, spec: request.job, input: request.input,
                                         priority: request.priority, idempotencyKey: request.idempotencyKey,
@@ -118,12 +118,12 @@ public final class HydraService: Sendable {
             reply(results)
             return
         }
-        let scheduler = engine.scheduler
+        let engine = self.engine
         store.insert(stored) { [self, results, valid] outcome in
             var results = results
             switch outcome {
             case .failure(let error):
-                scheduler.release(valid.count)
+                engine.release(valid.count)
                 for job in valid { results[job.index] = .failure(ServiceError(error)) }
             case .success(let outcomes):
                 var queued: [QueuedJob] = []
@@ -133,7 +133,7 @@ public final class HydraService: Sendable {
                     let request = requests[job.index]
                     switch outcome {
                     case .existing(let jobId, let sameSpec):
-                        scheduler.release(1)
+                        engine.release(1)
                         results[job.index] = sameSpec ? .success(jobId) : .failure(ServiceError(.conflict,
                             "idempotencyKey \"\(request.idempotencyKey ?? "")\" was used by job \(jobId) with a different spec"))
                     case .inserted:
@@ -143,7 +143,7 @@ public final class HydraService: Sendable {
                     }
                 }
                 counters.value.withLock { $0.submitted += queued.count }
-                scheduler.enqueue(queued)
+                engine.enqueue(queued)
             }
             reply(results)
         }
@@ -175,7 +175,7 @@ public final class HydraService: Sendable {
         for (job, steps, emitted) in unfinished {
             do {
                 let spec = try JobSpec(json: job.spec)
-                let prepared = try engine.scheduler.prepare(spec, jobId: job.jobId)
+                let prepared = try engine.prepare(spec, jobId: job.jobId)
                 queued.append(QueuedJob(prepared: prepared, input: job.input, priority: job.priority,
                                         createdAt: job.createdAt, recoveredSteps: steps, emittedEvents: emitted,
                                         startedAt: job.startedAt, resumed: true, completion: finisher()))
@@ -186,8 +186,8 @@ public final class HydraService: Sendable {
                              at: Date().timeIntervalSince1970, done: nil)
             }
         }
-        try engine.scheduler.reserve(queued.count)
-        engine.scheduler.enqueue(queued)
+        try engine.reserve(queued.count)
+        engine.enqueue(queued)
         counters.value.withLock { $0.recovered += queued.count }
         return queued.count
     }
@@ -203,7 +203,7 @@ public final class HydraService: Sendable {
 
     private func status(of jobId: String, caughtUp: Bool,
                         reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
-        engine.scheduler.statuses(of: [jobId]) { [self] live in
+        engine.statuses(of: [jobId]) { [self] live in
             if let live = live[0] { reply(.success(live.json)); return }
             reads.run { [self] in
                 let stored: StoredJob?
@@ -241,7 +241,7 @@ public final class HydraService: Sendable {
 
     private func result(of jobId: String, caughtUp: Bool,
                         reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
-        engine.scheduler.statuses(of: [jobId]) { [self] live in
+        engine.statuses(of: [jobId]) { [self] live in
             if let live = live[0] {
                 answerResult(of: jobId, state: live.state, reply: reply)
                 return
@@ -270,7 +270,7 @@ public final class HydraService: Sendable {
         let current: JSONValue = ["jobId": .string(jobId), "state": .string(state.rawValue)]
         if state.isFinal {
             // Final in memory (its store write may still be queued): answered at once.
-            engine.scheduler.whenFinished(jobId) { result in reply(.success(result?.json ?? current)) }
+            engine.whenFinished(jobId) { result in reply(.success(result?.json ?? current)) }
         } else {
             reply(.success(current))
         }
@@ -279,8 +279,7 @@ public final class HydraService: Sendable {
     /// `job.cancel`.
     public func cancel(_ jobId: String, reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         let store = self.store
-        let scheduler = engine.scheduler
-        scheduler.cancel(jobId) { [self] answer in
+        engine.cancel(jobId) { [self] answer in
             switch answer {
             case .cancelled:
                 reply(.success(["cancelled": true]))
@@ -321,7 +320,7 @@ public final class HydraService: Sendable {
         } catch {
             throw ServiceError(error)
         }
-        let live = engine.scheduler.statuses(of: page.jobs.map(\.jobId))
+        let live = engine.statuses(of: page.jobs.map(\.jobId))
         var jobs: [JSONValue] = []
         for (stored, status) in zip(page.jobs, live) {
             jobs.append(status?.json ?? statusJSON(stored))
@@ -336,7 +335,7 @@ public final class HydraService: Sendable {
     }
 
     private func statusJSON(_ job: StoredJob) -> JSONValue {
-        let total = (try? JobSpec(json: job.spec)).flatMap { try? engine.scheduler.prepare($0).stepCount } ?? 0
+        let total = (try? JobSpec(json: job.spec)).flatMap { try? engine.prepare($0).stepCount } ?? 0
         return JobStatus(jobId: job.jobId, state: job.state, createdAt: job.createdAt, startedAt: job.startedAt,
                          finishedAt: job.finishedAt, stepsDone: job.state.isFinal ? total : 0,
                          stepsTotal: total).json
@@ -376,7 +375,7 @@ public final class HydraService: Sendable {
             return
         }
         let cipher = requested ?? current ?? SharedCipher.none
-        let bus = engine.scheduler.bus
+        let bus = engine.bus
         store.setShared(key, value: value, cipher: cipher) { result in
             switch result {
             case .success:
@@ -398,7 +397,7 @@ public final class HydraService: Sendable {
 
     /// `shared.remove`: replies whether the key existed; emits `shared.removed` if it did.
     public func removeShared(_ key: String, reply: @escaping @Sendable (Result<Bool, ServiceError>) -> Void) {
-        let bus = engine.scheduler.bus
+        let bus = engine.bus
         store.removeShared(key) { result in
             switch result {
             case .success(let removed):
@@ -450,7 +449,7 @@ public final class HydraService: Sendable {
     /// `cache.remove`: replies with how many cached responses were removed.
     public func removeCached(api: String?, url: String?, prefix: String?,
                              reply: @escaping @Sendable (Result<Int, ServiceError>) -> Void) {
-        let bus = engine.scheduler.bus
+        let bus = engine.bus
         // Cache keys are "GET URL" (only GET responses are cached).
         store.removeResponses(api: api, key: url.map { "GET " + $0 }, prefix: prefix.map { "GET " + $0 }) { result in
             switch result {
@@ -473,7 +472,7 @@ public final class HydraService: Sendable {
 
     /// `worker.pause` / `worker.resume`.
     public func setPaused(_ paused: Bool, worker name: String) throws(ServiceError) {
-        guard let worker = engine.scheduler.worker(named: name) else {
+        guard let worker = engine.worker(named: name) else {
             throw ServiceError.notFound(field: "name", "no worker '\(ServiceError.clip(name))'")
         }
         if paused { worker.pause() } else { worker.resume() }
@@ -486,8 +485,8 @@ public final class HydraService: Sendable {
         let rest = engine.rest.stats
         let queued = workers.reduce(0) { $0 + $1.queued }
         let active = workers.reduce(0) { $0 + $1.active }
-        let unfinished = engine.scheduler.unfinishedJobs
-        let running = min(engine.scheduler.runningJobs, unfinished)
+        let unfinished = engine.unfinishedJobs
+        let running = min(engine.runningJobs, unfinished)
         return [
             "uptimeSec": .int(Int(Date().timeIntervalSince(started))),
             "jobs": ["submitted": .int(c.submitted), "recovered": .int(c.recovered),
@@ -495,7 +494,7 @@ public final class HydraService: Sendable {
                      "succeeded": .int(c.succeeded), "failed": .int(c.failed), "cancelled": .int(c.cancelled)],
             "steps": ["queued": .int(queued), "active": .int(active),
                       "done": .int(workers.reduce(0) { $0 + $1.done }), "failed": .int(workers.reduce(0) { $0 + $1.failed })],
-            "events": ["lastSeq": .int(Int(engine.scheduler.bus.lastSeq))],
+            "events": ["lastSeq": .int(Int(engine.bus.lastSeq))],
             "requests": ["sent": .int(rest.requests), "retries": .int(rest.retries), "failed": .int(rest.failedRequests),
                          "dummy": .int(rest.dummyResponses)],
             "cache": ["hits": .int(rest.cacheHits), "misses": .int(rest.cacheMisses)],
