@@ -7,7 +7,9 @@
 //   HydraREST, HydraLocal managers bound to workers by the dispatcher
 //   Hydra                 the embeddable engine (wires the layers above)
 //   HydraStore            SQLiteStore: the StateStore on SQLite (writer thread, group commit)
-//   HydraRPC              the JSON-RPC 2.0 server and client of `hydra serve`
+//   HydraServer           the durable service of `hydra serve` over the store: submit, recovery,
+//                         queries, shared data; transport-free
+//   HydraRPC              the JSON-RPC 2.0 wire: framing, sessions, subscriptions, the client
 //   hydra                 the command-line tool
 //   HydraFuzz (+CLibFuzzer) libFuzzer targets (`make fuzz`); built plain it replays saved inputs
 // Each target imports only targets listed before it.
@@ -77,20 +79,25 @@ let package = Package(
                            .product(name: "OrderedCollections", package: "swift-collections")],
             swiftSettings: strict),
         .target(
-            name: "HydraRPC",
+            name: "HydraServer",
             dependencies: ["Hydra", "HydraCore", "HydraLoop",
+                           .product(name: "OrderedCollections", package: "swift-collections")],
+            swiftSettings: strict),
+        .target(
+            name: "HydraRPC",
+            dependencies: ["HydraServer", "Hydra", "HydraCore", "HydraLoop",
                            .product(name: "DequeModule", package: "swift-collections"),
                            .product(name: "OrderedCollections", package: "swift-collections")],
             swiftSettings: strict),
         .executableTarget(
             name: "hydra",
-            dependencies: ["Hydra", "HydraCore", "HydraStore", "HydraRPC", "HydraLoop",
+            dependencies: ["Hydra", "HydraCore", "HydraStore", "HydraServer", "HydraRPC", "HydraLoop",
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "OrderedCollections", package: "swift-collections")],
             swiftSettings: strict),
         .executableTarget(
             name: "HydraBench",
-            dependencies: ["Hydra", "HydraRPC", "HydraLoop"],
+            dependencies: ["Hydra", "HydraServer", "HydraRPC", "HydraLoop"],
             path: "Benchmarks/HydraBench",
             swiftSettings: strict),
         .executableTarget(
@@ -107,7 +114,8 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "HydraTests",
-            dependencies: ["Hydra", "HydraCore", "HydraHTTP", "HydraREST", "HydraStore", "HydraRPC", "HydraLoop"],
+            dependencies: ["Hydra", "HydraCore", "HydraHTTP", "HydraREST", "HydraStore", "HydraServer", "HydraRPC",
+                           "HydraLoop"],
             swiftSettings: strict),
     ]
 )

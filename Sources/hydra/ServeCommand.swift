@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Hydra
+import HydraServer
 import HydraLoop
 import HydraRPC
 import HydraStore

@@ -1,6 +1,7 @@
 import HydraLoop
 import Foundation
 import HydraCore
+import HydraServer
 import HydraStore
 import Synchronization
 import Testing

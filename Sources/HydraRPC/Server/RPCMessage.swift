@@ -1,4 +1,5 @@
 import HydraCore
+import HydraServer
 import OrderedCollections
 
 /// One JSON-RPC 2.0 request or notification, checked (protocol §1–2).

@@ -1,4 +1,5 @@
 import HydraCore
+import HydraServer
 import HydraLoop
 
 /// The methods of protocol §5, mapped onto ``HydraService``. RPC loop thread.

@@ -1,4 +1,5 @@
 import HydraCore
+import HydraServer
 import OrderedCollections
 
 /// Typed reads of a request's params; errors name the field (`jobId: expected string`).

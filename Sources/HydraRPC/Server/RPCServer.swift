@@ -1,6 +1,7 @@
 import DequeModule
 import Foundation
 import HydraCore
+import HydraServer
 import HydraLoop
 
 /// The JSON-RPC 2.0 control server of `hydra serve` (protocol.md): TCP and

@@ -1,6 +1,7 @@
 import DequeModule
 import Foundation
 import HydraCore
+import HydraServer
 import HydraLoop
 
 /// Where the `fromSeq` replay of a subscription stands. RPC loop thread only.

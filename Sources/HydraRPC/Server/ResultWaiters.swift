@@ -1,4 +1,5 @@
 import HydraCore
+import HydraServer
 import HydraLoop
 
 /// The `job.result` calls that wait (`waitMs`) for their job to become final.
