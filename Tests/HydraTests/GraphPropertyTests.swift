@@ -26,6 +26,13 @@ import Testing
             #expect(result.state == .failed, "\(text)")
             #expect(result.error?.kind == .invalid, "\(text)")
         }
+        // The shipped named job run without the input it needs.
+        let shipped = try makeEngine(jobs: RunCommandTests.root.appendingPathComponent("jobs").path)
+        defer { shipped.shutdown() }
+        let id = try shipped.submit(spec(#"{"type":"job","name":"login-and-fetch"}"#))
+        let result = try await finalResult(of: id, in: shipped)
+        #expect(result.state == .failed)
+        #expect(result.error?.kind == .invalid)
     }
 
     @Test(arguments: [1, 2, 3, 4])
