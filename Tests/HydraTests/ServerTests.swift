@@ -512,7 +512,16 @@ import Testing
         let job = try client.call("job.submit", ["job": ["type": "remote", "endpoint": "/delay/2000"]])
         let other = try server.client()
         kill(server.process.processIdentifier, SIGTERM)
-        Thread.sleep(forTimeInterval: 0.2)
+        // Until the signal is handled a probe is accepted (the same job each
+        // time, by its idempotency key); from then on it hears -32005.
+        try waitUntilBlocking(timeout: .seconds(10)) {
+            do {
+                _ = try other.call("job.submit", ["job": ["type": "local", "name": "echo"], "idempotencyKey": "probe"])
+                return false
+            } catch {
+                return (error as? RPCClientError)?.code == -32005
+            }
+        }
         // Both a connection opened before the signal and one opened after it hear -32005.
         let late = try server.client()
         for connection in [other, late] {
