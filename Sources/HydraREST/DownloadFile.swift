@@ -16,6 +16,22 @@ import HydraCore
 /// Ownership: created, used and closed on the worker's loop thread by the call
 /// it belongs to (see ``RESTExecutor``); it owns its descriptors.
 final class DownloadFile {
+    /// Names of the temporary files; what a crash leaves is removed at the next start.
+    static let temporaryPrefix = ".hydra-download-"
+
+    /// Removes the temporary files of downloads a crash interrupted, anywhere
+    /// under `stateDirectory` (links are not followed). Returns how many.
+    /// Call before any job runs: a download in flight has one too.
+    static func removeLeftovers(in stateDirectory: String) -> Int {
+        guard let walk = FileManager.default.enumerator(atPath: stateDirectory) else { return 0 }
+        var removed = 0
+        while let relative = walk.nextObject() as? String {
+            let name = (relative as NSString).lastPathComponent
+            guard name.hasPrefix(temporaryPrefix) else { continue }
+            if (try? FileManager.default.removeItem(atPath: stateDirectory + "/" + relative)) != nil { removed += 1 }
+        }
+        return removed
+    }
     /// The temporary file the transfer writes (see ``HydraHTTP/HTTPRequest/saveToFile``).
     let descriptor: Int32
     /// The target's folder, open.
@@ -36,7 +52,7 @@ final class DownloadFile {
             try? FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
             current = Glibc.open(stateDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         }
-        guard current >= 0 else { throw failure("cannot open the state folder \(stateDirectory)") }
+        guard current >= 0 else { throw failure("cannot open the state folder") }
         for (i, component) in path.components.dropLast().enumerated() {
             let shown = path.components[...i].joined(separator: "/").debugDescription
             var next = openat(current, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
@@ -65,7 +81,7 @@ final class DownloadFile {
             throw JobError(.invalid, "saveAs: \(path.relative.debugDescription) exists and is not a regular file (a link, folder, socket or device)")
         }
         var random = SystemRandomNumberGenerator()
-        let temporaryName = ".hydra-download-" + String(random.next() as UInt64, radix: 16)
+        let temporaryName = Self.temporaryPrefix + String(random.next() as UInt64, radix: 16)
         let descriptor = openat(current, temporaryName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
             let code = errno

@@ -19,6 +19,14 @@ public final class RESTManager: JobManager {
     /// Where cached responses live; nil: caching is off (the embedded default).
     let cache: (any ResponseCache)?
 
+    /// Removes what interrupted `saveAs` downloads left in `stateDirectory`
+    /// (their temporary files); a server calls it at startup, before recovery.
+    /// Returns how many files it removed.
+    @discardableResult
+    public static func removeLeftoverDownloads(in stateDirectory: String) -> Int {
+        DownloadFile.removeLeftovers(in: stateDirectory)
+    }
+
     public init(configuration: Configuration, stateDirectory: String, cache: (any ResponseCache)? = nil) {
         resolver = RouteResolver(configuration: configuration, stateDirectory: stateDirectory)
         self.cache = cache

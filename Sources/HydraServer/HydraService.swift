@@ -170,6 +170,8 @@ public final class HydraService: Sendable {
     /// (a named job removed meanwhile) is finished as failed, kind `invalid`.
     @discardableResult
     public func recover() throws -> Int {
+        // Downloads in flight at the crash left temporary files; their jobs run again.
+        RESTManager.removeLeftoverDownloads(in: engine.stateDirectory)
         let unfinished = try store.unfinishedJobs()
         var queued: [QueuedJob] = []
         for (job, steps, emitted) in unfinished {

@@ -47,4 +47,16 @@ import Testing
         let stepTwoEnds = events.firstIndex { $0.name == "job.succeeded" && $0.path == "2" }
         #expect(resumed.first.map { $0.offset } ?? .max < stepTwoEnds ?? -1)
     }
+
+    @Test func downloadsACrashInterruptedLeaveNothingBehind() throws {
+        let state = NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
+        let folder = state + "/downloads/deep"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try Data("partial".utf8).write(to: URL(fileURLWithPath: folder + "/.hydra-download-1f2e3d"))
+        try Data("kept".utf8).write(to: URL(fileURLWithPath: folder + "/file.bin"))
+        let server = try ServerProcess(state: state)
+        defer { server.terminate() }
+        #expect(!FileManager.default.fileExists(atPath: folder + "/.hydra-download-1f2e3d"))
+        #expect(FileManager.default.contents(atPath: folder + "/file.bin") == Data("kept".utf8))
+    }
 }
