@@ -1,0 +1,11 @@
+import OrderedCollections
+
+/// A named local job (`"type": "local"`).
+public struct LocalSpec: Sendable {
+    public var name: String
+    public var input: JSONValue
+    public init(name: String, input: JSONValue = .null) {
+        self.name = name
+        self.input = input
+    }
+}

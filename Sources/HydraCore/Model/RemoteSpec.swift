@@ -1,0 +1,35 @@
+import OrderedCollections
+
+/// One HTTP request (`"type": "remote"`).
+public struct RemoteSpec: Sendable {
+    public var method: String?
+    public var url: String?
+    public var server: String?
+    public var endpoint: String?
+    public var api: String?
+    public var pathVars: OrderedDictionary<String, JSONValue> = [:]
+    public var query: OrderedDictionary<String, JSONValue> = [:]
+    public var headers: OrderedDictionary<String, JSONValue> = [:]
+    public var body: JSONValue?
+    public var bodyEncoding: BodyEncoding?
+    public var dogma: String?
+    public var expect: [Int]?
+    public var retry: RetryPolicy?
+    public var cache: CacheSpec?
+    public var saveAs: String?
+    /// Extension: limit for connecting, in milliseconds.
+    public var connectTimeoutMs: Int?
+    /// Extension: redirects to follow (default from config, else 5).
+    public var maxRedirects: Int?
+
+    public init(method: String? = nil, url: String? = nil, server: String? = nil, endpoint: String? = nil,
+                api: String? = nil) {
+        self.method = method
+        self.url = url
+        self.server = server
+        self.endpoint = endpoint
+        self.api = api
+    }
+
+    public static func get(_ url: String) -> RemoteSpec { RemoteSpec(method: "GET", url: url) }
+}

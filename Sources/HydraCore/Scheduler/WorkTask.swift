@@ -1,0 +1,23 @@
+import HydraLoop
+
+/// One leaf job handed to a worker: its spec with references resolved.
+/// Immutable; a class so that passing it between threads and queues costs one retain.
+public final class WorkTask: Sendable {
+    /// Unique per engine; the coordinator's key for this step.
+    public let token: UInt64
+    public let spec: JobSpec
+    public let jobId: String
+    public let stepPath: String
+    public let priority: Int
+    /// The coordinator's node for this step, handed back with every report.
+    let step: StepReference
+
+    init(token: UInt64, spec: JobSpec, jobId: String, stepPath: String, priority: Int, step: StepReference) {
+        self.token = token
+        self.spec = spec
+        self.jobId = jobId
+        self.stepPath = stepPath
+        self.priority = priority
+        self.step = step
+    }
+}
