@@ -40,7 +40,7 @@ public final class HydraEngine: Sendable {
     ///     result's size (a remote result with headers: about 2 KB).
     public init(configuration: Configuration = Configuration(), stateDirectory: String? = nil,
                 jobsDirectory: String? = nil, shared: (any SharedDataReader)? = nil,
-                journal: (any StepJournal)? = nil, responseCache: (any ResponseCache)? = nil,
+                journal: (any JobJournal)? = nil, responseCache: (any ResponseCache)? = nil,
                 lastSeq: UInt64 = 0, retainFinished: Int = Scheduler.defaultRetainFinished) throws(ValidationError) {
         HTTPClient.initializeLibrary()
         self.configuration = configuration

@@ -1,36 +1,6 @@
 import HydraCore
 import OrderedCollections
 
-/// The request a dummy response is matched against.
-public struct DummyRequest: Sendable {
-    /// The server key, when the request was addressed through one (or its URL starts with one's base URL).
-    public var server: String?
-    /// The path after the server's base URL (or the URL's path).
-    public var path: String
-    public var method: String
-    public var url: String
-    public var headers: [(name: String, value: String)]
-    public var body: [UInt8]?
-}
-
-/// A canned answer: status, headers, body (a JSON value, kept as is), and a delay.
-public struct DummyReply: Sendable {
-    public var status: Int
-    public var headers: OrderedDictionary<String, String>
-    public var body: JSONValue?
-    public var delayMs: Int
-    public init(status: Int = 200, headers: OrderedDictionary<String, String> = [:], body: JSONValue? = nil,
-                delayMs: Int = 0) {
-        self.status = status
-        self.headers = headers
-        self.body = body
-        self.delayMs = delayMs
-    }
-}
-
-/// A Swift dummy handler: sees the request, answers it or returns nil to pass.
-public typealias DummyHandler = @Sendable (DummyRequest) -> DummyReply?
-
 /// Answers requests from configured dummy responses and Swift handlers,
 /// without the network. Config entries match by server, endpoint pattern
 /// (`:name` matches one segment, a trailing `*` the rest) and method.

@@ -8,7 +8,7 @@ import HydraCore
 /// emitting thread under the bus lock) and only queues a write. An event's
 /// fields are encoded as JSON there, under the bus lock: the one writer
 /// thread is the server's bottleneck, the emitting threads are not.
-final class StoreJournal: StepJournal, EventSink, SharedDataReader {
+final class StoreJournal: JobJournal, EventSink, SharedDataReader {
     let store: any StateStore
 
     init(store: any StateStore) { self.store = store }
@@ -17,11 +17,12 @@ final class StoreJournal: StepJournal, EventSink, SharedDataReader {
         store.recordStep(jobId: jobId, stepPath: stepPath, outcome: outcome, done: nil)
     }
 
+    func jobStarted(jobId: String, at time: Double) {
+        store.markStarted(jobId: jobId, at: time)
+    }
+
     func receive(_ event: HydraEvent) {
         store.append(event)
-        if event.name == EventName.started, event.stepPath.isEmpty {
-            store.markStarted(jobId: event.rootJobId, at: event.time)
-        }
     }
 
     func value(forKey key: String) -> JSONValue? {

@@ -16,7 +16,7 @@ public final class Coordinator: Sendable {
     let running = RunningJobs()
 
     init(dispatcher: Dispatcher, bus: EventBus, environment: [String: String],
-         shared: (any SharedDataReader)?, journal: (any StepJournal)?, retainFinished: Int, maxResultBytes: Int,
+         shared: (any SharedDataReader)?, journal: (any JobJournal)?, retainFinished: Int, maxResultBytes: Int,
          clock: any CoordinatorClock) {
         self.bus = bus
         let loop = EventLoop(name: "hydra-coordinator")

@@ -11,7 +11,7 @@ final class CoordinatorRuntime {
     private let bus: EventBus
     private let environment: [String: String]
     private let shared: (any SharedDataReader)?
-    private let journal: (any StepJournal)?
+    private let journal: (any JobJournal)?
     private let retainFinished: Int
     /// `limits.maxResultBytes`: a step's result, or a group's results, above it fails with kind `tooLarge`.
     private let maxResultBytes: Int
@@ -43,7 +43,7 @@ final class CoordinatorRuntime {
     @exclusivity(unchecked) private var nextToken: UInt64 = 1
 
     init(loop: EventLoop, dispatcher: Dispatcher, bus: EventBus, environment: [String: String],
-         shared: (any SharedDataReader)?, journal: (any StepJournal)?, retainFinished: Int, maxResultBytes: Int,
+         shared: (any SharedDataReader)?, journal: (any JobJournal)?, retainFinished: Int, maxResultBytes: Int,
          clock: any CoordinatorClock, running: RunningJobs) {
         self.loop = loop
         self.clock = clock
@@ -399,10 +399,13 @@ final class CoordinatorRuntime {
     }
 
     /// The job is running (counted once, for `hydra.stats`).
+    /// The job is running: counted once (`hydra.stats`) and journaled with the
+    /// `startedAt` that `job.status` shows (kept from before a restart).
     private func rootRunning(_ root: RootJob) {
         guard !root.countedRunning else { return }
         root.countedRunning = true
         running.add(1)
+        if root.journaled, let startedAt = root.startedAt { journal?.jobStarted(jobId: root.id, at: startedAt) }
     }
 
     private func finishRoot(_ root: RootJob, error: JobError?) {

@@ -35,7 +35,7 @@ public final class Scheduler: Sendable {
     ///   - clock: job timestamps and timeout timers (tests inject their own).
     public init(workers configurations: [Configuration.Worker], managers: [any JobManager],
                 library: (any JobLibrary)?, environment: [String: String] = [:],
-                shared: (any SharedDataReader)? = nil, journal: (any StepJournal)? = nil, lastSeq: UInt64 = 0,
+                shared: (any SharedDataReader)? = nil, journal: (any JobJournal)? = nil, lastSeq: UInt64 = 0,
                 retainFinished: Int = Scheduler.defaultRetainFinished,
                 maxQueuedJobs: Int = 1_000_000, maxResultBytes: Int = 16_777_216,
                 clock: any CoordinatorClock = SystemClock()) throws(ValidationError) {
@@ -125,7 +125,7 @@ public final class Scheduler: Sendable {
     public func release(_ count: Int) { unfinished.subtract(count, ordering: .relaxed) }
 
     /// Queues reserved jobs with one hand-over to the coordinator. Jobs are
-    /// journaled (each finished leaf step reported to the ``StepJournal``).
+    /// journaled (each finished leaf step reported to the ``JobJournal``).
     public func enqueue(_ jobs: [QueuedJob]) {
         var messages: [CoordinatorMessage] = []
         messages.reserveCapacity(jobs.count)

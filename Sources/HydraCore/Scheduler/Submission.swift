@@ -12,7 +12,7 @@ public final class Submission: Sendable {
     let createdAt: Double
     /// Called on the coordinator thread with the final result; must be quick.
     let completion: (@Sendable (JobResult) -> Void)?
-    /// Journaled jobs report each finished leaf step to the scheduler's ``StepJournal``.
+    /// Journaled jobs report each finished leaf step to the scheduler's ``JobJournal``.
     let journaled: Bool
     /// Leaf outcomes recorded before a restart, by step path.
     let recoveredSteps: [String: StoredStep]

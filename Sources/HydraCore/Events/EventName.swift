@@ -1,0 +1,24 @@
+import Foundation
+import OrderedCollections
+
+/// The event names of protocol §6.
+public enum EventName {
+    public static let queued = "job.queued"
+    public static let started = "job.started"
+    public static let retrying = "job.retrying"
+    public static let progress = "job.progress"
+    public static let succeeded = "job.succeeded"
+    public static let skipped = "job.skipped"
+    public static let failed = "job.failed"
+    public static let cancelled = "job.cancelled"
+    /// A root job picked up again after a restart, before its steps run again.
+    public static let resumed = "job.resumed"
+    public static let groupDone = "group.done"
+    public static let cacheUpdated = "cache.updated"
+    public static let cacheRemoved = "cache.removed"
+    public static let sharedUpdated = "shared.updated"
+    public static let sharedRemoved = "shared.removed"
+
+    public static let all: Set<String> = [queued, started, retrying, progress, succeeded, skipped, failed, cancelled,
+                                          resumed, groupDone, cacheUpdated, cacheRemoved, sharedUpdated, sharedRemoved]
+}

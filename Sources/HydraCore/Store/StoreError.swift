@@ -1,0 +1,31 @@
+import Foundation
+
+/// A failure of the state store (disk full, corrupt file, missing key...).
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    /// Set when the caller's argument was wrong (a bad `after` cursor), not the store.
+    public var invalidArgument: String?
+    public init(_ description: String) { self.description = description }
+    public init(_ description: String, invalidArgument: String) {
+        self.description = description
+        self.invalidArgument = invalidArgument
+    }
+}
+
+extension StoredStep {
+    /// The record of a finished step.
+    init(_ outcome: StepOutcome) {
+        switch outcome {
+        case .success(let result): self.init(state: .succeeded, result: result, error: nil)
+        case .failure(let error, let partial):
+            self.init(state: error.kind == .cancelled ? .cancelled : .failed, result: partial, error: error.json)
+        }
+    }
+
+    /// The outcome to replay for a recovered step.
+    var outcome: StepOutcome {
+        if state == .succeeded { return .success(result ?? .null) }
+        let error = error.flatMap(JobError.init(json:)) ?? JobError(.internal, "step failed before a restart")
+        return .failure(error, result: result)
+    }
+}
