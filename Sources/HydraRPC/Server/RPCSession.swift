@@ -37,14 +37,20 @@ final class RPCSession {
     }
 
     /// Writes prepared bytes (already framed), applying the outbound cap: a
-    /// client that does not read its replies is not read from until it does.
+    /// client that does not read its replies is not read from until it does,
+    /// and one whose backlog already passed twice the cap is disconnected.
+    ///
+    /// The backlog is judged before the write: one reply larger than the cap
+    /// (a `job.result` of a result near `limits.maxResultBytes`) is written
+    /// whole to a client that keeps up, never answered by a closed connection.
     func send(raw bytes: [UInt8]) {
         guard !closed else { return }
-        connection.write(bytes)
-        let queued = connection.queuedBytes
-        if queued > 2 * outboundCap {
+        if connection.queuedBytes > 2 * outboundCap {
             connection.closeNow()
-        } else if queued > outboundCap {
+            return
+        }
+        connection.write(bytes)
+        if connection.queuedBytes > outboundCap {
             connection.pauseReading()
         }
     }
