@@ -37,9 +37,9 @@ test: deps
 # A report fails the run (halt_on_error), in the test process or a server.
 SANITIZED_TESTS ?= .
 test-tsan: deps
-	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan -Xswiftc -DHYDRA_TSAN
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-		$(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan --filter '$(SANITIZED_TESTS)'
+		$(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan -Xswiftc -DHYDRA_TSAN --filter '$(SANITIZED_TESTS)'
 
 test-asan: deps
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan

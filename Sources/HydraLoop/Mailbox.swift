@@ -90,7 +90,7 @@ public final class Mailbox<Message: Sendable>: Sendable {
             @usableFromInline var draining = false
             @inlinable init() {}
         }
-        @usableFromInline let buffer = Locked(Buffer())
+        @usableFromInline let buffer = FastLocked(Buffer())
 
         @inlinable init() {}
 

@@ -19,7 +19,8 @@ final class RESTExecutor: JobExecutor {
     private final class RemoteCall {
         let task: WorkTask
         let handle: TaskHandle
-        let request: PreparedRequest
+        /// The request; a `saveAs` download's file descriptor is set in it once opened.
+        @exclusivity(unchecked) var request: PreparedRequest
         let started = DispatchTime.now().uptimeNanoseconds
         @exclusivity(unchecked) var attempts = 0
         @exclusivity(unchecked) var transfer: HTTPTransferID?
@@ -173,13 +174,11 @@ final class RESTExecutor: JobExecutor {
     private func attempt(_ call: RemoteCall) {
         call.attempts += 1
         manager.statistics.countRequest()
-        var http = call.request.http
-        if let saveAs = call.request.saveAs {
+        if let saveAs = call.request.saveAs, call.download == nil {
             do {
-                if call.download == nil {
-                    call.download = try DownloadFile(saveAs, stateDirectory: manager.resolver.stateDirectory)
-                }
-                http.saveToFile = call.download?.descriptor
+                let download = try DownloadFile(saveAs, stateDirectory: manager.resolver.stateDirectory)
+                call.download = download
+                call.request.http.saveToFile = download.descriptor
             } catch {
                 finish(call, .failure(error))
                 return
@@ -187,8 +186,9 @@ final class RESTExecutor: JobExecutor {
         }
         do {
             let handle = call.handle
+            // Passed as it is stored: no copy of the request per attempt.
             call.transfer = try client.start(
-                http,
+                call.request.http,
                 progress: call.request.http.reportsProgress ? { progress in
                     handle.progress(bytes: progress.bytes, totalBytes: progress.totalBytes, upload: progress.upload)
                 } : nil,

@@ -24,14 +24,14 @@ public final class EventBus: Sendable {
         var subscribers: [UInt64: Subscriber] = [:]
         var nextID: UInt64 = 1
     }
-    private let state: Locked<State>
+    private let state: FastLocked<State>
     /// Written under the lock when anyone listens; with no subscriber, by an atomic add alone.
     private let seq: Atomic<UInt64>
     private let subscriberCount = Atomic<Int>(0)
 
     /// `lastSeq`: the seq of the last event already issued (a restarted server continues after it).
     public init(lastSeq: UInt64 = 0) {
-        state = Locked(State())
+        state = FastLocked(State())
         seq = Atomic(lastSeq)
     }
 
