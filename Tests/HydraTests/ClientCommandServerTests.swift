@@ -11,7 +11,7 @@ import Testing
     /// Starts the binary with `stdin` written and closed; stdout is a pipe, stderr `stderr`.
     func start(_ arguments: [String], stdin: String = "", stderr: FileHandle) throws -> (process: Process, out: Pipe) {
         let process = Process()
-        process.executableURL = RunCommandTests.root.appendingPathComponent(".build/debug/hydra")
+        process.executableURL = BuiltProducts.url("hydra")
         process.arguments = arguments
         process.currentDirectoryURL = RunCommandTests.root
         let out = Pipe(), input = Pipe()

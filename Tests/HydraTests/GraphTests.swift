@@ -63,15 +63,14 @@ import Testing
     @Test func concurrentStopWhenFailedCancelsRunningSteps() async throws {
         let engine = try makeEngine()
         defer { engine.shutdown() }
-        let started = Date()
         let result = try await engine.run(spec("""
             {"type":"concurrent","stopWhenFailed":true,"steps":[
               {"type":"remote","endpoint":"/delay/30000"},
               {"type":"local","name":"delay","input":{"ms":30000}},
               {"type":"local","name":"fail","input":{"message":"early"}}]}
             """))
-        // Far less than the 30 s the running steps would take (loose: a sanitized build is slow).
-        #expect(Date().timeIntervalSince(started) < 15)
+        // The running steps ended cancelled (checked below), not after their 30 s:
+        // no wall-clock bound, which a sanitized build on 2 cores is too slow for.
         #expect(result.error?.message == "early")
         #expect(result.error?.stepPath == "2")
         #expect(result.result?["stopped"] == true)
@@ -164,7 +163,7 @@ import Testing
         _ = engine.subscribe(sink: log)
         let started = engine.events(EventFilter(events: ["job.started"]))
         let id = try engine.submit(spec("""
-            {"type":"concurrent","steps":[{"type":"remote","endpoint":"/delay/5000"},{"type":"local","name":"delay","input":{"ms":5000}}]}
+            {"type":"concurrent","steps":[{"type":"remote","endpoint":"/delay/60000"},{"type":"local","name":"delay","input":{"ms":60000}}]}
             """))
         // Both steps are running: their workers started them.
         let running = Locked(Set<String>())
