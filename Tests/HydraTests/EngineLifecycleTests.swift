@@ -49,7 +49,8 @@ import Testing
         // A 30 s transfer: shutdown must return long before it ends. The bound
         // is loose because the whole suite shares 2 cores, and under
         // ThreadSanitizer (make test-tsan) a shutdown took 6.5 s.
-        let abandoned = try engine.submit(spec(#"{"type":"remote","endpoint":"/delay/30000"}"#))
+        // Its own time limit is longer than the transfer: only the shutdown may end it.
+        let abandoned = try engine.submit(spec(#"{"type":"remote","endpoint":"/delay/30000","timeoutMs":120000}"#))
         let started = ContinuousClock.now
         let finished = await engine.shutdown(gracePeriod: .milliseconds(200))
         let took = ContinuousClock.now - started

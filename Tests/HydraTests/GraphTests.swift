@@ -65,7 +65,7 @@ import Testing
         defer { engine.shutdown() }
         let result = try await engine.run(spec("""
             {"type":"concurrent","stopWhenFailed":true,"steps":[
-              {"type":"remote","endpoint":"/delay/30000"},
+              {"type":"remote","endpoint":"/delay/30000","timeoutMs":120000},
               {"type":"local","name":"delay","input":{"ms":30000}},
               {"type":"local","name":"fail","input":{"message":"early"}}]}
             """))
@@ -163,7 +163,7 @@ import Testing
         _ = engine.subscribe(sink: log)
         let started = engine.events(EventFilter(events: ["job.started"]))
         let id = try engine.submit(spec("""
-            {"type":"concurrent","steps":[{"type":"remote","endpoint":"/delay/60000"},{"type":"local","name":"delay","input":{"ms":60000}}]}
+            {"type":"concurrent","steps":[{"type":"remote","endpoint":"/delay/60000","timeoutMs":120000},{"type":"local","name":"delay","input":{"ms":60000}}]}
             """))
         // Both steps are running: their workers started them.
         let running = Locked(Set<String>())

@@ -351,9 +351,12 @@ extension ServerTests {
         }
         let started = ContinuousClock.now
         #expect(try client.call("hydra.ping")["version"] != nil)
-        #expect(ContinuousClock.now - started < .seconds(1))
+        #expect(ContinuousClock.now - started < (BuiltProducts.sanitized ? .seconds(10) : .seconds(1)))
         #expect(try client.call("hydra.stats")["subscriptions"] == 1)  // paused, not dropped
-        #expect(peak - before < 16_000, "RSS grew from \(before) KB to \(peak) KB")
+        // A sanitized build keeps freed memory in quarantine: RSS says nothing there.
+        if !BuiltProducts.sanitized {
+            #expect(peak - before < 16_000, "RSS grew from \(before) KB to \(peak) KB")
+        }
 
         // Now it reads: every event once, in order, then live ones.
         var seqs: [Int] = []
