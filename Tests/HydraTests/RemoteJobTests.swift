@@ -266,7 +266,7 @@ import Testing
         let progress = engine.events(EventFilter(events: ["job.progress"]))
         // 20 s of body: mid-flight when its first progress (64 KiB) comes, with
         // room for a slow machine (a sanitized build) to send the cancel.
-        let id = try engine.submit(spec(#"{"type":"remote","endpoint":"/slow-body/400/50"}"#))
+        let id = try engine.submit(spec(#"{"type":"remote","endpoint":"/slow-body/400/50","timeoutMs":120000}"#))
         // Mid-flight: bytes have arrived, more are coming.
         try await nextEvent(in: progress) { $0.jobId == id }
         #expect(await engine.cancel(id) == .cancelled)

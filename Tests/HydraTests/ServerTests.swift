@@ -388,7 +388,7 @@ import Testing
         let server = try ServerProcess()
         defer { server.terminate() }
         let client = try server.client()
-        let job = try client.call("job.submit", ["job": ["type": "remote", "endpoint": "/delay/5000"]])
+        let job = try client.call("job.submit", ["job": ["type": "remote", "endpoint": "/delay/5000", "timeoutMs": 120000]])
         try waitUntilBlocking(timeout: .seconds(10)) {
             (try? client.call("job.status", ["jobId": job["jobId"]!]))?["state"] == "running"
         }
