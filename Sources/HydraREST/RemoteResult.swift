@@ -47,23 +47,58 @@ struct RemoteResult: DeferredResult {
         return body + rest
     }
 
+    /// Appends the JSON of ``build()`` without building it: the journal's copy of a
+    /// remote job's result, encoded on the coordinator.
+    func encode(into out: inout [UInt8]) {
+        out.reserveCapacity(out.count + headers.bytes.count + url.utf8.count + 160)
+        out.append(contentsOf: #"{"status":"#.utf8)
+        out.append(contentsOf: String(status).utf8)
+        out.append(contentsOf: #","headers":{"#.utf8)
+        let fields = Self.headerFields(headers)
+        for i in fields.names.indices {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            JSONWriter.writeString(fields.names[i], into: &out)
+            out.append(UInt8(ascii: ":"))
+            JSONWriter.writeString(fields.values[i], into: &out)
+        }
+        out.append(contentsOf: #"},"body":"#.utf8)
+        JSONWriter.write(body, into: &out)
+        if let file {
+            out.append(contentsOf: #","file":"#.utf8)
+            JSONWriter.writeString(file.path, into: &out)
+            out.append(contentsOf: #","bytes":"#.utf8)
+            out.append(contentsOf: String(file.bytes).utf8)
+        }
+        out.append(contentsOf: #","fromCache":false,"attempts":"#.utf8)
+        out.append(contentsOf: String(attempts).utf8)
+        out.append(contentsOf: #","elapsedMs":"#.utf8)
+        JSONWriter.writeDouble(elapsedMs, into: &out)
+        out.append(contentsOf: #","url":"#.utf8)
+        JSONWriter.writeString(url, into: &out)
+        out.append(UInt8(ascii: "}"))
+    }
+
     /// Every header field as a member: names lowercased, a repeated field's values joined.
     static func headerObject(_ headers: HTTPHeaderBlock) -> OrderedDictionary<String, JSONValue> {
-        // Keys and values are collected first and handed over as unique keys:
-        // cheaper than inserting field by field. A repeated field is rare; its
-        // values are joined, as HTTP allows.
+        let fields = headerFields(headers)
+        return OrderedDictionary(uncheckedUniqueKeys: fields.names, values: fields.values.map(JSONValue.string))
+    }
+
+    /// The header fields in order, names lowercased and unique (a repeated
+    /// field's values joined with ", ", as HTTP allows; a repeat is rare).
+    private static func headerFields(_ headers: HTTPHeaderBlock) -> (names: [String], values: [String]) {
         var names: [String] = []
-        var values: [JSONValue] = []
+        var values: [String] = []
         names.reserveCapacity(16)
         values.reserveCapacity(16)
         headers.forEach { name, value in
-            if let i = names.firstIndex(of: name), case .string(let existing) = values[i] {
-                values[i] = .string(existing + ", " + value)
+            if let i = names.firstIndex(of: name) {
+                values[i] += ", " + value
             } else {
                 names.append(name)
-                values.append(.string(value))
+                values.append(value)
             }
         }
-        return OrderedDictionary(uncheckedUniqueKeys: names, values: values)
+        return (names, values)
     }
 }

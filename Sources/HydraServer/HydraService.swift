@@ -29,9 +29,6 @@ public final class HydraService: Sendable {
 
     private struct Counters {
         var submitted = 0
-        var succeeded = 0
-        var failed = 0
-        var cancelled = 0
         var recovered = 0
     }
 
@@ -128,7 +125,6 @@ public final class HydraService: Sendable {
             case .success(let outcomes):
                 var queued: [QueuedJob] = []
                 queued.reserveCapacity(valid.count)
-                let completion = finisher()
                 for (job, outcome) in zip(valid, outcomes) {
                     let request = requests[job.index]
                     switch outcome {
@@ -138,7 +134,7 @@ public final class HydraService: Sendable {
                             "idempotencyKey \"\(request.idempotencyKey ?? "")\" was used by job \(jobId) with a different spec"))
                     case .inserted:
                         queued.append(QueuedJob(prepared: job.prepared, input: request.input, priority: request.priority,
-                                                createdAt: now, completion: completion))
+                                                createdAt: now, completion: nil))
                         results[job.index] = .success(job.prepared.jobId)
                     }
                 }
@@ -146,21 +142,6 @@ public final class HydraService: Sendable {
                 engine.enqueue(queued)
             }
             reply(results)
-        }
-    }
-
-    /// Records a job's final result; runs on the coordinator thread.
-    private func finisher() -> @Sendable (JobResult) -> Void {
-        { [store, counters] result in
-            counters.value.withLock {
-                switch result.state {
-                case .succeeded: $0.succeeded += 1
-                case .cancelled: $0.cancelled += 1
-                default: $0.failed += 1
-                }
-            }
-            store.finish(jobId: result.jobId, state: result.state, result: result.json,
-                         at: Date().timeIntervalSince1970, done: nil)
         }
     }
 
@@ -180,12 +161,12 @@ public final class HydraService: Sendable {
                 let prepared = try engine.prepare(spec, jobId: job.jobId)
                 queued.append(QueuedJob(prepared: prepared, input: job.input, priority: job.priority,
                                         createdAt: job.createdAt, recoveredSteps: steps, emittedEvents: emitted,
-                                        startedAt: job.startedAt, resumed: true, completion: finisher()))
+                                        startedAt: job.startedAt, resumed: true, completion: nil))
             } catch {
                 let result = JobResult(jobId: job.jobId, state: .failed, result: nil,
                                        error: JobError(.invalid, "cannot resume after a restart: \(error)"))
-                store.finish(jobId: job.jobId, state: .failed, result: result.json,
-                             at: Date().timeIntervalSince1970, done: nil)
+                journal.jobFinished(jobId: job.jobId, state: .failed, result: result.encodedJSON(),
+                                    at: Date().timeIntervalSince1970)
             }
         }
         try engine.reserve(queued.count)
@@ -483,6 +464,7 @@ public final class HydraService: Sendable {
     /// `hydra.stats`.
     public func stats() -> JSONValue {
         let c = counters.value.withLock { $0 }
+        let ended = journal.endings.withLock { $0 }
         let workers = engine.workerStats()
         let rest = engine.rest.stats
         let queued = workers.reduce(0) { $0 + $1.queued }
@@ -493,7 +475,7 @@ public final class HydraService: Sendable {
             "uptimeSec": .int(Int(Date().timeIntervalSince(started))),
             "jobs": ["submitted": .int(c.submitted), "recovered": .int(c.recovered),
                      "unfinished": .int(unfinished), "queued": .int(unfinished - running), "running": .int(running),
-                     "succeeded": .int(c.succeeded), "failed": .int(c.failed), "cancelled": .int(c.cancelled)],
+                     "succeeded": .int(ended.succeeded), "failed": .int(ended.failed), "cancelled": .int(ended.cancelled)],
             "steps": ["queued": .int(queued), "active": .int(active),
                       "done": .int(workers.reduce(0) { $0 + $1.done }), "failed": .int(workers.reduce(0) { $0 + $1.failed })],
             "events": ["lastSeq": .int(Int(engine.bus.lastSeq))],

@@ -29,12 +29,6 @@ public final class SQLiteStore: StateStore {
     private let reader: ReadConnection
     private let codec: SharedCodec
     private let shared: SharedCache
-    /// The result of the last root `job.succeeded` event, as encoded for its
-    /// row: the job's ``finish(jobId:state:result:at:done:)``, which the
-    /// coordinator sends right after the event, splices it in instead of
-    /// encoding the same result a second time.
-    private let lastRootResult = Locked<(jobId: String, json: [UInt8])?>(nil)
-
     /// Throws (naming `HYDRA_SHARED_KEY`) when `passphrase` cannot be a shared
     /// key: checked before opening, so the error is not taken for the folder's.
     public static func checkSharedKey(_ passphrase: String?) throws(StoreError) {
@@ -115,32 +109,12 @@ public final class SQLiteStore: StateStore {
         writer.enqueue(.markStarted(jobId: jobId, time: time))
     }
 
-    /// Records a job's final state, its `job.result` object and `finishedAt`.
-    /// `done` (optional) runs on the writer thread once committed. Any thread.
-    public func finish(jobId: String, state: JobState, result: JSONValue, at time: Double,
+    /// Records a job's final state, its `job.result` object (JSON text) and
+    /// `finishedAt`. `done` (optional) runs on the writer thread once
+    /// committed. Any thread.
+    public func finish(jobId: String, state: JobState, result: [UInt8], at time: Double,
                        done: (@Sendable (Result<Void, StoreError>) -> Void)?) {
-        writer.enqueue(.finish(jobId: jobId, state: state, result: resultJSON(jobId: jobId, state: state, result: result),
-                               time: time, done: done))
-    }
-
-    /// The `job.result` object's JSON. A succeeded job's result was usually
-    /// just encoded for its `job.succeeded` row (see `lastRootResult`).
-    private func resultJSON(jobId: String, state: JobState, result: JSONValue) -> [UInt8] {
-        let cached = lastRootResult.withLock { last -> [UInt8]? in
-            defer { last = nil }
-            return last?.jobId == jobId ? last?.json : nil
-        }
-        guard let cached, state == .succeeded, case .object(let members) = result, members.count == 3,
-              members.keys[0] == "jobId", members.keys[1] == "state", members.keys[2] == "result"
-        else { return JSONWriter.bytes(result) }
-        var out: [UInt8] = []
-        out.reserveCapacity(cached.count + jobId.utf8.count + 48)
-        out.append(contentsOf: #"{"jobId":"#.utf8)
-        JSONWriter.write(.string(jobId), into: &out)
-        out.append(contentsOf: #","state":"succeeded","result":"#.utf8)
-        out.append(contentsOf: cached)
-        out.append(UInt8(ascii: "}"))
-        return out
+        writer.enqueue(.finish(jobId: jobId, state: state, result: result, time: time, done: done))
     }
 
     /// Records (or replaces) one finished step of a graph. `done` (optional)
@@ -276,19 +250,6 @@ public final class SQLiteStore: StateStore {
         guard Int(exactly: event.seq) != nil else {
             StoreWriter.report("event seq \(event.seq) is beyond SQLite's integers; the event was not stored")
             return nil
-        }
-        // A root job's success: keep its result's JSON for the job's finish row.
-        // A trimmed result (`bodyOmitted`) is not the job's result: not kept.
-        if event.name == EventName.succeeded, event.stepPath.isEmpty, event.fields.count == 1,
-           let result = event.fields["result"], result["bodyOmitted"] == nil {
-            let json = JSONWriter.bytes(result)
-            lastRootResult.withLock { $0 = (event.jobId, json) }
-            var fields: [UInt8] = []
-            fields.reserveCapacity(json.count + 12)
-            fields.append(contentsOf: #"{"result":"#.utf8)
-            fields.append(contentsOf: json)
-            fields.append(UInt8(ascii: "}"))
-            return EncodedEvent(event, fields: fields)
         }
         return EncodedEvent(event)
     }

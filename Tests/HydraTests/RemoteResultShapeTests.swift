@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 @testable import Hydra
+@testable import HydraCore
+@testable import HydraHTTP
 @testable import HydraREST
 
 /// What a remote job's result holds (protocol §4): the dogma a body gets
@@ -33,6 +35,31 @@ import Testing
         defer { configured.shutdown() }
         let asText = try await configured.run(spec(#"{"type":"remote","api":"items"}"#))
         #expect(asText.result?["body"]?.stringValue?.contains("\"count\"") == true)
+    }
+
+    /// The journal's copy of a remote result is encoded without building it;
+    /// it must be the built result's JSON, byte for byte: repeated and odd
+    /// header fields, escapes, a saved file, a fractional time.
+    @Test func theJournalsEncodingIsTheBuiltResultsJSON() {
+        let headers = HTTPHeaderBlock([
+            HTTPHeader("Content-Type", "application/json"), HTTPHeader("Set-Cookie", "a=1"),
+            HTTPHeader("X-Quote", #"say "hi"\ \u{01}"#), HTTPHeader("set-cookie", "b=2"), HTTPHeader("X-Ünï", "ç"),
+        ])
+        let body: JSONValue = ["text": "line\nnext \"q\" \u{7f} ✓", "n": 1.25, "list": [1, nil, true]]
+        for file in [nil, (path: "/var/hydra/a \"b\".bin", bytes: 12)] as [(path: String, bytes: Int)?] {
+            let result = RemoteResult(status: 203, headers: headers, body: body, file: file, attempts: 2,
+                                      elapsedMs: 12.345678, url: "http://h/p?q=\"x\"&u=ü")
+            var encoded: [UInt8] = []
+            result.encode(into: &encoded)
+            #expect(String(decoding: encoded, as: UTF8.self) == JSONWriter.string(result.build()))
+            let job = JobResult(jobId: "j1", deferred: result)
+            #expect(job.encodedJSON() == JSONWriter.bytes(job.json))
+        }
+        let failed = JobResult(jobId: "j2", state: .failed, result: ["partial": 1],
+                               error: JobError(.http, "HTTP 500", stepPath: "0"))
+        #expect(failed.encodedJSON() == JSONWriter.bytes(failed.json))
+        let cancelled = JobResult(jobId: "j3", state: .cancelled, result: nil, error: JobError(.cancelled, "cancelled"))
+        #expect(cancelled.encodedJSON() == JSONWriter.bytes(cancelled.json))
     }
 
     @Test func textualMediaTypes() {

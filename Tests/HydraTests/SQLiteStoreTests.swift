@@ -105,9 +105,9 @@ import Testing
         let store = try SQLiteStore(directory: folder())
         defer { store.close() }
         _ = try insert(store, (0..<25).map { job("j\($0 + 10)", at: Double($0 / 2)) })  // equal times tie-break by id
-        store.finish(jobId: "j13", state: .failed, result: ["state": "failed"], at: 100, done: nil)
-        store.finish(jobId: "j20", state: .failed, result: ["state": "failed"], at: 100, done: nil)
-        store.finish(jobId: "j30", state: .failed, result: ["state": "failed"], at: 100, done: nil)
+        store.finish(jobId: "j13", state: .failed, result: Array(#"{"state":"failed"}"#.utf8), at: 100, done: nil)
+        store.finish(jobId: "j20", state: .failed, result: Array(#"{"state":"failed"}"#.utf8), at: 100, done: nil)
+        store.finish(jobId: "j30", state: .failed, result: Array(#"{"state":"failed"}"#.utf8), at: 100, done: nil)
         store.flush()
         var seen: [String] = []
         var cursor: String?
@@ -192,7 +192,7 @@ import Testing
         store.recordStep(jobId: "a", stepPath: "1.0", outcome: StoredStep(state: .failed, result: nil, error: ["kind": "http"]),
                          done: nil)
         store.recordStep(jobId: "c", stepPath: "0", outcome: StoredStep(state: .succeeded, result: 1, error: nil), done: nil)
-        try waitForResult { store.finish(jobId: "c", state: .succeeded, result: ["state": "succeeded"], at: 6, done: $0) }
+        try waitForResult { store.finish(jobId: "c", state: .succeeded, result: Array(#"{"state":"succeeded"}"#.utf8), at: 6, done: $0) }
         store.markStarted(jobId: "c", at: 7)  // too late: c is final
         store.flush()
 
@@ -260,44 +260,32 @@ import Testing
         _ = try insert(store, [job("a", at: 1), job("b", at: 2), job("c", at: 3)])
         store.markStarted(jobId: "a", at: 10)
         store.markStarted(jobId: "b", at: 20)
-        store.finish(jobId: "a", state: .succeeded, result: 1, at: 11, done: nil)
-        store.finish(jobId: "c", state: .failed, result: nil, at: 31, done: nil)
+        store.finish(jobId: "a", state: .succeeded, result: Array("1".utf8), at: 11, done: nil)
+        store.finish(jobId: "c", state: .failed, result: Array("null".utf8), at: 31, done: nil)
         store.flush()
         let a = try #require(try store.job("a")), b = try #require(try store.job("b")), c = try #require(try store.job("c"))
         #expect(a.state == .succeeded && a.startedAt == 10 && a.finishedAt == 11 && a.result == 1)
         #expect(b.state == .running && b.startedAt == 20 && b.finishedAt == nil)
-        #expect(c.state == .failed && c.startedAt == nil && c.finishedAt == 31)
+        #expect(c.state == .failed && c.startedAt == nil && c.finishedAt == 31 && c.result == .null)
+    }
+
+    /// A job's row keeps the `job.result` text the journal gave, whatever its
+    /// events said (a `job.succeeded` event may leave a large body out).
+    @Test func aFinishedJobsRowKeepsTheResultItWasGiven() throws {
+        let store = try SQLiteStore(directory: folder())
+        defer { store.close() }
+        _ = try insert(store, [job("j1", at: 1)])
+        let result: JSONValue = ["status": 200, "body": ["text": "a \"quoted\" line\n", "n": 1.5]]
+        let final = JobResult(jobId: "j1", state: .succeeded, result: result, error: nil)
+        store.append(HydraEvent(seq: 1, name: EventName.succeeded, jobId: "j1", rootJobId: "j1", stepPath: "", time: 2,
+                                fields: ["result": ["status": 200, "bodyOmitted": true]]))
+        try waitForResult { store.finish(jobId: "j1", state: .succeeded, result: final.encodedJSON(), at: 3, done: $0) }
+        #expect(try store.job("j1")?.result == final.json)
+        #expect(try store.events(after: 0, limit: 10).map { $0.fields["result"] } == [["status": 200, "bodyOmitted": true]])
     }
 
     /// Events go in many rows per statement: a batch larger than one statement's
     /// rows comes back whole and in order.
-    @Test func aSucceededRootJobsRowKeepsItsWholeResult() throws {
-        // The finish row reuses the JSON its `job.succeeded` event was just encoded
-        // with; a trimmed event result (bodyOmitted) must not stand in for it.
-        let store = try SQLiteStore(directory: folder())
-        defer { store.close() }
-        _ = try insert(store, [job("j1", at: 1), job("j2", at: 1), job("j3", at: 1)])
-        let result: JSONValue = ["status": 200, "body": ["text": "a \"quoted\" line\n", "n": 1.5]]
-        func succeeded(_ seq: UInt64, _ id: String, _ shown: JSONValue) -> HydraEvent {
-            HydraEvent(seq: seq, name: EventName.succeeded, jobId: id, rootJobId: id, stepPath: "", time: 2,
-                       fields: ["result": shown])
-        }
-        func finalJSON(_ id: String) -> JSONValue { JobResult(jobId: id, state: .succeeded, result: result, error: nil).json }
-        store.append(succeeded(1, "j1", result))
-        try waitForResult { store.finish(jobId: "j1", state: .succeeded, result: finalJSON("j1"), at: 3, done: $0) }
-        store.append(succeeded(2, "j2", ["status": 200, "bodyOmitted": true]))
-        try waitForResult { store.finish(jobId: "j2", state: .succeeded, result: finalJSON("j2"), at: 3, done: $0) }
-        // Another job's event in between: j3's row is encoded from its own result.
-        store.append(succeeded(3, "j1", ["status": 500]))
-        try waitForResult { store.finish(jobId: "j3", state: .succeeded, result: finalJSON("j3"), at: 3, done: $0) }
-
-        #expect(try store.job("j1")?.result == finalJSON("j1"))
-        #expect(try store.job("j2")?.result == finalJSON("j2"))
-        #expect(try store.job("j3")?.result == finalJSON("j3"))
-        let events = try store.events(after: 0, limit: 10)
-        #expect(events.map { $0.fields["result"] } == [result, ["status": 200, "bodyOmitted": true], ["status": 500]])
-    }
-
     @Test func manyEventsInOneWrite() throws {
         let store = try SQLiteStore(directory: folder())
         defer { store.close() }
@@ -453,8 +441,8 @@ import Testing
         let store = try SQLiteStore(directory: folder())
         defer { store.close() }
         _ = try insert(store, [job("old", at: 1), job("recent", at: 1), job("running", at: 1), job("queued", at: 1)])
-        store.finish(jobId: "old", state: .succeeded, result: [:], at: 10, done: nil)
-        store.finish(jobId: "recent", state: .cancelled, result: [:], at: 1000, done: nil)
+        store.finish(jobId: "old", state: .succeeded, result: Array("{}".utf8), at: 10, done: nil)
+        store.finish(jobId: "recent", state: .cancelled, result: Array("{}".utf8), at: 1000, done: nil)
         store.markStarted(jobId: "running", at: 2)
         for id in ["old", "recent", "running"] {
             store.recordStep(jobId: id, stepPath: "0", outcome: StoredStep(state: .succeeded, result: 1, error: nil), done: nil)
@@ -555,7 +543,7 @@ import Testing
         #expect(throws: StoreError.self) { try waitForResult { store.removeShared("s", done: $0) } }
         #expect(throws: StoreError.self) { try waitForResult { store.removeResponses(api: nil, key: nil, prefix: nil, done: $0) } }
         #expect(throws: StoreError.self) {
-            try waitForResult { store.finish(jobId: "a", state: .failed, result: nil, at: 1, done: $0) }
+            try waitForResult { store.finish(jobId: "a", state: .failed, result: Array("null".utf8), at: 1, done: $0) }
         }
         store.markStarted(jobId: "a", at: 1)
         store.append([HydraEvent(seq: 1, name: "job.queued", jobId: "a", rootJobId: "a", stepPath: "", time: 1, fields: [:])])

@@ -43,7 +43,8 @@ public enum JSONWriter {
         }
     }
 
-    private static func writeDouble(_ d: Double, into out: inout [UInt8]) {
+    /// Appends a number as ``write(_:into:)`` writes `.double(d)`.
+    public static func writeDouble(_ d: Double, into out: inout [UInt8]) {
         guard d.isFinite else { out.append(contentsOf: "null".utf8); return }
         if d.rounded() == d && abs(d) < 1e15 {
             out.append(contentsOf: String(Int(d)).utf8)
@@ -54,7 +55,8 @@ public enum JSONWriter {
 
     private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
 
-    private static func writeString(_ s: String, into out: inout [UInt8]) {
+    /// Appends a string as ``write(_:into:)`` writes `.string(s)`: quoted and escaped.
+    public static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         // Fast path: copy runs of bytes that need no escaping in bulk.
         let done: Void? = s.utf8.withContiguousStorageIfAvailable { bytes in

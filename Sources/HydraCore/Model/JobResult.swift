@@ -39,6 +39,33 @@ public struct JobResult: Sendable {
         error = nil
     }
 
+    /// The JSON text of ``json``, written straight from an unbuilt result
+    /// (what the journal stores: no tree is built for it).
+    public func encodedJSON() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        out.append(contentsOf: #"{"jobId":"#.utf8)
+        JSONWriter.writeString(jobId, into: &out)
+        out.append(contentsOf: #","state":"#.utf8)
+        JSONWriter.writeString(state.rawValue, into: &out)
+        switch storage {
+        case .deferred(let deferred):
+            out.append(contentsOf: #","result":"#.utf8)
+            deferred.encode(into: &out)
+        case .value(let value?):
+            out.append(contentsOf: #","result":"#.utf8)
+            JSONWriter.write(value, into: &out)
+        case .value(nil):
+            break
+        }
+        if let error {
+            out.append(contentsOf: #","error":"#.utf8)
+            JSONWriter.write(error.json, into: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
     /// `{"jobId", "state", "result"?, "error"?}`.
     public var json: JSONValue {
         var o: OrderedDictionary<String, JSONValue> = ["jobId": .string(jobId), "state": .string(state.rawValue)]

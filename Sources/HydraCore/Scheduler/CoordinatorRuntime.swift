@@ -398,7 +398,6 @@ final class CoordinatorRuntime {
         advance(node)
     }
 
-    /// The job is running (counted once, for `hydra.stats`).
     /// The job is running: counted once (`hydra.stats`) and journaled with the
     /// `startedAt` that `job.status` shows (kept from before a restart).
     private func rootRunning(_ root: RootJob) {
@@ -411,10 +410,14 @@ final class CoordinatorRuntime {
     private func finishRoot(_ root: RootJob, error: JobError?) {
         let node = root.node!
         if root.countedRunning { running.add(-1) }
-        root.finishedAt = clock.now()
+        let finishedAt = clock.now()
+        root.finishedAt = finishedAt
         active.removeValue(forKey: root.key)
         let result = node.deferredResult.map { JobResult(jobId: root.id, deferred: $0) }
             ?? JobResult(jobId: root.id, state: node.state, result: node.result, error: error)
+        if root.journaled {
+            journal?.jobFinished(jobId: root.id, state: result.state, result: result.encodedJSON(), at: finishedAt)
+        }
         finished.insert(FinishedJob(status: status(of: root), result: result), forKey: root.key)
         finishedOrder.append(root.key)
         if finishedOrder.count > retainFinished, let oldest = finishedOrder.popFirst() {

@@ -11,6 +11,7 @@
 /// A single remote job's result may stay unbuilt even longer, until someone
 /// reads it (see ``JobResult/result``): an embedding program that only looks at
 /// the state never pays for it, and the finished jobs kept in memory stay small.
+/// The journal gets it encoded straight to JSON (``encode(into:)``).
 public protocol DeferredResult: Sendable {
     /// The result. Pure: any thread, as often as asked.
     func build() -> JSONValue
@@ -18,8 +19,13 @@ public protocol DeferredResult: Sendable {
     /// The built result's encoded length, or nil past `limit` (see
     /// ``JSONValue/encodedSize(limit:)``), ideally without building it.
     func encodedSize(limit: Int) -> Int?
+
+    /// Appends the built result's JSON text (as ``JSONWriter`` writes it),
+    /// ideally without building it.
+    func encode(into out: inout [UInt8])
 }
 
 extension DeferredResult {
     public func encodedSize(limit: Int) -> Int? { build().encodedSize(limit: limit) }
+    public func encode(into out: inout [UInt8]) { JSONWriter.write(build(), into: &out) }
 }

@@ -24,8 +24,9 @@ public protocol StateStore: Sendable {
     /// Records that a job started (state `running`, `startedAt`). Fire and forget.
     func markStarted(jobId: String, at time: Double)
 
-    /// Records a job's final state and its `job.result` object. `done` runs once committed.
-    func finish(jobId: String, state: JobState, result: JSONValue, at time: Double,
+    /// Records a job's final state and its `job.result` object (`result`, as
+    /// JSON text). `done` runs once committed.
+    func finish(jobId: String, state: JobState, result: [UInt8], at time: Double,
                 done: (@Sendable (Result<Void, StoreError>) -> Void)?)
 
     /// Records one finished step of a graph (its `stepPath`, `"1.0"`), so a
