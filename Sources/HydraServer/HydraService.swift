@@ -18,7 +18,7 @@ public final class HydraService: Sendable {
     /// Where store reads run, off every loop.
     public let reads: StoreReads
     public let configuration: Configuration
-    private let journal: StoreJournal
+    private let journal: StoreJobJournal
     private let started = Date()
     private let counters = CounterBox()
 
@@ -47,16 +47,17 @@ public final class HydraService: Sendable {
         self.configuration = configuration
         self.store = store
         reads = StoreReads()
-        let journal = StoreJournal(store: store)
+        let journal = StoreJobJournal(store: store)
         self.journal = journal
+        let shared = StoreSharedData(store: store)
         let lastSeq = try store.lastSeq()
         let cache = StoreResponseCache(store: store, events: EventRelay())
         engine = try HydraEngine(configuration: configuration, stateDirectory: stateDirectory,
-                                 jobsDirectory: jobsDirectory, shared: journal, journal: journal,
+                                 jobsDirectory: jobsDirectory, shared: shared, journal: journal,
                                  responseCache: cache, lastSeq: lastSeq + seqReserve,
                                  retainFinished: retainFinished)
         cache.events.bus.withLock { $0 = engine.bus }
-        _ = engine.subscribe(sink: journal)
+        _ = engine.subscribe(sink: StoreEventLog(store: store))
         registerSharedJobs()
     }
 

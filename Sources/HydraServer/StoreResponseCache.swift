@@ -3,13 +3,13 @@ import HydraCore
 import OrderedCollections
 import Synchronization
 
-/// The REST manager's response cache, kept in the state store's cache table;
-/// emits `cache.updated` and `cache.removed`. Thread-safe.
+/// The REST manager's response cache, kept in the response-cache slice of
+/// the state store; emits `cache.updated` and `cache.removed`. Thread-safe.
 final class StoreResponseCache: ResponseCache {
-    let store: any StateStore
+    let store: any ResponseCacheStore
     let events: EventRelay
 
-    init(store: any StateStore, events: EventRelay) {
+    init(store: any ResponseCacheStore, events: EventRelay) {
         self.store = store
         self.events = events
     }

@@ -1,0 +1,39 @@
+/// The jobs slice of the state store: job rows (spec, input, state, times,
+/// final result), idempotency keys, and the finished steps of graphs.
+///
+/// Threading, as for every slice (see ``StateStore``): thread-safe; writes
+/// are queued to one writer and committed in batches, `done` callbacks run on
+/// the writer thread once committed; reads run on the calling thread and see
+/// every write whose `done` already ran.
+public protocol JobStore: Sendable {
+    /// Records new jobs (state `queued`) in one transaction. With an
+    /// idempotency key already known, that job is not inserted again and the
+    /// outcome names the existing job instead.
+    func insert(_ jobs: [StoredJob], done: @escaping @Sendable (Result<[InsertOutcome], StoreError>) -> Void)
+
+    /// Records that a job started (state `running`, `startedAt`). Fire and forget.
+    func markStarted(jobId: String, at time: Double)
+
+    /// Records a job's final state and its `job.result` object (`result`, as
+    /// JSON text). `done` runs once committed.
+    func finish(jobId: String, state: JobState, result: [UInt8], at time: Double,
+                done: (@Sendable (Result<Void, StoreError>) -> Void)?)
+
+    /// Records one finished step of a graph (its `stepPath`, `"1.0"`), so a
+    /// restarted server resumes a graph after its finished steps. `done` runs once committed.
+    func recordStep(jobId: String, stepPath: String, outcome: StoredStep,
+                    done: (@Sendable (Result<Void, StoreError>) -> Void)?)
+
+    /// One job, or nil.
+    func job(_ jobId: String) throws(StoreError) -> StoredJob?
+
+    /// Jobs newest first, optionally in one state; `after` is the cursor
+    /// returned with the previous page. Returns the page and the next cursor
+    /// (nil on the last page).
+    func jobs(state: JobState?, limit: Int, after cursor: String?) throws(StoreError) -> (jobs: [StoredJob], next: String?)
+
+    /// Jobs not yet final (queued or running), oldest first, with the steps
+    /// they already finished and the events they already sent (see
+    /// ``EmittedEvents``): what a restarted server must finish.
+    func unfinishedJobs() throws(StoreError) -> [(job: StoredJob, steps: [String: StoredStep], emitted: EmittedEvents)]
+}

@@ -1,0 +1,15 @@
+/// The response-cache slice of the state store: responses of apis with a
+/// `cacheTTL` (and of jobs with a `cache` spec), by key, with the api they
+/// belong to. Threading as for every slice (see ``StateStore``).
+public protocol ResponseCacheStore: Sendable {
+    /// The cached response for `key` when not older than its TTL, else nil.
+    func cachedResponse(_ key: String, now: Double) throws(StoreError) -> JSONValue?
+
+    /// Stores a response under `key` (with the api it belongs to) for `ttl` seconds. Fire and forget.
+    func storeResponse(_ key: String, api: String?, value: JSONValue, ttl: Double, now: Double)
+
+    /// Removes cached responses by api, key (with its variants for other
+    /// credentials, `KEY auth=…`), or key prefix; `done` receives their keys.
+    func removeResponses(api: String?, key: String?, prefix: String?,
+                         done: @escaping @Sendable (Result<[String], StoreError>) -> Void)
+}

@@ -1,0 +1,77 @@
+import Foundation
+import Hydra
+import HydraCore
+import HydraLoop
+import Testing
+
+@testable import HydraServer
+
+/// The journal seam, against a fake of one store slice (``JobStore``): the
+/// coordinator itself tells the journal when a job started, each leaf step it
+/// finished and how it ended, with the final `job.result` already encoded.
+@Suite struct JobJournalTests {
+    /// Records what reaches the jobs slice; reads are not part of the seam.
+    final class RecordingJobStore: JobStore {
+        enum Call: Equatable {
+            case started(String)
+            case step(String, String, JobState)
+            case finished(String, JobState, [UInt8])
+        }
+        let calls = Locked<[Call]>([])
+
+        func insert(_ jobs: [StoredJob], done: @escaping @Sendable (Result<[InsertOutcome], StoreError>) -> Void) {
+            done(.success(jobs.map { _ in .inserted }))
+        }
+        func markStarted(jobId: String, at time: Double) { calls.withLock { $0.append(.started(jobId)) } }
+        func finish(jobId: String, state: JobState, result: [UInt8], at time: Double,
+                    done: (@Sendable (Result<Void, StoreError>) -> Void)?) {
+            calls.withLock { $0.append(.finished(jobId, state, result)) }
+            done?(.success(()))
+        }
+        func recordStep(jobId: String, stepPath: String, outcome: StoredStep,
+                        done: (@Sendable (Result<Void, StoreError>) -> Void)?) {
+            calls.withLock { $0.append(.step(jobId, stepPath, outcome.state)) }
+            done?(.success(()))
+        }
+        func job(_ jobId: String) throws(StoreError) -> StoredJob? { nil }
+        func jobs(state: JobState?, limit: Int, after cursor: String?) throws(StoreError) -> (jobs: [StoredJob], next: String?) {
+            ([], nil)
+        }
+        func unfinishedJobs() throws(StoreError) -> [(job: StoredJob, steps: [String: StoredStep], emitted: EmittedEvents)] { [] }
+    }
+
+    @Test func theCoordinatorJournalsStartStepsAndTheEncodedEnd() async throws {
+        let store = RecordingJobStore()
+        let journal = StoreJobJournal(store: store)
+        let engine = try HydraEngine(journal: journal)
+        defer { engine.shutdown() }
+        let spec = try JobSpec(json: [
+            "type": "serial",
+            "steps": [
+                ["type": "local", "name": "echo", "input": ["n": 1]],
+                ["type": "local", "name": "fail", "input": ["message": "no \"luck\""]],
+            ],
+        ])
+        let prepared = try engine.prepare(spec)
+        let final = Locked<JobResult?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        try engine.reserve(1)
+        engine.enqueue([QueuedJob(prepared: prepared, input: .null, priority: 0, createdAt: 1, completion: { result in
+            final.withLock { $0 = result }
+            done.signal()
+        })])
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        let result = try #require(final.withLock { $0 })
+        #expect(result.state == .failed)
+        let id = prepared.jobId
+        #expect(store.calls.withLock { $0 } == [
+            .started(id), .step(id, "0", .succeeded), .step(id, "1", .failed),
+            .finished(id, .failed, JSONWriter.bytes(result.json)),
+        ])
+        #expect(journal.endings.withLock { ($0.succeeded, $0.failed, $0.cancelled) } == (0, 1, 0))
+
+        // A job run without the journal (embedded `run`) leaves nothing in it.
+        _ = try await engine.run(try JobSpec(json: ["type": "local", "name": "echo"]))
+        #expect(store.calls.withLock { $0.count } == 4)
+    }
+}
