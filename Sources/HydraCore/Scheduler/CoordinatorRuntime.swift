@@ -163,6 +163,7 @@ final class CoordinatorRuntime {
         let count = node.group!.steps.count
         node.results = Array(repeating: nil, count: count)
         node.errors = Array(repeating: nil, count: count)
+        node.collectedBytes = count * 8  // `null` in both arrays
         node.children.reserveCapacity(count)
         advance(node)
     }
@@ -292,9 +293,13 @@ final class CoordinatorRuntime {
             }
             outcome = node.secrets.masked(outcome)
         }
-        if case .success(let result) = outcome, node.isLeaf, resultIsTooLarge(result, deferred: node.deferredResult) {
-            node.deferredResult = nil
-            outcome = .failure(tooLarge("the step's result"))
+        if case .success(let result) = outcome, node.isLeaf {
+            if let size = encodedSize(of: result, deferred: node.deferredResult) {
+                node.resultBytes = size
+            } else {
+                node.deferredResult = nil
+                outcome = .failure(tooLarge("the step's result"))
+            }
         }
         node.timer?.cancel()
         node.timer = nil
@@ -345,6 +350,8 @@ final class CoordinatorRuntime {
         group.running -= 1
         group.results[step.index] = step.state == .succeeded ? step.result : nil
         group.errors[step.index] = error
+        if step.state == .succeeded { group.collectedBytes += step.resultBytes - 4 }
+        if let error { group.collectedBytes += error.json.encodedSize(limit: Int.max)! - 4 }
         if let error, group.endingError == nil {
             if group.firstError == nil { group.firstError = error }
             if group.group!.stopWhenFailed && !group.stopped {
@@ -367,7 +374,11 @@ final class CoordinatorRuntime {
         let groupResult: JSONValue = [
             "results": results, "errors": .array(group.errors.map { $0?.json ?? .null }), "stopped": .bool(stopped),
         ]
-        if groupResult.encodedSize(limit: maxResultBytes) == nil {
+        // `{"results":[…],"errors":[…],"stopped":…}`: the items, their commas and the frame.
+        let count = group.results.count
+        let size = group.collectedBytes + 2 * max(count - 1, 0) + 37 + (stopped ? 4 : 5)
+        assert(size == groupResult.encodedSize(limit: Int.max), "the group's collected size is off")
+        if size > maxResultBytes {
             // Nothing half-kept: the collected results are dropped whole, the group fails.
             finish(group, .failure(tooLarge("the group's collected results")))
         } else if let ending = group.endingError {
@@ -375,6 +386,7 @@ final class CoordinatorRuntime {
         } else if let error = group.firstError {
             finish(group, .failure(error, result: groupResult))
         } else {
+            group.resultBytes = size
             finish(group, .success(groupResult))
         }
     }
@@ -430,10 +442,11 @@ final class CoordinatorRuntime {
         root.waiters.removeAll()
     }
 
-    /// Whether a leaf's result passes `limits.maxResultBytes` once encoded (protocol §4 Size limits).
-    private func resultIsTooLarge(_ result: JSONValue, deferred: (any DeferredResult)?) -> Bool {
-        if let deferred { return deferred.encodedSize(limit: maxResultBytes) == nil }
-        return result.encodedSize(limit: maxResultBytes) == nil
+    /// A leaf's result's encoded length, or nil past `limits.maxResultBytes`
+    /// (protocol §4 Size limits). An unbuilt result's is an upper bound.
+    private func encodedSize(of result: JSONValue, deferred: (any DeferredResult)?) -> Int? {
+        if let deferred { return deferred.encodedSize(limit: maxResultBytes) }
+        return result.encodedSize(limit: maxResultBytes)
     }
 
     private func tooLarge(_ what: String) -> JobError {

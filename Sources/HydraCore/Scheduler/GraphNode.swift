@@ -23,6 +23,8 @@ final class GraphNode {
 
     @exclusivity(unchecked) var state = JobState.queued
     @exclusivity(unchecked) var result: JSONValue?
+    /// `result`'s encoded length once succeeded: what it adds to its group's collected results.
+    @exclusivity(unchecked) var resultBytes = 0
     /// A root leaf's result not built yet (see ``DeferredResult``); `result` is nil meanwhile.
     @exclusivity(unchecked) var deferredResult: (any DeferredResult)?
     @exclusivity(unchecked) var timer: (any CoordinatorTimer)?
@@ -37,6 +39,10 @@ final class GraphNode {
     @exclusivity(unchecked) var children: [GraphNode] = []
     @exclusivity(unchecked) var results: [JSONValue?] = []
     @exclusivity(unchecked) var errors: [JobError?] = []
+    /// The encoded length of the `results` and `errors` items so far (`null`
+    /// for a step not finished), kept as steps finish so that checking the
+    /// collected results against `limits.maxResultBytes` never walks them.
+    @exclusivity(unchecked) var collectedBytes = 0
     @exclusivity(unchecked) var nextToStart = 0
     @exclusivity(unchecked) var running = 0
     @exclusivity(unchecked) var stopped = false
