@@ -56,7 +56,7 @@ struct EncodedEvent: Sendable {
         rootJobId = event.rootJobId
         stepPath = event.stepPath
         time = event.time
-        self.fields = fields ?? JSONWriter.bytes(.object(event.fields))
+        self.fields = fields ?? event.encodedFields ?? JSONWriter.bytes(.object(event.fields))
     }
 }
 

@@ -57,4 +57,32 @@ import Testing
         _ = await service.shutdown(gracePeriod: .seconds(1))
         store.close()
     }
+
+    /// A root remote job's result is encoded once, straight from the worker's
+    /// unbuilt parts, for its job row and its stored `job.succeeded` event; a
+    /// live subscriber builds the same fields from it. All three must say
+    /// exactly what the built result says.
+    @Test func aRemoteJobsStoredRowAndEventAreItsBuiltResult() async throws {
+        let folder = NSTemporaryDirectory() + "hydra-service-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let store = try SQLiteStore(directory: folder)
+        let config = try Configuration(json: try JSONParser.parse(
+            #"{"servers": {"testsvr": "\#(TestServer.base)"}, "defaults": {"server": "testsvr", "timeoutMs": 10000}}"#))
+        let service = try HydraService(configuration: config, store: store, stateDirectory: folder)
+        let live = EventLog()
+        _ = service.engine.subscribe(sink: live)
+        let id = try waitForResult { service.submit(HydraService.SubmitRequest(job: ["type": "remote", "endpoint": "/items"]), reply: $0) }
+        let final = try #require(await service.engine.result(of: id))
+        #expect(final.state == .succeeded)
+        let built = try #require(final.result)
+        #expect(built["body"]?["count"] == 3 && built["headers"]?["content-type"] != nil)
+        store.flush()
+        #expect(try store.job(id)?.result == final.json)
+        let stored = try store.events(after: 0, limit: 100).filter { $0.jobId == id && $0.name == EventName.succeeded }
+        #expect(stored.map { $0.fields["result"] } == [built])
+        let heard = live.all.filter { $0.jobId == id && $0.name == EventName.succeeded }
+        #expect(heard.map { $0.fields["result"] } == [built])
+        #expect(heard.map { try? JSONParser.parse($0.encodedJSON()) } == heard.map(\.json))
+        _ = await service.shutdown(gracePeriod: .seconds(1))
+    }
 }

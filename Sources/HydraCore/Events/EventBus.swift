@@ -82,6 +82,31 @@ public final class EventBus: Sendable {
         }
     }
 
+    /// Issues one event whose fields the emitter has as JSON text: `encoded`
+    /// is evaluated only when someone listens, `build` (the same fields as a
+    /// tree) only when a sink reads ``HydraEvent/fields``, on its own thread.
+    @inline(__always)
+    public func emit(_ name: String, jobId: String, rootJobId: String, stepPath: String,
+                     encoded: () -> [UInt8], build: @escaping @Sendable () -> OrderedDictionary<String, JSONValue>) {
+        if subscriberCount.load(ordering: .relaxed) == 0 {
+            seq.add(1, ordering: .relaxed)
+            return
+        }
+        state.withLock { s in
+            let number = seq.add(1, ordering: .sequentiallyConsistent).newValue
+            guard !s.subscribers.isEmpty else { return }
+            let event = HydraEvent(seq: number, name: name, jobId: jobId, rootJobId: rootJobId, stepPath: stepPath,
+                                   time: Date().timeIntervalSince1970, encodedFields: encoded(), build: build)
+            deliver(event, to: s)
+        }
+    }
+
+    private func deliver(_ event: HydraEvent, to state: State) {
+        for subscriber in state.subscribers.values where subscriber.filter.matches(event) {
+            subscriber.sink.receive(event)
+        }
+    }
+
     /// Issues one event. `fields` is evaluated only when someone listens.
     ///
     /// With no subscriber this is one atomic add: no lock, no allocation. An
@@ -99,9 +124,7 @@ public final class EventBus: Sendable {
             guard !s.subscribers.isEmpty else { return }
             let event = HydraEvent(seq: number, name: name, jobId: jobId, rootJobId: rootJobId,
                                    stepPath: stepPath, time: Date().timeIntervalSince1970, fields: fields())
-            for subscriber in s.subscribers.values where subscriber.filter.matches(event) {
-                subscriber.sink.receive(event)
-            }
+            deliver(event, to: s)
         }
     }
 }

@@ -11,8 +11,36 @@ public struct HydraEvent: Sendable {
     public var stepPath: String
     /// Seconds since 1970.
     public var time: Double
+
     /// The event's own fields (`result`, `error`, `worker`, `key`, ...).
-    public var fields: OrderedDictionary<String, JSONValue>
+    ///
+    /// An event whose emitter had its fields already encoded (a root job's
+    /// `job.succeeded`, its result straight from the worker's unbuilt one)
+    /// builds them here, on the reader's thread, each time they are read:
+    /// the store keeps ``encodedFields`` and never builds them.
+    public var fields: OrderedDictionary<String, JSONValue> {
+        get {
+            switch storage {
+            case .built(let fields): return fields
+            case .deferred(let build): return build()
+            }
+        }
+        set {
+            storage = .built(newValue)
+            encodedFields = nil
+        }
+    }
+
+    /// The fields as the JSON text of an object, when the emitter had them
+    /// encoded (see ``fields``); nil otherwise.
+    public private(set) var encodedFields: [UInt8]?
+
+    private var storage: Storage
+
+    private enum Storage: Sendable {
+        case built(OrderedDictionary<String, JSONValue>)
+        case deferred(@Sendable () -> OrderedDictionary<String, JSONValue>)
+    }
 
     public init(seq: UInt64, name: String, jobId: String, rootJobId: String, stepPath: String, time: Double,
                 fields: OrderedDictionary<String, JSONValue>) {
@@ -22,7 +50,21 @@ public struct HydraEvent: Sendable {
         self.rootJobId = rootJobId
         self.stepPath = stepPath
         self.time = time
-        self.fields = fields
+        storage = .built(fields)
+    }
+
+    /// An event whose fields are `encodedFields` (a JSON object's text), built
+    /// by `build` when someone reads ``fields``. The two must agree.
+    public init(seq: UInt64, name: String, jobId: String, rootJobId: String, stepPath: String, time: Double,
+                encodedFields: [UInt8], build: @escaping @Sendable () -> OrderedDictionary<String, JSONValue>) {
+        self.seq = seq
+        self.name = name
+        self.jobId = jobId
+        self.rootJobId = rootJobId
+        self.stepPath = stepPath
+        self.time = time
+        self.encodedFields = encodedFields
+        storage = .deferred(build)
     }
 
     /// True for events about jobs and groups (not shared data or the cache).
@@ -32,6 +74,7 @@ public struct HydraEvent: Sendable {
     /// The ids are always present (protocol §6): empty for shared-data and cache events.
     public var json: JSONValue {
         var o = OrderedDictionary<String, JSONValue>()
+        let fields = self.fields
         o.reserveCapacity(6 + fields.count)
         o["seq"] = .int(Int(seq))
         o["event"] = .string(name)
@@ -41,6 +84,34 @@ public struct HydraEvent: Sendable {
         o["time"] = .string(HydraEvent.format(time))
         for (key, value) in fields { o[key] = value }
         return .object(o)
+    }
+
+    /// The JSON text of ``json``, written from ``encodedFields`` when the
+    /// event has them (nothing is built).
+    public func encodedJSON() -> [UInt8] {
+        guard let encodedFields, encodedFields.count >= 2 else { return JSONWriter.bytes(json) }
+        var out: [UInt8] = []
+        out.reserveCapacity(encodedFields.count + 160)
+        out.append(contentsOf: #"{"seq":"#.utf8)
+        out.append(contentsOf: String(seq).utf8)
+        out.append(contentsOf: #","event":"#.utf8)
+        JSONWriter.writeString(name, into: &out)
+        out.append(contentsOf: #","jobId":"#.utf8)
+        JSONWriter.writeString(jobId, into: &out)
+        out.append(contentsOf: #","rootJobId":"#.utf8)
+        JSONWriter.writeString(rootJobId, into: &out)
+        out.append(contentsOf: #","stepPath":"#.utf8)
+        JSONWriter.writeString(stepPath, into: &out)
+        out.append(contentsOf: #","time":"#.utf8)
+        JSONWriter.writeString(HydraEvent.format(time), into: &out)
+        if encodedFields.count > 2 {
+            // `{…}` without its opening brace, after a comma.
+            out.append(UInt8(ascii: ","))
+            out.append(contentsOf: encodedFields[1...])
+        } else {
+            out.append(UInt8(ascii: "}"))
+        }
+        return out
     }
 
     /// RFC 3339 UTC with milliseconds: `2026-11-22T10:00:00.123Z`.

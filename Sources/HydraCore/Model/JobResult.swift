@@ -40,15 +40,19 @@ public struct JobResult: Sendable {
     }
 
     /// The JSON text of ``json``, written straight from an unbuilt result
-    /// (what the journal stores: no tree is built for it).
-    public func encodedJSON() -> [UInt8] {
+    /// (what the journal stores: no tree is built for it). `result`: the
+    /// result's JSON when the caller already has it.
+    public func encodedJSON(result encoded: [UInt8]? = nil) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(256)
+        out.reserveCapacity(64 + (encoded?.count ?? 192))
         out.append(contentsOf: #"{"jobId":"#.utf8)
         JSONWriter.writeString(jobId, into: &out)
         out.append(contentsOf: #","state":"#.utf8)
         JSONWriter.writeString(state.rawValue, into: &out)
         switch storage {
+        case _ where encoded != nil:
+            out.append(contentsOf: #","result":"#.utf8)
+            out.append(contentsOf: encoded!)
         case .deferred(let deferred):
             out.append(contentsOf: #","result":"#.utf8)
             deferred.encode(into: &out)

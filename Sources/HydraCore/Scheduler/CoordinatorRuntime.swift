@@ -307,15 +307,31 @@ final class CoordinatorRuntime {
         if node.root.journaled, node.isLeaf, node.parent != nil {
             journal?.stepFinished(jobId: node.root.id, stepPath: node.path, outcome: StoredStep(outcome))
         }
+        var encodedResult: [UInt8]?
         switch outcome {
         case .success(let result):
             node.state = .succeeded
             if let deferred = node.deferredResult {
-                emit(EventName.succeeded, node) {
-                    let built = deferred.build()
-                    node.result = built
-                    node.deferredResult = nil
-                    return ["result": EventTrimming.trimmed(built)]
+                // A root leaf's unbuilt result: encoded once, straight from the
+                // worker's parts, for the journal and the event's stored row; a
+                // tree is built only if a sink reads the event's fields.
+                encodedResult = encodedRootResult(node.root, deferred)
+                if let encoded = encodedResult {
+                    emit(EventName.succeeded, node, encoded: {
+                        var fields: [UInt8] = []
+                        fields.reserveCapacity(encoded.count + 12)
+                        fields.append(contentsOf: #"{"result":"#.utf8)
+                        fields.append(contentsOf: encoded)
+                        fields.append(UInt8(ascii: "}"))
+                        return fields
+                    }, build: { ["result": deferred.build()] })
+                } else {
+                    emit(EventName.succeeded, node) {
+                        let built = deferred.build()
+                        node.result = built
+                        node.deferredResult = nil
+                        return ["result": EventTrimming.trimmed(built)]
+                    }
                 }
             } else {
                 node.result = result
@@ -342,8 +358,19 @@ final class CoordinatorRuntime {
         if let parent = node.parent {
             stepFinished(parent, node, error: nil)
         } else {
-            finishRoot(node.root, error: nil)
+            finishRoot(node.root, error: nil, encodedResult: encodedResult)
         }
+    }
+
+    /// A root leaf's result encoded as JSON, when the journal or a listener
+    /// will need it and its event would carry it whole (no body left out: see
+    /// ``EventTrimming``); else nil, and the event is built the usual way.
+    private func encodedRootResult(_ root: RootJob, _ deferred: any DeferredResult) -> [UInt8]? {
+        guard root.journaled || bus.hasSubscribers,
+              deferred.encodedSize(limit: EventTrimming.maxBodyBytes) != nil else { return nil }
+        var out: [UInt8] = []
+        deferred.encode(into: &out)
+        return out
     }
 
     private func stepFinished(_ group: GraphNode, _ step: GraphNode, error: JobError?) {
@@ -419,7 +446,8 @@ final class CoordinatorRuntime {
         if root.journaled, let startedAt = root.startedAt { journal?.jobStarted(jobId: root.id, at: startedAt) }
     }
 
-    private func finishRoot(_ root: RootJob, error: JobError?) {
+    /// `encodedResult`: the result's JSON when it was already encoded (see `encodedRootResult`).
+    private func finishRoot(_ root: RootJob, error: JobError?, encodedResult: [UInt8]? = nil) {
         let node = root.node!
         if root.countedRunning { running.add(-1) }
         let finishedAt = clock.now()
@@ -428,7 +456,8 @@ final class CoordinatorRuntime {
         let result = node.deferredResult.map { JobResult(jobId: root.id, deferred: $0) }
             ?? JobResult(jobId: root.id, state: node.state, result: node.result, error: error)
         if root.journaled {
-            journal?.jobFinished(jobId: root.id, state: result.state, result: result.encodedJSON(), at: finishedAt)
+            journal?.jobFinished(jobId: root.id, state: result.state, result: result.encodedJSON(result: encodedResult),
+                                 at: finishedAt)
         }
         finished.insert(FinishedJob(status: status(of: root), result: result), forKey: root.key)
         finishedOrder.append(root.key)
@@ -466,9 +495,21 @@ final class CoordinatorRuntime {
 
     @inline(__always)
     private func emit(_ name: String, _ node: GraphNode, _ fields: () -> OrderedDictionary<String, JSONValue>) {
-        // A job resumed after a restart: what it already sent is not sent twice.
-        if !node.root.emittedEvents.isEmpty && node.root.emittedEvents.contains(stepPath: node.path, name: name) { return }
+        if alreadySent(name, node) { return }
         bus.emit(name, jobId: node.root.id, rootJobId: node.root.id, stepPath: node.path, fields: fields)
+    }
+
+    /// Emits an event whose fields are already encoded (see ``EventBus``).
+    private func emit(_ name: String, _ node: GraphNode, encoded: () -> [UInt8],
+                      build: @escaping @Sendable () -> OrderedDictionary<String, JSONValue>) {
+        if alreadySent(name, node) { return }
+        bus.emit(name, jobId: node.root.id, rootJobId: node.root.id, stepPath: node.path, encoded: encoded, build: build)
+    }
+
+    /// A job resumed after a restart: what it already sent is not sent twice.
+    @inline(__always)
+    private func alreadySent(_ name: String, _ node: GraphNode) -> Bool {
+        !node.root.emittedEvents.isEmpty && node.root.emittedEvents.contains(stepPath: node.path, name: name)
     }
 
     private func referenceScope(for node: GraphNode) -> ReferenceScope {

@@ -273,7 +273,7 @@ final class RPCServerRuntime {
         var touched: [UInt64: RPCSession] = [:]
         index.forEachCandidate(of: event) { subscription in
             guard event.seq > subscription.after, subscription.filter.matches(event) else { return }
-            if encoded == nil { encoded = JSONWriter.bytes(event.json) }
+            if encoded == nil { encoded = event.encodedJSON() }
             var out: [UInt8] = []
             RPCEncoder.eventNotification(subscription: subscription.id, event: encoded!, into: &out)
             let session = subscription.session

@@ -63,7 +63,7 @@ extension RPCServerRuntime {
                 if session.isBackedUp || session.closed { return }
                 cursor.pending.removeFirst()
                 var out: [UInt8] = []
-                RPCEncoder.eventNotification(subscription: subscription.id, event: JSONWriter.bytes(event.json), into: &out)
+                RPCEncoder.eventNotification(subscription: subscription.id, event: event.encodedJSON(), into: &out)
                 session.send(raw: out)
             }
             if cursor.scanned >= lastSeq {
