@@ -15,12 +15,17 @@ final class SQLiteConnection {
     /// Statements prepared once per connection and reused (`sqlite3_prepare_v2`).
     private var statements: [String: OpaquePointer] = [:]
 
+    /// Process-wide settings, made once before the first connection opens:
+    /// no memory statistics (see `hydra_sqlite_disable_memstatus`).
+    private static let libraryConfigured: Bool = hydra_sqlite_disable_memstatus() == SQLITE_OK
+
     /// How long a statement waits for another process's lock before failing with "database is locked".
     static let busyTimeoutMilliseconds: Int32 = 5000
 
     /// Opens (creating when missing) the database at `path` and applies the settings.
     /// `queryOnly` makes the connection refuse writes (the read connection).
     init(path: String, sync: SQLiteStore.SyncMode, queryOnly: Bool = false) throws(StoreError) {
+        _ = Self.libraryConfigured
         self.path = path
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let status = sqlite3_open_v2(path, &db, flags, nil)

@@ -28,6 +28,8 @@ final class StoreWriter: @unchecked Sendable {
     private let writerThread = Locked<ObjectIdentifier?>(nil)
     /// Runs on the writer thread for each write once committed, before any callback.
     private let committed: @Sendable (WriteOperation) -> Void
+    /// Job starts not written yet (writer thread only): see ``StartMarks``.
+    private var startMarks = StartMarks()
 
     private struct State {
         var queue: [WriteOperation] = []
@@ -147,9 +149,14 @@ final class StoreWriter: @unchecked Sendable {
         let current = ObjectIdentifier(Thread.current)
         writerThread.withLock { $0 = current }
         while true {
-            wake.wait()
+            if startMarks.isEmpty {
+                wake.wait()
+            } else if wake.wait(timeout: .now() + .milliseconds(StartMarks.maxDelayMs)) == .timedOut {
+                commit(Batch(writes: [], events: []), writeAllStarts: true)
+                continue
+            }
             let (batch, closing) = take()
-            if !batch.isEmpty { commit(batch) }
+            if !batch.isEmpty || closing { commit(batch, writeAllStarts: closing) }
             if closing { break }
         }
         writerThread.withLock { $0 = nil }
@@ -157,12 +164,13 @@ final class StoreWriter: @unchecked Sendable {
         running.leave()
     }
 
-    /// Commits everything queued, on the writer thread, until the queue is empty.
+    /// Commits everything queued (and every start mark held back), on the
+    /// writer thread, until the queue is empty.
     private func drain() {
         while true {
             let batch = take().batch
-            if batch.isEmpty { return }
-            commit(batch)
+            if batch.isEmpty && startMarks.isEmpty { return }
+            commit(batch, writeAllStarts: true)
         }
     }
 
@@ -175,8 +183,9 @@ final class StoreWriter: @unchecked Sendable {
         case failed(StoreError)
     }
 
-    private func commit(_ batch: Batch) {
-        let folding = Folding(batch.writes)
+    private func commit(_ batch: Batch, writeAllStarts: Bool = false) {
+        let folding = startMarks.plan(batch.writes, writeAll: writeAllStarts, now: DispatchTime.now().uptimeNanoseconds)
+        if batch.isEmpty && folding.written.isEmpty { return }
         var attempt = self.attempt(batch, folding, isolated: false)
         if case .retryIsolated = attempt { attempt = self.attempt(batch, folding, isolated: true) }
         let writes = batch.writes
@@ -203,34 +212,7 @@ final class StoreWriter: @unchecked Sendable {
         }
     }
 
-    /// How a batch folds each `markStarted` whose job also finishes in the
-    /// same batch into that `finish`: one row update instead of two, and no
-    /// reader can tell, since both land in the same transaction.
-    struct Folding {
-        /// Indexes of `markStarted` writes that are skipped.
-        var skipped: Set<Int> = []
-        /// Index of a `finish` write -> the start time it records too.
-        var startTimes: [Int: Double] = [:]
-
-        init(_ batch: [WriteOperation]) {
-            var starts: [String: (index: Int, time: Double)] = [:]
-            for (i, operation) in batch.enumerated() {
-                switch operation {
-                case .markStarted(let jobId, let time):
-                    starts[jobId] = (i, time)
-                case .finish(let jobId, _, _, _, _) where !starts.isEmpty:
-                    if let start = starts.removeValue(forKey: jobId) {
-                        skipped.insert(start.index)
-                        startTimes[i] = start.time
-                    }
-                default:
-                    break
-                }
-            }
-        }
-    }
-
-    private func attempt(_ batch: Batch, _ folding: Folding, isolated: Bool) -> Attempt {
+    private func attempt(_ batch: Batch, _ folding: StartMarks.Plan, isolated: Bool) -> Attempt {
         let db = connection
         do throws(StoreError) {
             try db.run("BEGIN IMMEDIATE")
@@ -275,6 +257,12 @@ final class StoreWriter: @unchecked Sendable {
             if case .failure(let error)? = output {
                 Self.report("\(batch.events.count) events were not stored: \(error)")
             }
+        }
+        for start in folding.written {
+            let (_, end) = step { () throws(StoreError) in
+                try WriteOperation.markStarted(jobId: start.jobId, time: start.time).apply(on: db)
+            }
+            if let end { return end }
         }
         var results: [Result<WriteOperation.Output, StoreError>] = []
         results.reserveCapacity(batch.writes.count)

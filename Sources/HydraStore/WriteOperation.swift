@@ -170,7 +170,7 @@ enum WriteOperation: Sendable {
     }
 
     /// Runs this write's statements on `db`. `startedAt`: for a `finish`, the
-    /// start time of a `markStarted` folded into it (see ``StoreWriter/Folding``).
+    /// start time of a `markStarted` folded into it (see ``StartMarks``).
     func apply(on db: SQLiteConnection, startedAt: Double? = nil) throws(StoreError) -> Output {
         switch self {
         case .insert(let jobs, _):

@@ -242,18 +242,31 @@ import Testing
         #expect(try store.events(after: 4, limit: 10).map(\.seq) == [5])
     }
 
-    /// A job's start and finish in one batch become one row update; the rows read
-    /// the same as when they are written apart.
-    @Test func startsFoldIntoFinishesOfTheSameBatch() throws {
+    /// The writer holds a job's start back and folds it into the job's finish
+    /// (one row update); a recorded step, a flush or the time limit writes it
+    /// anyway. The rows read the same as when they are written apart.
+    @Test func startsFoldIntoFinishes() throws {
         let noop: @Sendable () -> Void = {}
-        let ops: [WriteOperation] = [
-            .markStarted(jobId: "a", time: 10), .markStarted(jobId: "b", time: 20), .barrier(reached: noop),
-            .finish(jobId: "a", state: .succeeded, result: Array("1".utf8), time: 11, done: nil),
+        let ms: UInt64 = 1_000_000
+        var marks = StartMarks()
+        let first = marks.plan([
+            .markStarted(jobId: "a", time: 10), .markStarted(jobId: "b", time: 20), .markStarted(jobId: "s", time: 30),
             .finish(jobId: "c", state: .failed, result: Array("null".utf8), time: 31, done: nil),
-        ]
-        let folding = StoreWriter.Folding(ops)
-        #expect(folding.skipped == [0])
-        #expect(folding.startTimes == [3: 10])
+        ], writeAll: false, now: 1000 * ms)
+        #expect(first.skipped == [0, 1, 2] && first.startTimes.isEmpty && first.written.isEmpty && !marks.isEmpty)
+        // A later batch: a's finish takes its start; s's step writes s's start.
+        let second = marks.plan([
+            .finish(jobId: "a", state: .succeeded, result: Array("1".utf8), time: 11, done: nil),
+            .step(jobId: "s", stepPath: "0", StoredStep(state: .succeeded, result: 1, error: nil), done: nil),
+        ], writeAll: false, now: 1010 * ms)
+        #expect(second.startTimes == [0: 10] && second.written.map(\.jobId) == ["s"])
+        // b waits until the limit, then goes alone.
+        #expect(marks.plan([], writeAll: false, now: 1100 * ms).written.isEmpty)
+        let late = marks.plan([], writeAll: false, now: (1000 + UInt64(StartMarks.maxDelayMs)) * ms)
+        #expect(late.written.map(\.jobId) == ["b"] && marks.isEmpty)
+        // A barrier (a flush) writes every start held.
+        _ = marks.plan([.markStarted(jobId: "d", time: 40)], writeAll: false, now: 2000 * ms)
+        #expect(marks.plan([.barrier(reached: noop)], writeAll: false, now: 2001 * ms).written.map(\.jobId) == ["d"])
 
         let store = try SQLiteStore(directory: folder())
         defer { store.close() }
@@ -267,6 +280,12 @@ import Testing
         #expect(a.state == .succeeded && a.startedAt == 10 && a.finishedAt == 11 && a.result == 1)
         #expect(b.state == .running && b.startedAt == 20 && b.finishedAt == nil)
         #expect(c.state == .failed && c.startedAt == nil && c.finishedAt == 31 && c.result == .null)
+        // Without a finish nor a flush, a start is written once the limit passes.
+        _ = try insert(store, [job("e", at: 4)])
+        store.markStarted(jobId: "e", at: 50)
+        let deadline = Date().addingTimeInterval(10)
+        while try store.job("e")?.state != .running && Date() < deadline { usleep(10_000) }
+        #expect(try store.job("e")?.startedAt == 50)
     }
 
     /// A job's row keeps the `job.result` text the journal gave, whatever its
