@@ -330,11 +330,82 @@ if [[ "$HYDRA_OK" == 1 ]]; then
     if [[ -n "$line" ]]; then record "$line"; else warn "hydra-bench local printed no result"; fi
 fi
 
+# --- a 50,000-step concurrent graph through `hydra run` ------------------------
+# One process from start to exit (parsing the spec, running, writing the result),
+# timed against raw C doing as many requests at c=64 right before it.
+HYDRA_BIN="$ROOT/.build/release/hydra"
+if [[ "$HYDRA_OK" == 1 && -x "$HYDRA_BIN" && "${BENCH_GRAPH:-1}" != 0 ]]; then
+    GRAPH_STEPS="${BENCH_GRAPH_STEPS:-50000}"
+    [[ "$GRAPH_STEPS" =~ ^[1-9][0-9]*$ ]] || die "BENCH_GRAPH_STEPS must be a positive integer (got '$GRAPH_STEPS')"
+    python3 - "$URL" "$GRAPH_STEPS" > "$TMP/graph.json" <<'PY'
+import json, sys
+url, n = sys.argv[1], int(sys.argv[2])
+print(json.dumps({"type": "concurrent", "maxConcurrency": 64,
+                  "steps": [{"type": "remote", "url": url} for _ in range(n)]}))
+PY
+    cat > "$TMP/graph-config.json" <<EOF
+{"state": {"path": "$TMP/graph-state"},
+ "workers": [{"name": "rest", "kind": "remote", "maxConnections": 64, "maxHostConnections": 64, "maxActive": 64},
+             {"name": "local", "kind": "local", "threads": 1}],
+ "defaults": {"headers": {}}, "limits": {"maxResultBytes": 1073741824}}
+EOF
+    for r in $(seq "$REPEAT"); do
+        log "concurrent graph of $GRAPH_STEPS remote steps through hydra run, run $r/$REPEAT, after raw C at c=64"
+        "$RAWBENCH" "$URL" "$GRAPH_STEPS" 64 > "$TMP/out.txt" || true
+        line="$(json_line raw-c "$TMP/out.txt")"
+        [[ -n "$line" ]] && record "${line/\"name\":\"raw-c\"/\"name\":\"raw-c-graph\"}"
+        # The whole process is timed; its threads' CPU is read from /proc every
+        # 20 ms (the last reading before each thread ends).
+        line="$(python3 - "$HYDRA_BIN" "$TMP/graph.json" "$TMP/graph-config.json" "$GRAPH_STEPS" <<'PY'
+import json, os, subprocess, sys, threading, time
+binary, spec, config, steps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+start = time.monotonic()
+p = subprocess.Popen([binary, "run", spec, "--config", config], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+cpu = {}
+def sample():
+    try:
+        tasks = os.listdir(f"/proc/{p.pid}/task")
+    except OSError:
+        return
+    for t in tasks:
+        try:
+            name = open(f"/proc/{p.pid}/task/{t}/comm").read().strip()
+            ns = int(open(f"/proc/{p.pid}/task/{t}/schedstat").read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+        cpu[(name, t)] = ns
+tail = b""
+def drain():
+    global tail
+    while True:
+        chunk = p.stdout.read(1 << 20)
+        if not chunk:
+            return
+        tail = (tail + chunk)[-4096:]
+reader = threading.Thread(target=drain)
+reader.start()
+while p.poll() is None:
+    sample()
+    time.sleep(0.02)
+reader.join()
+seconds = time.monotonic() - start
+by_name = {}
+for (name, _), ns in cpu.items():
+    by_name[name] = by_name.get(name, 0) + ns
+print(json.dumps({"name": "graph", "steps": steps, "seconds": round(seconds, 3), "rps": round(steps / seconds, 1),
+                  "exit": p.returncode, "succeeded": b'"state":"succeeded"' in tail,
+                  "cpuUsPerStep": {k: round(v / 1000 / steps, 2) for k, v in by_name.items() if v / 1000 / steps >= 0.05}},
+                 separators=(",", ":")))
+PY
+)"
+        if [[ -n "$line" ]]; then record "$line"; else warn "the graph run printed no result"; fi
+    done
+fi
+
 # --- hydra serve over JSON-RPC ---------------------------------------------------
 # The real server (release build) with its state in a temp folder; clients
 # from hydra-bench. Remote jobs go to the same nginx, 64 in flight, so the
 # ratio is to raw C at concurrency 64 from the runs above.
-HYDRA_BIN="$ROOT/.build/release/hydra"
 if [[ "$HYDRA_OK" == 1 && -x "$HYDRA_BIN" && "${BENCH_SERVER:-1}" != 0 ]]; then
     RPC_PORT="${BENCH_RPC_PORT:-17400}"
     cat > "$TMP/hydra.json" <<EOF
@@ -466,6 +537,24 @@ if local:
         if cpu else ""))
 else:
     out.append("Local no-op: " + (hydra_note or "no result"))
+
+graphs = [r for r in rows if r.get("name") == "graph"]
+if graphs:
+    raws = [r for r in rows if r.get("name") == "raw-c-graph"]
+    pairs = [g["rps"] / r["rps"] for r, g in zip(raws, graphs) if r["rps"] > 0]
+    med = statistics.median(g["rps"] for g in graphs)
+    cpu = {}
+    for g in graphs:
+        for t, v in (g.get("cpuUsPerStep") or {}).items():
+            cpu.setdefault(t, []).append(v)
+    bad = [g for g in graphs if g.get("exit") != 0]
+    out += ["", "Concurrent graph of %s remote steps (maxConcurrency 64) through `hydra run`, whole process: "
+            "%s steps/s, median of pairs %s× the raw C run just before (%s; raw C %s req/s)%s; CPU µs per step: %s" % (
+                f"{graphs[0]['steps']:,}", f"{med:,.0f}",
+                "%.2f" % statistics.median(pairs) if pairs else "?", "/".join("%.2f" % p for p in pairs),
+                "/".join(f"{r['rps']:,.0f}" for r in raws),
+                " [%d runs failed]" % len(bad) if bad else "",
+                ", ".join("%s %.1f" % (t, statistics.median(v)) for t, v in sorted(cpu.items(), key=lambda kv: -statistics.median(kv[1]))))]
 
 submits = [r for r in rows if r.get("name") == "rpc-submit"]
 remote_rpc = [r for r in rows if r.get("name") == "rpc-remote"]
