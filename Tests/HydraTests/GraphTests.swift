@@ -26,6 +26,30 @@ import Testing
         #expect(result.result?["stopped"] == false)
     }
 
+    /// A succeeded group keeps its steps' results unbuilt (`GroupResult`) and
+    /// encodes them straight to JSON (`hydra run`, the journal): the text must
+    /// be the built result's, byte for byte, nested groups, `${prev}` readers
+    /// and ids included, and the result must be the one a reader builds.
+    @Test func anUnbuiltGroupResultEncodesAsItsBuiltOne() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let result = try await engine.run(spec("""
+            {"type":"concurrent","steps":[
+              {"type":"remote","api":"items"},
+              {"type":"serial","steps":[{"type":"remote","endpoint":"/text"},
+                                         {"type":"local","name":"echo","input":{"before":"${prev.status}"}},
+                                         {"type":"remote","id":"named","endpoint":"/items"}]},
+              {"type":"local","name":"echo","input":{"text":"quoted \\" and \\u00e9"}},
+              {"type":"concurrent","steps":[]}
+            ]}
+            """))
+        #expect(result.state == .succeeded, "\(String(describing: result.error))")
+        let built = try #require(result.result)
+        #expect(result.encodedJSON() == JSONWriter.bytes(result.json))
+        #expect(built["results"]?[1]?["results"]?[1] == ["before": 200])
+        #expect(built["results"]?[0]?["body"]?["count"] == 3 && built["results"]?[1]?["results"]?[2]?["status"] == 200)
+    }
+
     @Test func unresolvableReferenceFailsTheStepAsInvalid() async throws {
         let engine = try makeEngine()
         defer { engine.shutdown() }

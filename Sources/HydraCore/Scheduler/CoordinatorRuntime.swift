@@ -263,13 +263,14 @@ final class CoordinatorRuntime {
             finish(node, outcome)
         case .succeeded(let result, let ran):
             if ran { started(node) }
-            if node.parent == nil {
-                // A root leaf: built only if its event needs it, else when read (JobResult).
+            if node.root.journaled && node.parent != nil {
+                // The journal stores each finished step's result.
+                finish(node, .success(result.build()))
+            } else {
+                // Built only if an event or a reader needs it (see `StepResult`, `JobResult`).
                 // `finish` takes the result from `deferredResult`; the `.null` is not used.
                 node.deferredResult = result
                 finish(node, .success(.null))
-            } else {
-                finish(node, .success(result.build()))
             }
         }
     }
@@ -311,8 +312,18 @@ final class CoordinatorRuntime {
         switch outcome {
         case .success(let result):
             node.state = .succeeded
-            if let deferred = node.deferredResult {
-                // A root leaf's unbuilt result: encoded once, straight from the
+            if let deferred = node.deferredResult, node.parent != nil {
+                // A step's unbuilt result stays so in its group's results; a step
+                // with an id is read by references, so it is built now.
+                if let id = node.spec.id {
+                    let built = deferred.build()
+                    node.result = built
+                    node.deferredResult = nil
+                    node.scope.results[id] = built
+                }
+                emit(EventName.succeeded, node) { ["result": EventTrimming.trimmed(node.result ?? deferred.build())] }
+            } else if let deferred = node.deferredResult {
+                // A root's unbuilt result: encoded once, straight from the
                 // worker's parts, for the journal and the event's stored row; a
                 // tree is built only if a sink reads the event's fields.
                 encodedResult = encodedRootResult(node.root, deferred)
@@ -375,7 +386,9 @@ final class CoordinatorRuntime {
 
     private func stepFinished(_ group: GraphNode, _ step: GraphNode, error: JobError?) {
         group.running -= 1
-        group.results[step.index] = step.state == .succeeded ? step.result : nil
+        if step.state == .succeeded {
+            group.results[step.index] = step.deferredResult.map(StepResult.deferred) ?? .built(step.result ?? .null)
+        }
         group.errors[step.index] = error
         if step.state == .succeeded { group.collectedBytes += step.resultBytes - 4 }
         if let error { group.collectedBytes += error.json.encodedSize(limit: Int.max)! - 4 }
@@ -396,25 +409,27 @@ final class CoordinatorRuntime {
     private func completeGroup(_ group: GraphNode) {
         guard !group.state.isFinal else { return }
         let stopped = group.stopped || group.endingError != nil
-        let results = JSONValue.array(group.results.map { $0 ?? .null })
-        emit(EventName.groupDone, group) { ["results": results, "stopped": .bool(stopped)] }
-        let groupResult: JSONValue = [
-            "results": results, "errors": .array(group.errors.map { $0?.json ?? .null }), "stopped": .bool(stopped),
-        ]
+        emit(EventName.groupDone, group) {
+            ["results": .array(group.results.map { $0?.value ?? .null }), "stopped": .bool(stopped)]
+        }
         // `{"results":[…],"errors":[…],"stopped":…}`: the items, their commas and the frame.
+        // An upper bound while some results are unbuilt (their sizes are bounds).
         let count = group.results.count
-        let size = group.collectedBytes + 2 * max(count - 1, 0) + 37 + (stopped ? 4 : 5)
-        assert(size == groupResult.encodedSize(limit: Int.max), "the group's collected size is off")
-        if size > maxResultBytes {
+        let bound = group.collectedBytes + 2 * max(count - 1, 0) + 37 + (stopped ? 4 : 5)
+        let groupResult = GroupResult(results: group.results, errors: group.errors, stopped: stopped, size: bound)
+        assert(bound >= groupResult.build().encodedSize(limit: Int.max)!, "the group's collected size is off")
+        // Over the limit by the bound: measured exactly before the group fails.
+        if bound > maxResultBytes, groupResult.build().encodedSize(limit: maxResultBytes) == nil {
             // Nothing half-kept: the collected results are dropped whole, the group fails.
             finish(group, .failure(tooLarge("the group's collected results")))
         } else if let ending = group.endingError {
-            finish(group, .failure(ending, result: groupResult))
+            finish(group, .failure(ending, result: groupResult.build()))
         } else if let error = group.firstError {
-            finish(group, .failure(error, result: groupResult))
+            finish(group, .failure(error, result: groupResult.build()))
         } else {
-            group.resultBytes = size
-            finish(group, .success(groupResult))
+            group.resultBytes = bound
+            group.deferredResult = groupResult
+            finish(group, .success(.null))
         }
     }
 
@@ -533,7 +548,7 @@ final class CoordinatorRuntime {
     private func previousResult(of node: GraphNode) -> JSONValue? {
         var current = node
         while let parent = current.parent {
-            if parent.isSerial && current.index > 0 { return parent.results[current.index - 1] }
+            if parent.isSerial && current.index > 0 { return parent.results[current.index - 1]?.value }
             if parent.scope !== current.scope { return nil }  // a named job's graph does not see outside
             current = parent
         }

@@ -23,9 +23,10 @@ final class GraphNode {
 
     @exclusivity(unchecked) var state = JobState.queued
     @exclusivity(unchecked) var result: JSONValue?
-    /// `result`'s encoded length once succeeded: what it adds to its group's collected results.
+    /// The result's encoded length once succeeded (an upper bound while
+    /// unbuilt): what it adds to its group's collected results.
     @exclusivity(unchecked) var resultBytes = 0
-    /// A root leaf's result not built yet (see ``DeferredResult``); `result` is nil meanwhile.
+    /// A result not built yet (a remote step's, a group's: see ``DeferredResult``); `result` is nil meanwhile.
     @exclusivity(unchecked) var deferredResult: (any DeferredResult)?
     @exclusivity(unchecked) var timer: (any CoordinatorTimer)?
     /// Secret shared values this step's references read: masked in what it reports.
@@ -37,7 +38,7 @@ final class GraphNode {
 
     // Group state.
     @exclusivity(unchecked) var children: [GraphNode] = []
-    @exclusivity(unchecked) var results: [JSONValue?] = []
+    @exclusivity(unchecked) var results: [StepResult?] = []
     @exclusivity(unchecked) var errors: [JobError?] = []
     /// The encoded length of the `results` and `errors` items so far (`null`
     /// for a step not finished), kept as steps finish so that checking the
