@@ -40,6 +40,20 @@ public struct HTTPHeaderBlock: Sendable, Equatable {
         }
     }
 
+    /// Calls `body` with each field as ranges of ``bytes``: its name as sent
+    /// and its trimmed value. For readers that copy the bytes themselves (the
+    /// JSON of a result) without making a string per field.
+    public func forEachRange(_ body: (_ name: Range<Int>, _ value: Range<Int>) throws -> Void) rethrows {
+        try bytes.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            try Self.scan(buffer) { name, value in
+                let nameStart = name.baseAddress.map { $0 - base } ?? 0
+                let valueStart = value.baseAddress.map { $0 - base } ?? nameStart
+                try body(nameStart..<(nameStart + name.count), valueStart..<(valueStart + value.count))
+            }
+        }
+    }
+
     /// The fields in order, names lowercased.
     public var fields: [HTTPHeader] {
         var out: [HTTPHeader] = []

@@ -53,15 +53,19 @@ struct RemoteResult: DeferredResult {
         out.reserveCapacity(out.count + headers.bytes.count + url.utf8.count + 160)
         out.append(contentsOf: #"{"status":"#.utf8)
         out.append(contentsOf: String(status).utf8)
-        out.append(contentsOf: #","headers":{"#.utf8)
-        let fields = Self.headerFields(headers)
-        for i in fields.names.indices {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            JSONWriter.writeString(fields.names[i], into: &out)
-            out.append(UInt8(ascii: ":"))
-            JSONWriter.writeString(fields.values[i], into: &out)
+        out.append(contentsOf: #","headers":"#.utf8)
+        if !writeHeaderBytes(into: &out) {
+            out.append(UInt8(ascii: "{"))
+            let fields = Self.headerFields(headers)
+            for i in fields.names.indices {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                JSONWriter.writeString(fields.names[i], into: &out)
+                out.append(UInt8(ascii: ":"))
+                JSONWriter.writeString(fields.values[i], into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
         }
-        out.append(contentsOf: #"},"body":"#.utf8)
+        out.append(contentsOf: #","body":"#.utf8)
         JSONWriter.write(body, into: &out)
         if let file {
             out.append(contentsOf: #","file":"#.utf8)
@@ -76,6 +80,42 @@ struct RemoteResult: DeferredResult {
         out.append(contentsOf: #","url":"#.utf8)
         JSONWriter.writeString(url, into: &out)
         out.append(UInt8(ascii: "}"))
+    }
+
+    /// Writes the headers object straight from the block's bytes, as the
+    /// strings of ``headerObject(_:)`` would be written, when that is the same
+    /// text: every byte ASCII and no field repeated (nearly every response).
+    /// Returns false, having written nothing, otherwise.
+    private func writeHeaderBytes(into out: inout [UInt8]) -> Bool {
+        let bytes = headers.bytes
+        var ascii = true
+        for byte in bytes where byte >= 0x80 { ascii = false; break }
+        guard ascii else { return false }
+        var names: [Range<Int>] = []
+        var values: [Range<Int>] = []
+        names.reserveCapacity(16)
+        values.reserveCapacity(16)
+        headers.forEachRange { name, value in
+            names.append(name)
+            values.append(value)
+        }
+        for i in names.indices {
+            for j in 0..<i where Self.sameLowered(bytes[names[i]], bytes[names[j]]) { return false }
+        }
+        out.append(UInt8(ascii: "{"))
+        for i in names.indices {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            JSONWriter.writeString(bytes: bytes[names[i]], lowercase: true, into: &out)
+            out.append(UInt8(ascii: ":"))
+            JSONWriter.writeString(bytes: bytes[values[i]], into: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+        return true
+    }
+
+    private static func sameLowered(_ a: ArraySlice<UInt8>, _ b: ArraySlice<UInt8>) -> Bool {
+        guard a.count == b.count else { return false }
+        return zip(a, b).allSatisfy { HTTPHeaderBlock.lowercase($0) == HTTPHeaderBlock.lowercase($1) }
     }
 
     /// Every header field as a member: names lowercased, a repeated field's values joined.

@@ -45,7 +45,13 @@ import Testing
             HTTPHeader("Content-Type", "application/json"), HTTPHeader("Set-Cookie", "a=1"),
             HTTPHeader("X-Quote", #"say "hi"\ \u{01}"#), HTTPHeader("set-cookie", "b=2"), HTTPHeader("X-Ünï", "ç"),
         ])
+        // Plain ASCII without a repeated field: written straight from the block's bytes.
+        let plain = HTTPHeaderBlock([
+            HTTPHeader("Content-Type", "application/json"), HTTPHeader("X-Quote", #"say "hi"\ \u{01}\t"#),
+            HTTPHeader("ETag", "\"abc\""), HTTPHeader("x-empty", ""),
+        ])
         let body: JSONValue = ["text": "line\nnext \"q\" \u{7f} ✓", "n": 1.25, "list": [1, nil, true]]
+        for headers in [headers, plain, HTTPHeaderBlock()] {
         for file in [nil, (path: "/var/hydra/a \"b\".bin", bytes: 12)] as [(path: String, bytes: Int)?] {
             let result = RemoteResult(status: 203, headers: headers, body: body, file: file, attempts: 2,
                                       elapsedMs: 12.345678, url: "http://h/p?q=\"x\"&u=ü")
@@ -54,6 +60,7 @@ import Testing
             #expect(String(decoding: encoded, as: UTF8.self) == JSONWriter.string(result.build()))
             let job = JobResult(jobId: "j1", deferred: result)
             #expect(job.encodedJSON() == JSONWriter.bytes(job.json))
+        }
         }
         let failed = JobResult(jobId: "j2", state: .failed, result: ["partial": 1],
                                error: JobError(.http, "HTTP 500", stepPath: "0"))

@@ -82,6 +82,23 @@ public enum JSONWriter {
         out.append(UInt8(ascii: "\""))
     }
 
+    /// Appends `bytes` (ASCII, or valid UTF-8) as a JSON string, as
+    /// ``writeString(_:into:)`` writes the same text; `lowercase` lowers ASCII
+    /// letters on the way (HTTP field names).
+    public static func writeString(bytes: ArraySlice<UInt8>, lowercase: Bool = false, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in bytes {
+            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                writeEscaped(byte, into: &out)
+            } else if lowercase && byte >= 65 && byte <= 90 {
+                out.append(byte + 32)
+            } else {
+                out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
     private static func writeEscaped(_ byte: UInt8, into out: inout [UInt8]) {
         switch byte {
         case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\""))
