@@ -35,7 +35,7 @@ public struct HTTPHeaderBlock: Sendable, Equatable {
     public func forEach(_ body: (_ name: String, _ value: String) throws -> Void) rethrows {
         try bytes.withUnsafeBufferPointer { buffer in
             try Self.scan(buffer) { name, value in
-                try body(Self.loweredName(name), String(decoding: value, as: UTF8.self))
+                try body(Self.loweredName(name), Self.string(value))
             }
         }
     }
@@ -63,20 +63,30 @@ public struct HTTPHeaderBlock: Sendable, Equatable {
 
     /// The value of the first field named `name` (any case), or nil.
     public func first(_ name: String) -> String? {
-        withFirst(Self.lowercased(name)) { $0.map { String(decoding: $0, as: UTF8.self) } }
+        guard let range = firstRange(Self.lowercased(name)) else { return nil }
+        return bytes.withUnsafeBufferPointer { Self.string(UnsafeBufferPointer(rebasing: $0[range])) }
     }
 
-    /// Calls `body` with the raw value of the first field whose name is
-    /// `loweredName` in any case (pass it lowercased), or with nil.
-    public func withFirst<T>(_ loweredName: [UInt8], _ body: (UnsafeBufferPointer<UInt8>?) throws -> T) rethrows -> T {
-        try bytes.withUnsafeBufferPointer { buffer in
-            var found: UnsafeBufferPointer<UInt8>?
+    /// Where the value of the first field whose name is `loweredName` in any
+    /// case (pass it lowercased) lies in ``bytes``, or nil.
+    public func firstRange(_ loweredName: [UInt8]) -> Range<Int>? {
+        bytes.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return nil }
+            var found: Range<Int>?
             Self.scan(buffer) { field, value in
                 guard found == nil, Self.equalsLowered(field, loweredName) else { return }
-                found = value
+                let start = value.baseAddress.map { $0 - base } ?? 0
+                found = start..<(start + value.count)
             }
-            return try body(found)
+            return found
         }
+    }
+
+    /// A value as a string (invalid UTF-8 repaired). ASCII, nearly every
+    /// value, is copied without the generic decoder's cost.
+    private static func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        for byte in bytes where byte >= 0x80 { return String(decoding: bytes, as: UTF8.self) }
+        return String(unsafeUninitializedCapacity: bytes.count) { _ = $0.initialize(from: bytes); return bytes.count }
     }
 
     /// The field name lowercased.
@@ -87,7 +97,7 @@ public struct HTTPHeaderBlock: Sendable, Equatable {
         }
     }
 
-    /// `name` as lowercased bytes, for ``withFirst(_:_:)``.
+    /// `name` as lowercased bytes, for ``firstRange(_:)``.
     public static func lowercased(_ name: String) -> [UInt8] { name.utf8.map(lowercase) }
 
     /// True when `bytes` equals `lowered` ignoring ASCII case (`lowered` is lowercase).

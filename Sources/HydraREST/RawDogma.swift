@@ -18,7 +18,8 @@ extension DogmaResponse {
 
     /// True when the Content-Type says JSON (`application/json`, `…+json`).
     var isJSON: Bool {
-        headerBlock.withFirst(Self.contentTypeName) { $0.map(Self.isJSONMediaType) ?? false }
+        guard let range = headerBlock.firstRange(Self.contentTypeName) else { return false }
+        return headerBlock.bytes[range].withUnsafeBufferPointer(Self.isJSONMediaType)
     }
 
     /// The dogma a response gets when neither the job, its api nor
@@ -27,7 +28,8 @@ extension DogmaResponse {
     /// data) or none, else `raw`.
     var impliedDogma: any Dogma {
         if isJSON { return JSONDogma() }
-        guard let contentType = headerBlock.first("content-type") else { return TextDogma() }
+        guard let range = headerBlock.firstRange(Self.contentTypeName) else { return TextDogma() }
+        let contentType = String(decoding: headerBlock.bytes[range], as: UTF8.self)
         return Self.isTextual(contentType: contentType) ? TextDogma() : RawDogma()
     }
 

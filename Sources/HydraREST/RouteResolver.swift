@@ -209,13 +209,18 @@ final class RouteResolver: Sendable {
 
     /// The path (and query) of an absolute URL: what follows `scheme://host[:port]`.
     static func pathOf(url: String) -> String {
-        let bytes = Array(url.utf8)
-        var i = 0
-        while i + 2 < bytes.count && !(bytes[i] == UInt8(ascii: ":") && bytes[i + 1] == UInt8(ascii: "/")
-                                          && bytes[i + 2] == UInt8(ascii: "/")) { i += 1 }
-        guard i + 2 < bytes.count else { return url }
-        guard let slash = bytes[(i + 3)...].firstIndex(of: UInt8(ascii: "/")) else { return "/" }
-        return String(decoding: bytes[slash...], as: UTF8.self)
+        let utf8 = url.utf8
+        var i = utf8.startIndex
+        var seen = 0  // of "://"
+        while i < utf8.endIndex {
+            let byte = utf8[i]
+            i = utf8.index(after: i)
+            if byte == UInt8(ascii: ":") { seen = 1 } else if byte == UInt8(ascii: "/") && seen > 0 { seen += 1 } else { seen = 0 }
+            if seen == 3 { break }
+        }
+        guard seen == 3 else { return url }
+        guard let slash = utf8[i...].firstIndex(of: UInt8(ascii: "/")) else { return "/" }
+        return String(url[slash...])
     }
 
     /// The configured server a full URL belongs to: the longest base URL it

@@ -69,6 +69,15 @@ import Testing
         #expect(cancelled.encodedJSON() == JSONWriter.bytes(cancelled.json))
     }
 
+    /// The path a full URL's dummy responses are matched on.
+    @Test func thePathOfAURL() {
+        let cases: [(String, String)] = [
+            ("http://h/a/b?q=1", "/a/b?q=1"), ("http://h", "/"), ("https://h:8080/", "/"), ("x", "x"),
+            ("a:/b://c/d", "/d"), ("http://ü.example/é", "/é"), ("http:/h/a", "http:/h/a"),
+        ]
+        for (url, path) in cases { #expect(RouteResolver.pathOf(url: url) == path, "\(url)") }
+    }
+
     @Test func textualMediaTypes() {
         for type in ["text/plain", "text/html; charset=utf-8", "application/xml", "application/atom+xml",
                      "application/javascript", "application/x-www-form-urlencoded", " TEXT/CSV "] {

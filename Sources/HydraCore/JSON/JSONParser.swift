@@ -151,17 +151,25 @@ public enum JSONParser {
             index += 1  // opening quote
             let start = index
             // Fast path: no escapes.
+            var ascii = true
             while index < bytes.count {
                 let byte = bytes[index]
                 if byte == UInt8(ascii: "\"") {
-                    // Strict: text that is not UTF-8 is refused, not repaired (RFC 8259 §8.1).
-                    guard let s = String(validating: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
-                    else { throw error("invalid UTF-8 in string") }
+                    let text = UnsafeBufferPointer(rebasing: bytes[start..<index])
                     index += 1
+                    // ASCII (keys, most values) needs no validation: copied as is,
+                    // without the generic validating initializer's cost.
+                    if ascii { return String(unsafeUninitializedCapacity: text.count) { _ = $0.initialize(from: text); return text.count } }
+                    // Strict: text that is not UTF-8 is refused, not repaired (RFC 8259 §8.1).
+                    guard let s = String(validating: text, as: UTF8.self) else {
+                        index -= 1
+                        throw error("invalid UTF-8 in string")
+                    }
                     return s
                 }
                 if byte == UInt8(ascii: "\\") { break }
                 if byte < 0x20 { throw error("control character in string") }
+                if byte >= 0x80 { ascii = false }
                 index += 1
             }
             var scalars = [UInt8](UnsafeBufferPointer(rebasing: bytes[start..<index]))
@@ -251,6 +259,16 @@ public enum JSONParser {
                 if index < bytes.count && (bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-")) { index += 1 }
                 guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number") }
                 while index < bytes.count && isDigit(bytes[index]) { index += 1 }
+            }
+            // An integer of up to 18 digits always fits: read without a string.
+            if integral {
+                let negative = bytes[start] == UInt8(ascii: "-")
+                let first = negative ? start + 1 : start
+                if index - first <= 18 {
+                    var value = 0
+                    for i in first..<index { value = value * 10 + Int(bytes[i] - UInt8(ascii: "0")) }
+                    return .int(negative ? -value : value)
+                }
             }
             let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
             if integral, let value = Int(text) { return .int(value) }
