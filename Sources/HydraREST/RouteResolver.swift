@@ -8,8 +8,17 @@ import OrderedCollections
 struct PreparedRequest: Sendable {
     var http: HTTPRequest
     var serverKey: String?
-    /// The request path after the server's base URL, for dummy matching.
-    var path: String
+    /// The request path after the server's base URL, for dummy matching;
+    /// for a full `url` outside every server, found when first asked (only
+    /// dummy responses ask).
+    var path: String {
+        if let explicitPath { return explicitPath }
+        return RouteResolver.pathOf(url: givenURL ?? http.url)
+    }
+    /// The path when it is known at once: an endpoint's, or the part of a `url` after its server.
+    var explicitPath: String?
+    /// The `url` as given (before the query was added), when `explicitPath` is nil.
+    var givenURL: String?
     var dogma: String?
     var expect: [Int]?
     var retry: RetryPolicy
@@ -50,19 +59,19 @@ final class RouteResolver: Sendable {
         // Address.
         var serverKey: String?
         var url: String
-        var path: String
+        var path: String?
         if let given = spec.url {
             url = given
-            serverKey = RouteResolver.server(of: given, in: configuration.servers)
+            serverKey = configuration.servers.isEmpty ? nil : RouteResolver.server(of: given, in: configuration.servers)
             path = serverKey.map { String(given.dropFirst(configuration.servers[$0]!.url.count)) }
-                ?? RouteResolver.pathOf(url: given)
         } else {
             serverKey = spec.server ?? api?.server ?? configuration.defaults.server
             guard let key = serverKey else { throw JobError(.invalid, "no server: give url, server or api, or set defaults.server") }
             guard let server = configuration.servers[key] else { throw JobError(.invalid, "unknown server '\(key)'") }
             guard let endpoint = spec.endpoint ?? api?.endpoint else { throw JobError(.invalid, "no endpoint") }
-            path = try RouteResolver.fill(endpoint: endpoint, with: spec.pathVars)
-            url = RouteResolver.join(server.url, path)
+            let filled = try RouteResolver.fill(endpoint: endpoint, with: spec.pathVars)
+            path = filled
+            url = RouteResolver.join(server.url, filled)
         }
         guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
             throw JobError(.invalid, "url must start with http:// or https://: \(url)")
@@ -133,7 +142,8 @@ final class RouteResolver: Sendable {
             maxRedirects: spec.maxRedirects ?? configuration.defaults.maxRedirects,
             verifyTLS: server?.verifyTLS ?? true, caFile: server?.caFile, acceptEncoding: true,
             maxBodyBytes: saveAs == nil ? configuration.defaults.maxBodyBytes : nil, reportsProgress: true)
-        return PreparedRequest(http: request, serverKey: serverKey, path: path,
+        return PreparedRequest(http: request, serverKey: serverKey, explicitPath: path,
+                               givenURL: path == nil ? spec.url : nil,
                                dogma: dogma,
                                expect: spec.expect, retry: RouteResolver.retry(spec.retry, api: api?.retry, defaults: configuration.defaults.retry),
                                api: spec.api, saveAs: saveAs,
