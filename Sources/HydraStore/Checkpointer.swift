@@ -10,8 +10,7 @@ import Synchronization
 /// thousandth page stalled a commit, and single-call submits, one commit
 /// each, felt every stall.
 ///
-/// The writer asks for a checkpoint once the WAL passes ``backgroundFrames``
-/// (SQLite's own default threshold). Checkpoints here are passive: they copy
+/// The writer asks for a checkpoint once the WAL passes ``backgroundFrames``. Checkpoints here are passive: they copy
 /// what is committed and never block the writer. A WAL that keeps growing
 /// because commits never pause (SQLite restarts the WAL only once a
 /// checkpoint has caught up with the last commit) is checkpointed by the
@@ -25,8 +24,12 @@ final class Checkpointer: @unchecked Sendable {
     private let wake = DispatchSemaphore(value: 0)
     private let running = DispatchGroup()
 
-    /// WAL frames after which the writer asks for a background checkpoint.
-    static let backgroundFrames = 1000
+    /// WAL frames (about 32 MiB) after which the writer asks for a background
+    /// checkpoint. Not SQLite's 1,000: the hot pages (the jobs' rows, the right
+    /// edges of the indexes) are rewritten in the WAL by commit after commit, and
+    /// a longer WAL copies each of them once for more commits: the checkpoint
+    /// thread's CPU per durable submit fell by half (16 clients, single calls).
+    static let backgroundFrames = 8000
     /// WAL frames after which the writer checkpoints itself (about 64 MiB of 4 KiB pages).
     static let writerFrames = 16_000
 

@@ -499,17 +499,20 @@ import Testing
         let store = try SQLiteStore(directory: folder())
         defer { store.close() }
         let big = JSONValue.string(String(repeating: "x", count: 8000))
-        for chunk in 0..<10 {
+        // Rows of 8 KB (about three WAL frames each) past the background threshold,
+        // far below `Checkpointer.writerFrames`.
+        let chunks = Checkpointer.backgroundFrames / 200
+        for chunk in 0..<chunks {
             _ = try insert(store, (0..<100).map { job("j\(chunk)-\($0)", at: 1, input: big) })
         }
         func size(_ path: String) -> Int {
             ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0
         }
-        // About 8 MB of rows: some 2,000 WAL frames, far below `Checkpointer.writerFrames`.
+        let expected = chunks * 100 * 8000 / 2
         let deadline = Date().addingTimeInterval(20)
-        while size(store.path) < 4 << 20 && Date() < deadline { usleep(20_000) }
-        #expect(size(store.path) >= 4 << 20)
-        #expect(try store.job("j9-99")?.input == big)
+        while size(store.path) < expected && Date() < deadline { usleep(20_000) }
+        #expect(size(store.path) >= expected)
+        #expect(try store.job("j\(chunks - 1)-99")?.input == big)
     }
 
     @Test func migrationThreeKeepsJobsAndIdempotencyKeys() throws {

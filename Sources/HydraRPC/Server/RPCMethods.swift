@@ -35,7 +35,7 @@ extension RPCServerRuntime {
                 if let submits {
                     submits.add(request, reply: later)
                 } else {
-                    service.submit(request) { result in later(result.map { ["jobId": .string($0)] }) }
+                    submitBatcher.add(request, reply: later)
                 }
 
             case "job.status":

@@ -92,6 +92,8 @@ final class RPCServerRuntime {
     private(set) var subscriptionCount = 0
     /// `job.result` calls waiting for their job.
     private(set) lazy var waiters = ResultWaiters(loop: loop, service: service)
+    /// Single-call submits, grouped per loop iteration (created on the loop, at first use).
+    private(set) lazy var submitBatcher = SubmitBatcher(loop: loop, service: service)
     /// Recent events, oldest first, for `fromSeq` replay without the store.
     private(set) var recent = Deque<HydraEvent>()
     private let recentCapacity = 65_536
