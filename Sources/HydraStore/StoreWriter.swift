@@ -37,6 +37,9 @@ final class StoreWriter: @unchecked Sendable {
         var events: [EncodedEvent] = []
         /// A wake-up is pending: the next writes need not signal again.
         var signalled = false
+        /// Someone waits for a queued write (a callback, a flush, a close):
+        /// the writer must not linger (see ``lingerMicroseconds``).
+        var urgent = false
         var closed = false
     }
 
@@ -61,7 +64,10 @@ final class StoreWriter: @unchecked Sendable {
     /// Queues a write. Any thread. On a closed store, the callback gets the
     /// failure at once, on the calling thread.
     func enqueue(_ operation: WriteOperation) {
-        switch queue({ $0.queue.append(operation) }) {
+        // A finished step is not held either: a graph resumed after a crash
+        // restarts after the steps whose records were committed.
+        let urgent = operation.hasCallback || operation.isBarrier || operation.isStep
+        switch queue(urgent: urgent, { $0.queue.append(operation) }) {
         case nil: operation.complete(.failure(Self.closedError))
         case true?: wake.signal()
         case false?: break
@@ -72,25 +78,40 @@ final class StoreWriter: @unchecked Sendable {
     /// Events are inserted before the batch's other writes: nothing the
     /// writer runs depends on an event being absent.
     func append(_ event: EncodedEvent) {
-        if queue({ $0.events.append(event) }) == true { wake.signal() }
+        if queue(urgent: false, { $0.events.append(event) }) == true { wake.signal() }
     }
 
     /// Appends events for the next batch, as ``append(_:)-(EncodedEvent)`` does.
     func append(_ events: [EncodedEvent]) {
-        if !events.isEmpty, queue({ $0.events += events }) == true { wake.signal() }
+        if !events.isEmpty, queue(urgent: false, { $0.events += events }) == true { wake.signal() }
     }
 
     /// Runs `add` under the lock. Returns nil when closed (nothing added),
-    /// true when the caller must wake the writer.
-    private func queue(_ add: (inout State) -> Void) -> Bool? {
+    /// true when the caller must wake the writer: the first write since the
+    /// last batch, or the first urgent one (it ends a linger).
+    private func queue(urgent: Bool, _ add: (inout State) -> Void) -> Bool? {
         state.withLock { state in
             if state.closed { return nil }
             add(&state)
+            if urgent && !state.urgent {
+                state.urgent = true
+                state.signalled = true
+                return true
+            }
             if state.signalled { return false }
             state.signalled = true
             return true
         }
     }
+
+    /// How long the writer waits for more writes when nobody waits for the
+    /// ones queued (events, finishes, starts: fire and forget): the stream of
+    /// a busy coordinator then commits in fewer, larger transactions, one
+    /// BEGIN, WAL append and lock round for many. A write someone waits for (a
+    /// submit's insert, a flush) or a graph's finished step is committed at
+    /// once. The price: a job that finished within this time before a crash
+    /// is not recorded as finished, and runs again after the restart.
+    static let lingerMicroseconds = 1000
 
     /// Returns once every write queued before the call is committed (or
     /// failed). Any thread; from a callback (the writer thread), commits
@@ -130,6 +151,7 @@ final class StoreWriter: @unchecked Sendable {
     private func take() -> (batch: Batch, closing: Bool) {
         state.withLock { state in
             state.signalled = false
+            state.urgent = false
             let batch = Batch(writes: state.queue, events: state.events)
             state.queue = []
             state.events = []
@@ -154,6 +176,10 @@ final class StoreWriter: @unchecked Sendable {
             } else if wake.wait(timeout: .now() + .milliseconds(StartMarks.maxDelayMs)) == .timedOut {
                 commit(Batch(writes: [], events: []), writeAllStarts: true)
                 continue
+            }
+            if !state.withLock({ $0.urgent || $0.closed }) {
+                // Nobody waits: more fire-and-forget writes may join (an urgent one wakes us).
+                _ = wake.wait(timeout: .now() + .microseconds(Self.lingerMicroseconds))
             }
             let (batch, closing) = take()
             if !batch.isEmpty || closing { commit(batch, writeAllStarts: closing) }

@@ -103,6 +103,11 @@ enum WriteOperation: Sendable {
         return false
     }
 
+    var isStep: Bool {
+        if case .step = self { return true }
+        return false
+    }
+
     /// Calls the callback (if any) with `outcome`. Writer thread, after the commit.
     func complete(_ outcome: Result<Output, StoreError>) {
         switch self {
