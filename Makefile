@@ -1,8 +1,8 @@
 # Hydra — make targets. `make test` and `make run` install the system
 # libraries they need (Debian packages) when they are missing.
 SWIFT ?= swift
-DEPS_PKGCONFIG := libuv libcurl sqlite3 zlib
-DEPS_APT := libuv1-dev libcurl4-openssl-dev libsqlite3-dev zlib1g-dev pkg-config python3
+DEPS_PKGCONFIG := libuv libcurl sqlite3 zlib libtcmalloc_minimal
+DEPS_APT := libuv1-dev libcurl4-openssl-dev libsqlite3-dev zlib1g-dev libgoogle-perftools-dev pkg-config python3
 
 .PHONY: deps build release run demo test test-tsan test-asan fuzz soak bench clean
 

@@ -17,6 +17,16 @@ import PackageDescription
 
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
+/// The release `hydra` allocates through tcmalloc (gperftools, Debian's
+/// libgoogle-perftools-dev): its threads hand memory to each other all day
+/// (a worker's response is freed by the coordinator, a submit's spec by the
+/// store writer), which glibc's per-thread arenas serve through their slow
+/// paths. Measured in the same runs: a 50,000-step graph 18-21% faster,
+/// remote jobs over RPC 5-10%, durable submits 5-10%. Debug builds (the
+/// tests, the sanitizers, whose runtimes replace malloc) keep the system
+/// allocator; an embedding program chooses its own.
+let allocator: [LinkerSetting] = [.linkedLibrary("tcmalloc_minimal", .when(configuration: .release))]
+
 let package = Package(
     name: "Hydra",
     products: [
@@ -94,7 +104,8 @@ let package = Package(
             dependencies: ["Hydra", "HydraCore", "HydraStore", "HydraServer", "HydraRPC", "HydraLoop",
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "OrderedCollections", package: "swift-collections")],
-            swiftSettings: strict),
+            swiftSettings: strict,
+            linkerSettings: allocator),
         .executableTarget(
             name: "HydraBench",
             dependencies: ["Hydra", "HydraServer", "HydraRPC", "HydraLoop"],

@@ -67,8 +67,8 @@ apt_install() {
     log "apt-get install -y $*"
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y "$@"
 }
-if ! pkg-config --exists libuv libcurl sqlite3 2>/dev/null; then
-    apt_install libuv1-dev libcurl4-openssl-dev libsqlite3-dev
+if ! pkg-config --exists libuv libcurl sqlite3 libtcmalloc_minimal 2>/dev/null; then
+    apt_install libuv1-dev libcurl4-openssl-dev libsqlite3-dev libgoogle-perftools-dev
 fi
 if ! command -v nginx >/dev/null || ! command -v aria2c >/dev/null; then
     apt_install nginx-light aria2
