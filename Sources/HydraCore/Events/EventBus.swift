@@ -88,22 +88,9 @@ public final class EventBus: Sendable {
     @inline(__always)
     public func emit(_ name: String, jobId: String, rootJobId: String, stepPath: String,
                      encoded: () -> [UInt8], build: @escaping @Sendable () -> OrderedDictionary<String, JSONValue>) {
-        if subscriberCount.load(ordering: .relaxed) == 0 {
-            seq.add(1, ordering: .relaxed)
-            return
-        }
-        state.withLock { s in
-            let number = seq.add(1, ordering: .sequentiallyConsistent).newValue
-            guard !s.subscribers.isEmpty else { return }
-            let event = HydraEvent(seq: number, name: name, jobId: jobId, rootJobId: rootJobId, stepPath: stepPath,
-                                   time: Date().timeIntervalSince1970, encodedFields: encoded(), build: build)
-            deliver(event, to: s)
-        }
-    }
-
-    private func deliver(_ event: HydraEvent, to state: State) {
-        for subscriber in state.subscribers.values where subscriber.filter.matches(event) {
-            subscriber.sink.receive(event)
+        issue { number in
+            HydraEvent(seq: number, name: name, jobId: jobId, rootJobId: rootJobId, stepPath: stepPath,
+                       time: Date().timeIntervalSince1970, encodedFields: encoded(), build: build)
         }
     }
 
@@ -115,6 +102,16 @@ public final class EventBus: Sendable {
     @inline(__always)
     public func emit(_ name: String, jobId: String, rootJobId: String, stepPath: String,
                      fields: () -> OrderedDictionary<String, JSONValue>) {
+        issue { number in
+            HydraEvent(seq: number, name: name, jobId: jobId, rootJobId: rootJobId, stepPath: stepPath,
+                       time: Date().timeIntervalSince1970, fields: fields())
+        }
+    }
+
+    /// Takes the next seq; while anyone listens, makes the event with it and
+    /// delivers it under the lock, in seq order.
+    @inline(__always)
+    private func issue(_ make: (UInt64) -> HydraEvent) {
         if subscriberCount.load(ordering: .relaxed) == 0 {
             seq.add(1, ordering: .relaxed)
             return
@@ -122,9 +119,10 @@ public final class EventBus: Sendable {
         state.withLock { s in
             let number = seq.add(1, ordering: .sequentiallyConsistent).newValue
             guard !s.subscribers.isEmpty else { return }
-            let event = HydraEvent(seq: number, name: name, jobId: jobId, rootJobId: rootJobId,
-                                   stepPath: stepPath, time: Date().timeIntervalSince1970, fields: fields())
-            deliver(event, to: s)
+            let event = make(number)
+            for subscriber in s.subscribers.values where subscriber.filter.matches(event) {
+                subscriber.sink.receive(event)
+            }
         }
     }
 }

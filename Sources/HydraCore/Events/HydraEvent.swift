@@ -44,27 +44,28 @@ public struct HydraEvent: Sendable {
 
     public init(seq: UInt64, name: String, jobId: String, rootJobId: String, stepPath: String, time: Double,
                 fields: OrderedDictionary<String, JSONValue>) {
-        self.seq = seq
-        self.name = name
-        self.jobId = jobId
-        self.rootJobId = rootJobId
-        self.stepPath = stepPath
-        self.time = time
-        storage = .built(fields)
+        self.init(seq: seq, name: name, jobId: jobId, rootJobId: rootJobId, stepPath: stepPath, time: time,
+                  storage: .built(fields), encodedFields: nil)
     }
 
     /// An event whose fields are `encodedFields` (a JSON object's text), built
     /// by `build` when someone reads ``fields``. The two must agree.
     public init(seq: UInt64, name: String, jobId: String, rootJobId: String, stepPath: String, time: Double,
                 encodedFields: [UInt8], build: @escaping @Sendable () -> OrderedDictionary<String, JSONValue>) {
+        self.init(seq: seq, name: name, jobId: jobId, rootJobId: rootJobId, stepPath: stepPath, time: time,
+                  storage: .deferred(build), encodedFields: encodedFields)
+    }
+
+    private init(seq: UInt64, name: String, jobId: String, rootJobId: String, stepPath: String, time: Double,
+                 storage: Storage, encodedFields: [UInt8]?) {
         self.seq = seq
         self.name = name
         self.jobId = jobId
         self.rootJobId = rootJobId
         self.stepPath = stepPath
         self.time = time
+        self.storage = storage
         self.encodedFields = encodedFields
-        storage = .deferred(build)
     }
 
     /// True for events about jobs and groups (not shared data or the cache).
