@@ -24,8 +24,8 @@ final class StoreJobJournal: JobJournal {
         store.markStarted(jobId: jobId, at: time)
     }
 
-    func stepFinished(jobId: String, stepPath: String, outcome: StoredStep) {
-        store.recordStep(jobId: jobId, stepPath: stepPath, outcome: outcome, done: nil)
+    func stepFinished(jobId: String, stepPath: String, step: EncodedStep) {
+        store.recordStep(jobId: jobId, stepPath: stepPath, step: step, done: nil)
     }
 
     func jobFinished(jobId: String, state: JobState, result: [UInt8], at time: Double) {

@@ -119,9 +119,9 @@ public final class SQLiteStore: StateStore {
 
     /// Records (or replaces) one finished step of a graph. `done` (optional)
     /// runs on the writer thread once committed. Any thread.
-    public func recordStep(jobId: String, stepPath: String, outcome: StoredStep,
+    public func recordStep(jobId: String, stepPath: String, step: EncodedStep,
                            done: (@Sendable (Result<Void, StoreError>) -> Void)?) {
-        writer.enqueue(.step(jobId: jobId, stepPath: stepPath, outcome, done: done))
+        writer.enqueue(.step(jobId: jobId, stepPath: stepPath, step, done: done))
     }
 
     private static let jobColumns =

@@ -69,7 +69,8 @@ enum WriteOperation: Sendable {
     /// `result`: the `job.result` object's JSON, encoded on the caller's thread.
     case finish(jobId: String, state: JobState, result: [UInt8], time: Double,
                 done: (@Sendable (Result<Void, StoreError>) -> Void)?)
-    case step(jobId: String, stepPath: String, StoredStep, done: (@Sendable (Result<Void, StoreError>) -> Void)?)
+    /// The step's result and error are JSON encoded on the caller's thread.
+    case step(jobId: String, stepPath: String, EncodedStep, done: (@Sendable (Result<Void, StoreError>) -> Void)?)
     /// `bytes` is the encoded value (encoded on the caller's thread); `value`
     /// the clear one, for the in-memory cache once committed.
     case setShared(key: String, bytes: [UInt8], cipher: SharedCipher, value: JSONValue,
@@ -219,8 +220,8 @@ enum WriteOperation: Sendable {
 
         case .step(let jobId, let stepPath, let step, _):
             try db.run("INSERT OR REPLACE INTO steps (job_id, step_path, state, result, error) VALUES (?, ?, ?, ?, ?)",
-                       [.text(jobId), .text(stepPath), .text(step.state.rawValue), SQLValue(step.result),
-                        SQLValue(step.error)])
+                       [.text(jobId), .text(stepPath), .text(step.state.rawValue), step.result.map { .utf8($0) } ?? .null,
+                        step.error.map { .utf8($0) } ?? .null])
 
         case .setShared(let key, let bytes, let cipher, _, _):
             try db.run("INSERT OR REPLACE INTO shared (key, cipher, value) VALUES (?, ?, ?)",

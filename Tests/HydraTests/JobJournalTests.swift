@@ -18,6 +18,8 @@ import Testing
             case finished(String, JobState, [UInt8])
         }
         let calls = Locked<[Call]>([])
+        /// The result JSON of each recorded step, by path.
+        let stepResults = Locked<[String: [UInt8]]>([:])
 
         func insert(_ jobs: [StoredJob], done: @escaping @Sendable (Result<[InsertOutcome], StoreError>) -> Void) {
             done(.success(jobs.map { _ in .inserted }))
@@ -28,9 +30,10 @@ import Testing
             calls.withLock { $0.append(.finished(jobId, state, result)) }
             done?(.success(()))
         }
-        func recordStep(jobId: String, stepPath: String, outcome: StoredStep,
+        func recordStep(jobId: String, stepPath: String, step: EncodedStep,
                         done: (@Sendable (Result<Void, StoreError>) -> Void)?) {
-            calls.withLock { $0.append(.step(jobId, stepPath, outcome.state)) }
+            calls.withLock { $0.append(.step(jobId, stepPath, step.state)) }
+            if let result = step.result { stepResults.withLock { $0[stepPath] = result } }
             done?(.success(()))
         }
         func job(_ jobId: String) throws(StoreError) -> StoredJob? { nil }
@@ -73,5 +76,32 @@ import Testing
         // A job run without the journal (embedded `run`) leaves nothing in it.
         _ = try await engine.run(try JobSpec(json: ["type": "local", "name": "echo"]))
         #expect(store.calls.withLock { $0.count } == 4)
+    }
+
+    /// A remote step's result reaches the journal encoded straight from the
+    /// worker's unbuilt parts: the bytes must be the built result's JSON.
+    @Test func aRemoteStepIsJournaledAsItsBuiltResult() async throws {
+        let store = RecordingJobStore()
+        let config = try Configuration(json: try JSONParser.parse(
+            #"{"servers": {"testsvr": "\#(TestServer.base)"}, "defaults": {"server": "testsvr", "timeoutMs": 10000}}"#))
+        let engine = try HydraEngine(configuration: config, journal: StoreJobJournal(store: store))
+        defer { engine.shutdown() }
+        let prepared = try engine.prepare(try JobSpec(json: [
+            "type": "concurrent", "steps": [["type": "remote", "endpoint": "/items"], ["type": "remote", "endpoint": "/text"]],
+        ]))
+        let final = Locked<JobResult?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        try engine.reserve(1)
+        engine.enqueue([QueuedJob(prepared: prepared, input: .null, priority: 0, createdAt: 1, completion: { result in
+            final.withLock { $0 = result }
+            done.signal()
+        })])
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        let results = try #require(final.withLock { $0 }?.result?["results"]?.arrayValue)
+        let journaled = store.stepResults.withLock { $0 }
+        #expect(journaled.keys.sorted() == ["0", "1"])
+        for (i, built) in results.enumerated() {
+            #expect(journaled[String(i)] == JSONWriter.bytes(built), "step \(i)")
+        }
     }
 }

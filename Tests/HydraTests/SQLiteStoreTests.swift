@@ -188,10 +188,10 @@ import Testing
         defer { store.close() }
         _ = try insert(store, [job("b", at: 2), job("a", at: 1), job("c", at: 3)])
         store.markStarted(jobId: "a", at: 5)
-        store.recordStep(jobId: "a", stepPath: "0", outcome: StoredStep(state: .succeeded, result: 7, error: nil), done: nil)
-        store.recordStep(jobId: "a", stepPath: "1.0", outcome: StoredStep(state: .failed, result: nil, error: ["kind": "http"]),
+        store.recordStep(jobId: "a", stepPath: "0", step: EncodedStep(StoredStep(state: .succeeded, result: 7, error: nil)), done: nil)
+        store.recordStep(jobId: "a", stepPath: "1.0", step: EncodedStep(StoredStep(state: .failed, result: nil, error: ["kind": "http"])),
                          done: nil)
-        store.recordStep(jobId: "c", stepPath: "0", outcome: StoredStep(state: .succeeded, result: 1, error: nil), done: nil)
+        store.recordStep(jobId: "c", stepPath: "0", step: EncodedStep(StoredStep(state: .succeeded, result: 1, error: nil)), done: nil)
         try waitForResult { store.finish(jobId: "c", state: .succeeded, result: Array(#"{"state":"succeeded"}"#.utf8), at: 6, done: $0) }
         store.markStarted(jobId: "c", at: 7)  // too late: c is final
         store.flush()
@@ -257,7 +257,7 @@ import Testing
         // A later batch: a's finish takes its start; s's step writes s's start.
         let second = marks.plan([
             .finish(jobId: "a", state: .succeeded, result: Array("1".utf8), time: 11, done: nil),
-            .step(jobId: "s", stepPath: "0", StoredStep(state: .succeeded, result: 1, error: nil), done: nil),
+            .step(jobId: "s", stepPath: "0", EncodedStep(state: .succeeded, result: Array("1".utf8), error: nil), done: nil),
         ], writeAll: false, now: 1010 * ms)
         #expect(second.startTimes == [0: 10] && second.written.map(\.jobId) == ["s"])
         // b waits until the limit, then goes alone.
@@ -464,7 +464,7 @@ import Testing
         store.finish(jobId: "recent", state: .cancelled, result: Array("{}".utf8), at: 1000, done: nil)
         store.markStarted(jobId: "running", at: 2)
         for id in ["old", "recent", "running"] {
-            store.recordStep(jobId: id, stepPath: "0", outcome: StoredStep(state: .succeeded, result: 1, error: nil), done: nil)
+            store.recordStep(jobId: id, stepPath: "0", step: EncodedStep(StoredStep(state: .succeeded, result: 1, error: nil)), done: nil)
         }
         store.append((1...5).map {
             HydraEvent(seq: UInt64($0), name: "job.queued", jobId: "j", rootJobId: "j", stepPath: "",

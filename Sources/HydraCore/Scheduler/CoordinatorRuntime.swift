@@ -263,15 +263,11 @@ final class CoordinatorRuntime {
             finish(node, outcome)
         case .succeeded(let result, let ran):
             if ran { started(node) }
-            if node.root.journaled && node.parent != nil {
-                // The journal stores each finished step's result.
-                finish(node, .success(result.build()))
-            } else {
-                // Built only if an event or a reader needs it (see `StepResult`, `JobResult`).
-                // `finish` takes the result from `deferredResult`; the `.null` is not used.
-                node.deferredResult = result
-                finish(node, .success(.null))
-            }
+            // Built only if an event, a reference or a reader needs it (see `StepResult`,
+            // `JobResult`); the journal gets it encoded without building it (`EncodedStep`).
+            // `finish` takes the result from `deferredResult`; the `.null` is not used.
+            node.deferredResult = result
+            finish(node, .success(.null))
         }
     }
 
@@ -306,7 +302,8 @@ final class CoordinatorRuntime {
         node.timer = nil
         if node.token != 0 { node.root.doneSteps += 1 }
         if node.root.journaled, node.isLeaf, node.parent != nil {
-            journal?.stepFinished(jobId: node.root.id, stepPath: node.path, outcome: StoredStep(outcome))
+            journal?.stepFinished(jobId: node.root.id, stepPath: node.path,
+                                  step: EncodedStep(outcome, deferred: node.deferredResult))
         }
         var encodedResult: [UInt8]?
         switch outcome {

@@ -13,8 +13,8 @@ public protocol JobJournal: Sendable {
     /// the `startedAt` that `job.status` reports, kept across restarts.
     func jobStarted(jobId: String, at time: Double)
 
-    /// A leaf step finished.
-    func stepFinished(jobId: String, stepPath: String, outcome: StoredStep)
+    /// A leaf step finished; `step` carries its result and error already encoded.
+    func stepFinished(jobId: String, stepPath: String, step: EncodedStep)
 
     /// The job is final. `result` is its `job.result` object
     /// (`{"jobId", "state", "result"?, "error"?}`) already encoded as JSON on

@@ -21,7 +21,7 @@ public protocol JobStore: Sendable {
 
     /// Records one finished step of a graph (its `stepPath`, `"1.0"`), so a
     /// restarted server resumes a graph after its finished steps. `done` runs once committed.
-    func recordStep(jobId: String, stepPath: String, outcome: StoredStep,
+    func recordStep(jobId: String, stepPath: String, step: EncodedStep,
                     done: (@Sendable (Result<Void, StoreError>) -> Void)?)
 
     /// One job, or nil.

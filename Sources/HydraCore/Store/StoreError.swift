@@ -13,15 +13,6 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
 }
 
 extension StoredStep {
-    /// The record of a finished step.
-    init(_ outcome: StepOutcome) {
-        switch outcome {
-        case .success(let result): self.init(state: .succeeded, result: result, error: nil)
-        case .failure(let error, let partial):
-            self.init(state: error.kind == .cancelled ? .cancelled : .failed, result: partial, error: error.json)
-        }
-    }
-
     /// The outcome to replay for a recovered step.
     var outcome: StepOutcome {
         if state == .succeeded { return .success(result ?? .null) }
