@@ -55,18 +55,8 @@ import Testing
                 ["type": "local", "name": "fail", "input": ["message": "no \"luck\""]],
             ],
         ])
-        let prepared = try engine.prepare(spec)
-        let final = Locked<JobResult?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        try engine.reserve(1)
-        engine.enqueue([QueuedJob(prepared: prepared, input: .null, priority: 0, createdAt: 1, completion: { result in
-            final.withLock { $0 = result }
-            done.signal()
-        })])
-        #expect(done.wait(timeout: .now() + 30) == .success)
-        let result = try #require(final.withLock { $0 })
+        let (id, result) = try runJournaled(spec, on: engine)
         #expect(result.state == .failed)
-        let id = prepared.jobId
         #expect(store.calls.withLock { $0 } == [
             .started(id), .step(id, "0", .succeeded), .step(id, "1", .failed),
             .finished(id, .failed, JSONWriter.bytes(result.json)),
@@ -86,9 +76,20 @@ import Testing
             #"{"servers": {"testsvr": "\#(TestServer.base)"}, "defaults": {"server": "testsvr", "timeoutMs": 10000}}"#))
         let engine = try HydraEngine(configuration: config, journal: StoreJobJournal(store: store))
         defer { engine.shutdown() }
-        let prepared = try engine.prepare(try JobSpec(json: [
+        let (_, final) = try runJournaled(try JobSpec(json: [
             "type": "concurrent", "steps": [["type": "remote", "endpoint": "/items"], ["type": "remote", "endpoint": "/text"]],
-        ]))
+        ]), on: engine)
+        let results = try #require(final.result?["results"]?.arrayValue)
+        let journaled = store.stepResults.withLock { $0 }
+        #expect(journaled.keys.sorted() == ["0", "1"])
+        for (i, built) in results.enumerated() {
+            #expect(journaled[String(i)] == JSONWriter.bytes(built), "step \(i)")
+        }
+    }
+
+    /// Queues `spec` as a journaled job (as the server does) and waits for its end.
+    private func runJournaled(_ spec: JobSpec, on engine: HydraEngine) throws -> (id: String, result: JobResult) {
+        let prepared = try engine.prepare(spec)
         let final = Locked<JobResult?>(nil)
         let done = DispatchSemaphore(value: 0)
         try engine.reserve(1)
@@ -97,11 +98,6 @@ import Testing
             done.signal()
         })])
         #expect(done.wait(timeout: .now() + 30) == .success)
-        let results = try #require(final.withLock { $0 }?.result?["results"]?.arrayValue)
-        let journaled = store.stepResults.withLock { $0 }
-        #expect(journaled.keys.sorted() == ["0", "1"])
-        for (i, built) in results.enumerated() {
-            #expect(journaled[String(i)] == JSONWriter.bytes(built), "step \(i)")
-        }
+        return (prepared.jobId, try #require(final.withLock { $0 }))
     }
 }
