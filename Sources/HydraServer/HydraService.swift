@@ -182,24 +182,55 @@ public final class HydraService: Sendable {
     /// store is read on the store-read thread (``StoreReads``). `reply` runs on
     /// the coordinator's thread or on that one.
     public func status(of jobId: String, reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
-        status(of: jobId, caughtUp: false, reply: reply)
+        liveOrStored(jobId, reply: reply,
+                     live: { live, reply in reply(.success(live.json)) },
+                     stored: { [self] stored, reply in reply(.success(statusJSON(stored))) })
     }
 
-    private func status(of jobId: String, caughtUp: Bool,
-                        reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
-        engine.statuses(of: [jobId]) { [self] live in
-            if let live = live[0] { reply(.success(live.json)); return }
+    /// `job.result` as it stands now: the final result once the job is final,
+    /// else `{jobId, state}`. Never blocks the caller, as `status(of:)`.
+    ///
+    /// It does not wait: a caller that waits for the final state (`waitMs`)
+    /// keeps its own table of waiters with its own timers (the RPC server's
+    /// ``ResultWaiters``), so a wait that times out leaves nothing behind.
+    public func result(of jobId: String, reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+        liveOrStored(jobId, reply: reply,
+                     live: { [self] live, reply in answerResult(of: jobId, state: live.state, reply: reply) },
+                     stored: { [self] stored, reply in
+                         if stored.state.isFinal, let result = stored.result {
+                             reply(.success(result))
+                         } else {
+                             answerResult(of: jobId, state: stored.state, reply: reply)
+                         }
+                     })
+    }
+
+    /// The one path of `job.status` and `job.result`: the engine's view of a
+    /// job it still knows (`live`, on the coordinator's thread), else the
+    /// store's (`stored`, on the store-read thread). A job the engine forgot
+    /// but the store still has unfinished had its finish queued, not yet
+    /// committed: the store is read again once every queued write is.
+    private func liveOrStored(
+        _ jobId: String, caughtUp: Bool = false,
+        reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void,
+        live: @escaping @Sendable (JobStatus, @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) -> Void,
+        stored: @escaping @Sendable (StoredJob, @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) -> Void
+    ) {
+        engine.statuses(of: [jobId]) { [self] statuses in
+            if let status = statuses[0] {
+                live(status, reply)
+                return
+            }
             reads.run { [self] in
-                let stored: StoredJob?
-                do throws(ServiceError) { stored = try storeJob(jobId) } catch { reply(.failure(error)); return }
-                guard let stored else { reply(.failure(ServiceError.noJob(jobId))); return }
-                if !stored.state.isFinal && !caughtUp {
-                    // Forgotten by the engine but not final in the store: its finish is still queued.
+                let job: StoredJob?
+                do throws(ServiceError) { job = try storeJob(jobId) } catch { reply(.failure(error)); return }
+                guard let job else { reply(.failure(ServiceError.noJob(jobId))); return }
+                if !job.state.isFinal && !caughtUp {
                     store.flush()
-                    status(of: jobId, caughtUp: true, reply: reply)
+                    liveOrStored(jobId, caughtUp: true, reply: reply, live: live, stored: stored)
                     return
                 }
-                reply(.success(statusJSON(stored)))
+                stored(job, reply)
             }
         }
     }
@@ -210,40 +241,6 @@ public final class HydraService: Sendable {
         reads.run { [store] in
             store.flush()
             body()
-        }
-    }
-
-    /// `job.result` as it stands now: the final result once the job is final,
-    /// else `{jobId, state}`. Never blocks the caller, as `status(of:)`.
-    ///
-    /// It does not wait: a caller that waits for the final state (`waitMs`)
-    /// keeps its own table of waiters with its own timers (the RPC server's
-    /// ``ResultWaiters``), so a wait that times out leaves nothing behind.
-    public func result(of jobId: String, reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
-        result(of: jobId, caughtUp: false, reply: reply)
-    }
-
-    private func result(of jobId: String, caughtUp: Bool,
-                        reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
-        engine.statuses(of: [jobId]) { [self] live in
-            if let live = live[0] {
-                answerResult(of: jobId, state: live.state, reply: reply)
-                return
-            }
-            reads.run { [self] in
-                let stored: StoredJob?
-                do throws(ServiceError) { stored = try storeJob(jobId) } catch { reply(.failure(error)); return }
-                guard let stored else { reply(.failure(ServiceError.noJob(jobId))); return }
-                if stored.state.isFinal, let result = stored.result {
-                    reply(.success(result))
-                } else if !stored.state.isFinal && !caughtUp {
-                    // As in `status(of:)`: the engine forgot it, its finish is still queued.
-                    store.flush()
-                    result(of: jobId, caughtUp: true, reply: reply)
-                } else {
-                    answerResult(of: jobId, state: stored.state, reply: reply)
-                }
-            }
         }
     }
 
