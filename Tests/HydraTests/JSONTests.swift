@@ -3,6 +3,15 @@ import Testing
 @testable import Hydra
 
 @Suite struct JSONTests {
+    /// A line inside a larger buffer parses in place; errors count from the line's start.
+    @Test func aSliceParsesInPlace() throws {
+        let buffer = Array(#"junk{"a":[1,"é"]}\n{"b":}"#.utf8)
+        let first = buffer[4..<18], second = buffer[20...]
+        #expect(try JSONParser.parse(first) == ["a": [1, "é"]])
+        #expect(throws: JSONParseError.self) { try JSONParser.parse(second) }
+        do { _ = try JSONParser.parse(second) } catch { #expect(error.offset == 5) }
+    }
+
     @Test func roundTripKeepsOrderAndTypes() throws {
         let text = #"{"b":1,"a":[true,null,2.5,"x\n\"y\"",{"z":-3}],"c":"é"}"#
         let value = try JSONParser.parse(text)

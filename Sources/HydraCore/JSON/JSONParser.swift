@@ -39,6 +39,11 @@ public enum JSONParser {
         try bytes.withUnsafeBufferPointer { buffer in Result { () throws(JSONParseError) in try parse(buffer) } }.get()
     }
 
+    /// Parses a slice in place (a line of a larger read buffer), without copying it.
+    public static func parse(_ bytes: ArraySlice<UInt8>) throws(JSONParseError) -> JSONValue {
+        try bytes.withUnsafeBufferPointer { buffer in Result { () throws(JSONParseError) in try parse(buffer) } }.get()
+    }
+
     public static func parse(_ buffer: UnsafeBufferPointer<UInt8>) throws(JSONParseError) -> JSONValue {
         var reader = Reader(bytes: buffer)
         // RFC 8259 §8.1: a parser may ignore a byte order mark; editors still write one.

@@ -190,7 +190,7 @@ final class RPCServerRuntime {
         if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { return }
         let message: JSONValue
         do {
-            message = try JSONParser.parse(Array(line))
+            message = try JSONParser.parse(line)
         } catch {
             session.send(RPCEncoder.error(RPCFailure(id: .null, code: -32700, "parse error: \(error)")))
             return
