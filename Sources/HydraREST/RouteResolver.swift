@@ -170,22 +170,42 @@ final class RouteResolver: Sendable {
     // MARK: - Pieces, shared with submit-time validation
 
     /// Names of the `:name` segments of an endpoint.
+    /// The path variables an endpoint requires: its `:name` segments without a
+    /// default (`:name=default` needs no value, rest.md §8).
     static func pathVariables(in endpoint: String) -> [String] {
         endpoint.split(separator: "/").compactMap { segment in
-            segment.hasPrefix(":") && segment.count > 1 ? String(segment.dropFirst()) : nil
+            guard let variable = pathVariable(segment), variable.defaultValue == nil else { return nil }
+            return variable.name
         }
     }
 
+    /// A path variable segment, `:name` or `:name=default`; nil for a literal one.
+    static func pathVariable(_ segment: Substring) -> (name: String, defaultValue: String?)? {
+        guard segment.hasPrefix(":") else { return nil }
+        let body = segment.dropFirst()
+        guard let equals = body.firstIndex(of: "=") else { return body.isEmpty ? nil : (String(body), nil) }
+        let name = body[..<equals]
+        return name.isEmpty ? nil : (String(name), String(body[body.index(after: equals)...]))
+    }
+
+    /// The endpoint with its variables filled from `vars`, else their defaults;
+    /// a variable whose value (or default) is `""` takes its segment away.
     static func fill(endpoint: String, with vars: OrderedDictionary<String, JSONValue>) throws(JobError) -> String {
         var out: [Substring] = []
         for segment in endpoint.split(separator: "/", omittingEmptySubsequences: false) {
-            if segment.hasPrefix(":") && segment.count > 1 {
-                let name = String(segment.dropFirst())
-                guard let value = vars[name] else { throw JobError(.invalid, "pathVars.\(name): missing for endpoint \(endpoint)") }
-                out.append(Substring(percentEncode(Template.text(of: value))))
-            } else {
+            guard let variable = pathVariable(segment) else {
                 out.append(segment)
+                continue
             }
+            let text: String
+            if let value = vars[variable.name] {
+                text = Template.text(of: value)
+            } else if let defaultValue = variable.defaultValue {
+                text = defaultValue
+            } else {
+                throw JobError(.invalid, "pathVars.\(variable.name): missing for endpoint \(endpoint)")
+            }
+            if !text.isEmpty { out.append(Substring(percentEncode(text))) }
         }
         return out.joined(separator: "/")
     }

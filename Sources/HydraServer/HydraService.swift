@@ -446,6 +446,17 @@ public final class HydraService: Sendable {
         }
     }
 
+    /// `events.emit`: sends a `custom.NAME` event; returns its seq. A bad name
+    /// or a reserved member is `-32602` naming the field.
+    public func emit(custom name: String, fields: OrderedDictionary<String, JSONValue>) throws(ServiceError) -> UInt64 {
+        do {
+            return try engine.emit(custom: name, fields: fields)
+        } catch {
+            throw ServiceError(.invalidParams, "\(error.path): \(error.reason)",
+                               data: ["field": .string(error.path), "reason": .string(error.reason)])
+        }
+    }
+
     /// `worker.list`.
     public func workers() -> JSONValue {
         ["workers": .array(engine.workerStats().map(\.json))]

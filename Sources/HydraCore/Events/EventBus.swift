@@ -85,9 +85,9 @@ public final class EventBus: Sendable {
     /// Issues one event whose fields the emitter has as JSON text: `encoded`
     /// is evaluated only when someone listens, `build` (the same fields as a
     /// tree) only when a sink reads ``HydraEvent/fields``, on its own thread.
-    @inline(__always)
+    @inline(__always) @discardableResult
     public func emit(_ name: String, jobId: String, rootJobId: String, stepPath: String,
-                     encoded: () -> [UInt8], build: @escaping @Sendable () -> OrderedDictionary<String, JSONValue>) {
+                     encoded: () -> [UInt8], build: @escaping @Sendable () -> OrderedDictionary<String, JSONValue>) -> UInt64 {
         issue { number in
             HydraEvent(seq: number, name: name, jobId: jobId, rootJobId: rootJobId, stepPath: stepPath,
                        time: Date().timeIntervalSince1970, encodedFields: encoded(), build: build)
@@ -99,9 +99,10 @@ public final class EventBus: Sendable {
     /// With no subscriber this is one atomic add: no lock, no allocation. An
     /// emitter racing with the very first `subscribe` may issue its seq without
     /// delivering it to that subscriber; later events are delivered in order.
-    @inline(__always)
+    /// Returns the event's seq.
+    @inline(__always) @discardableResult
     public func emit(_ name: String, jobId: String, rootJobId: String, stepPath: String,
-                     fields: () -> OrderedDictionary<String, JSONValue>) {
+                     fields: () -> OrderedDictionary<String, JSONValue>) -> UInt64 {
         issue { number in
             HydraEvent(seq: number, name: name, jobId: jobId, rootJobId: rootJobId, stepPath: stepPath,
                        time: Date().timeIntervalSince1970, fields: fields())
@@ -111,18 +112,18 @@ public final class EventBus: Sendable {
     /// Takes the next seq; while anyone listens, makes the event with it and
     /// delivers it under the lock, in seq order.
     @inline(__always)
-    private func issue(_ make: (UInt64) -> HydraEvent) {
+    private func issue(_ make: (UInt64) -> HydraEvent) -> UInt64 {
         if subscriberCount.load(ordering: .relaxed) == 0 {
-            seq.add(1, ordering: .relaxed)
-            return
+            return seq.add(1, ordering: .relaxed).newValue
         }
-        state.withLock { s in
+        return state.withLock { s in
             let number = seq.add(1, ordering: .sequentiallyConsistent).newValue
-            guard !s.subscribers.isEmpty else { return }
+            guard !s.subscribers.isEmpty else { return number }
             let event = make(number)
             for subscriber in s.subscribers.values where subscriber.filter.matches(event) {
                 subscriber.sink.receive(event)
             }
+            return number
         }
     }
 }

@@ -21,4 +21,22 @@ public enum EventName {
 
     public static let all: Set<String> = [queued, started, retrying, progress, succeeded, skipped, failed, cancelled,
                                           resumed, groupDone, cacheUpdated, cacheRemoved, sharedUpdated, sharedRemoved]
+
+    /// The prefix of the events programs send themselves (`events.emit`, the `emit` local job).
+    public static let customPrefix = "custom."
+
+    /// True for `custom.NAME`: a name after the prefix, of letters, digits and `._-`
+    /// (at most 100 characters in all).
+    public static func isCustom(_ name: String) -> Bool {
+        guard name.hasPrefix(customPrefix), name.utf8.count > customPrefix.utf8.count, name.utf8.count <= 100 else {
+            return false
+        }
+        return name.utf8.dropFirst(customPrefix.utf8.count).allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A)
+                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+        }
+    }
+
+    /// The members every event has (protocol §6), which a custom event's fields may not replace.
+    public static let reservedFields: Set<String> = ["seq", "event", "jobId", "rootJobId", "stepPath", "time"]
 }

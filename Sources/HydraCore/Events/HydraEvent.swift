@@ -68,8 +68,12 @@ public struct HydraEvent: Sendable {
         self.encodedFields = encodedFields
     }
 
-    /// True for events about jobs and groups (not shared data or the cache).
-    public var isJobEvent: Bool { name.hasPrefix("job.") || name == EventName.groupDone }
+    /// True for events about jobs and groups (not shared data or the cache),
+    /// custom events sent from a job included.
+    public var isJobEvent: Bool {
+        name.hasPrefix("job.") || name == EventName.groupDone
+            || (!rootJobId.isEmpty && name.hasPrefix(EventName.customPrefix))
+    }
 
     /// `{"seq", "event", "jobId", "rootJobId", "stepPath", "time", ...fields}`.
     /// The ids are always present (protocol §6): empty for shared-data and cache events.

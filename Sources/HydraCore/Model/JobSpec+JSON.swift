@@ -160,6 +160,7 @@ extension RemoteSpec {
         saveAs = try r.string("saveAs")
         connectTimeoutMs = try r.int("connectTimeoutMs", min: 1)
         maxRedirects = try r.int("maxRedirects", min: 0, max: 50)
+        label = try r.string("label")
 
         let addressCount = [url != nil, api != nil, server != nil].filter { $0 }.count
         if addressCount > 1 || (url != nil && endpoint != nil) || (api != nil && endpoint != nil) {
@@ -195,6 +196,7 @@ extension RemoteSpec {
         if let saveAs { o["saveAs"] = .string(saveAs) }
         if let connectTimeoutMs { o["connectTimeoutMs"] = .int(connectTimeoutMs) }
         if let maxRedirects { o["maxRedirects"] = .int(maxRedirects) }
+        if let label { o["label"] = .string(label) }
     }
 
     var hasReferences: Bool {

@@ -21,6 +21,9 @@ public struct RemoteSpec: Sendable {
     public var connectTimeoutMs: Int?
     /// Extension: redirects to follow (default from config, else 5).
     public var maxRedirects: Int?
+    /// Any text the caller tells this call by (rest.md §8, HJRestClientManager's
+    /// call identifier): echoed in every event of the step, never sent.
+    public var label: String?
 
     public init(method: String? = nil, url: String? = nil, server: String? = nil, endpoint: String? = nil,
                 api: String? = nil) {

@@ -374,7 +374,7 @@ final class CoordinatorRuntime {
     /// will need it and its event would carry it whole (no body left out: see
     /// ``EventTrimming``); else nil, and the event is built the usual way.
     private func encodedRootResult(_ root: RootJob, _ deferred: any DeferredResult) -> [UInt8]? {
-        guard root.journaled || bus.hasSubscribers,
+        guard root.journaled || bus.hasSubscribers, root.node.label == nil,
               deferred.encodedSize(limit: EventTrimming.maxBodyBytes) != nil else { return nil }
         var out: [UInt8] = []
         deferred.encode(into: &out)
@@ -508,6 +508,14 @@ final class CoordinatorRuntime {
     @inline(__always)
     private func emit(_ name: String, _ node: GraphNode, _ fields: () -> OrderedDictionary<String, JSONValue>) {
         if alreadySent(name, node) { return }
+        if let label = node.label {
+            bus.emit(name, jobId: node.root.id, rootJobId: node.root.id, stepPath: node.path) {
+                var labelled = fields()
+                labelled["label"] = .string(label)
+                return labelled
+            }
+            return
+        }
         bus.emit(name, jobId: node.root.id, rootJobId: node.root.id, stepPath: node.path, fields: fields)
     }
 

@@ -11,6 +11,8 @@ final class GraphNode {
     let effective: JobSpec
     /// Dot-separated step indexes from the root (`""` for the root).
     let path: String
+    /// A remote step's `label`, echoed in each of its events.
+    let label: String?
     /// Position in the parent's steps.
     let index: Int
     unowned(unsafe) let root: RootJob
@@ -63,6 +65,7 @@ final class GraphNode {
             effective = spec
         }
         self.path = path
+        if case .remote(let remote) = effective.body { label = remote.label } else { label = nil }
         self.index = index
         self.root = root
         self.parent = parent

@@ -81,7 +81,9 @@ extension RPCServerRuntime {
             case "events.subscribe":
                 try params.only(["jobId", "events", "shared", "fromSeq"])
                 var names = try params.stringSet("events")
-                if let unknown = names?.first(where: { !EventName.all.contains($0) && $0 != "hydra.dropped" }) {
+                if let unknown = names?.first(where: {
+                    !EventName.all.contains($0) && $0 != "hydra.dropped" && !EventName.isCustom($0)
+                }) {
                     throw params.invalid("events", "unknown event \"\(unknown)\"")
                 }
                 if names?.isEmpty == true { names = nil }
@@ -89,6 +91,13 @@ extension RPCServerRuntime {
                                          shared: try params.stringSet("shared"))
                 let from = try params.int("fromSeq", min: 0).map(UInt64.init)
                 now(subscribe(session, filter: filter, fromSeq: from))
+
+            case "events.emit":
+                try params.only(["event", "fields"])
+                let name = try params.requiredString("event")
+                let fields = params.values["fields"] ?? [:]
+                guard case .object(let members) = fields else { throw params.invalid("fields", "expected object") }
+                now(Result { () throws(ServiceError) in ["seq": .int(Int(try service.emit(custom: name, fields: members)))] })
 
             case "events.unsubscribe":
                 try params.only(["subscription"])

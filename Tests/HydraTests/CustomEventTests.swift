@@ -1,0 +1,54 @@
+import Foundation
+import Testing
+
+@testable import Hydra
+@testable import HydraRPC
+
+/// Custom events (rest.md §6): `events.emit` and the `emit` local job, over the real server.
+@Suite struct CustomEventTests {
+    @Test func emitReachesMatchingSubscribersAndRefusesBadNames() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let client = try server.client()
+        let watcher = try server.client()
+        _ = try watcher.call("events.subscribe", ["events": ["custom.deploy"]])
+        let jobWatcher = try server.client()
+
+        let sent = try client.call("events.emit", ["event": "custom.deploy", "fields": ["version": "1.2", "ok": true]])
+        let seq = try #require(sent["seq"]?.intValue)
+        let note = try #require(try watcher.nextNotification(timeout: .seconds(10)))
+        #expect(note["params"]?["event"] == "custom.deploy")
+        #expect(note["params"]?["seq"] == .int(seq))
+        #expect(note["params"]?["version"] == "1.2" && note["params"]?["ok"] == true)
+        #expect(note["params"]?["jobId"] == "")
+
+        func error(_ params: JSONValue) -> (Int?, String) {
+            do { _ = try client.call("events.emit", params); return (nil, "") } catch { return (error.code, error.message) }
+        }
+        #expect(error(["event": "job.succeeded"]).0 == -32602)
+        #expect(error(["event": "custom."]).1.contains("event"))
+        #expect(error(["event": "custom.x y"]).0 == -32602)
+        #expect(error(["event": "custom.ok", "fields": ["seq": 1]]).1.contains("fields.seq"))
+        #expect(error(["event": "custom.ok", "fields": [1, 2]]).1.contains("fields"))
+        #expect(error(["event": "custom.ok", "other": 1]).0 == -32602)
+
+        // From inside a graph: the job's ids, so a subscription to the job gets it too.
+        let job = try client.call("job.submit", ["job": ["type": "serial", "steps": [
+            ["type": "local", "name": "echo", "input": 1],
+            ["type": "local", "name": "emit", "input": ["event": "custom.step", "fields": ["n": "${prev}"]]],
+        ]]])["jobId"]!
+        _ = try jobWatcher.call("events.subscribe", ["jobId": job, "events": ["custom.step"], "fromSeq": 0])
+        let result = try client.call("job.result", ["jobId": job, "waitMs": 10_000])
+        #expect(result["state"] == "succeeded", "\(result)")
+        #expect(result["result"]?["results"]?[1]?["seq"]?.intValue != nil)
+        let fromJob = try #require(try jobWatcher.nextNotification(timeout: .seconds(10)))
+        #expect(fromJob["params"]?["event"] == "custom.step")
+        #expect(fromJob["params"]?["jobId"] == job && fromJob["params"]?["stepPath"] == "1")
+        #expect(fromJob["params"]?["n"] == 1)
+        // A bad name from the local job fails the step, naming the field.
+        let bad = try client.call("job.submit", ["job": ["type": "local", "name": "emit", "input": ["event": "nope"]]])["jobId"]!
+        let failed = try client.call("job.result", ["jobId": bad, "waitMs": 10_000])
+        #expect(failed["state"] == "failed")
+        #expect(failed["error"]?["message"]?.stringValue?.contains("input.event") == true)
+    }
+}
