@@ -15,6 +15,10 @@ public final class RESTManager: JobManager {
     private let dogmas: Locked<[String: any Dogma]>
     private let dummyHandlers = Locked<[DummyHandler]>([])
     private let dummyHandlerCount = Atomic<Int>(0)
+    /// Runtime control of dummy responses (`dummy.enable`, `dummy.set`): whether
+    /// they answer, and the list set at runtime, asked before the config's.
+    private let dummyControl: Locked<(enabled: Bool, responses: [Configuration.DummyResponse])>
+    private let dummiesEnabled: Atomic<Bool>
     let statistics = RESTStatistics()
     /// Where cached responses live; nil: caching is off (the embedded default).
     let cache: (any ResponseCache)?
@@ -30,6 +34,8 @@ public final class RESTManager: JobManager {
     public init(configuration: Configuration, stateDirectory: String, cache: (any ResponseCache)? = nil) {
         resolver = RouteResolver(configuration: configuration, stateDirectory: stateDirectory)
         self.cache = cache
+        dummyControl = Locked((configuration.dummy.enabled, []))
+        dummiesEnabled = Atomic(configuration.dummy.enabled)
         let builtIn: [any Dogma] = [JSONDogma(), TextDogma(), RawDogma()]
         dogmas = Locked(Dictionary(uniqueKeysWithValues: builtIn.map { ($0.name, $0) }))
     }
@@ -53,12 +59,40 @@ public final class RESTManager: JobManager {
 
     /// False when no dummy response can match (the common case): skips building the responder.
     var mayAnswerWithDummies: Bool {
-        configuration.dummy.enabled || dummyHandlerCount.load(ordering: .acquiring) > 0
+        dummiesEnabled.load(ordering: .acquiring) || dummyHandlerCount.load(ordering: .acquiring) > 0
     }
 
     var dummyResponder: DummyResponder {
-        DummyResponder(enabled: configuration.dummy.enabled, responses: configuration.dummy.responses,
-                       handlers: dummyHandlers.withLock { $0 })
+        let (enabled, runtime) = dummyControl.withLock { $0 }
+        return DummyResponder(enabled: enabled, responses: runtime + configuration.dummy.responses,
+                              handlers: dummyHandlers.withLock { $0 })
+    }
+
+    /// Turns the dummy responses (the config's and the runtime list) on or off
+    /// for the next requests (`dummy.enable`). Any thread.
+    public func setDummiesEnabled(_ enabled: Bool) {
+        dummyControl.withLock {
+            $0.enabled = enabled
+            dummiesEnabled.store(enabled, ordering: .releasing)
+        }
+    }
+
+    /// Replaces the runtime list of dummy responses, asked before the config's
+    /// (`dummy.set`, in the config's `dummy.responses` format). Errors name the
+    /// entry and field (`responses[1].server: unknown server 'x'`). Any thread.
+    /// Returns how many entries the list holds.
+    @discardableResult
+    public func setDummyResponses(_ json: [JSONValue]) throws(ValidationError) -> Int {
+        var responses: [Configuration.DummyResponse] = []
+        for (i, item) in json.enumerated() {
+            let response = try Configuration.DummyResponse(json: item, path: "responses[\(i)]")
+            if let server = response.server, configuration.servers[server] == nil {
+                throw ValidationError(path: "responses[\(i)].server", "unknown server '\(server)'")
+            }
+            responses.append(response)
+        }
+        dummyControl.withLock { $0.responses = responses }
+        return responses.count
     }
 
     /// Request counters since start.

@@ -457,6 +457,19 @@ public final class HydraService: Sendable {
         }
     }
 
+    /// `dummy.set`: replaces the runtime dummy responses; replies how many there are.
+    public func setDummyResponses(_ responses: [JSONValue]) throws(ServiceError) -> Int {
+        do {
+            return try engine.rest.setDummyResponses(responses)
+        } catch {
+            throw ServiceError(.invalidParams, "\(error.path): \(error.reason)",
+                               data: ["field": .string(error.path), "reason": .string(error.reason)])
+        }
+    }
+
+    /// `dummy.enable`.
+    public func setDummiesEnabled(_ enabled: Bool) { engine.rest.setDummiesEnabled(enabled) }
+
     /// `worker.list`.
     public func workers() -> JSONValue {
         ["workers": .array(engine.workerStats().map(\.json))]

@@ -115,6 +115,21 @@ public struct Configuration: Sendable {
         public var headers: OrderedDictionary<String, String> = [:]
         public var body: JSONValue?
         public var delayMs = 0
+
+        public init(endpoint: String) { self.endpoint = endpoint }
+
+        /// One entry of `dummy.responses` (also `dummy.set`'s); errors name the field under `path`.
+        public init(json: JSONValue, path: String) throws(ValidationError) {
+            var d = try FieldReader(json, path: path)
+            endpoint = try d.requiredString("endpoint")
+            server = try d.string("server")
+            method = try d.string("method")?.uppercased()
+            status = try d.int("status", min: 100, max: 599) ?? 200
+            headers = try d.stringMap("headers") ?? [:]
+            body = d.value("body")
+            delayMs = try d.int("delayMs", min: 0) ?? 0
+            try d.rejectUnknownKeys()
+        }
     }
 }
 
@@ -251,16 +266,7 @@ extension Configuration {
         if var o = try r.object("dummy") {
             dummy.enabled = try o.bool("enabled") ?? false
             for (i, item) in (try o.array("responses") ?? []).enumerated() {
-                var d = try FieldReader(item, path: o.path("responses") + "[\(i)]")
-                var response = DummyResponse(endpoint: try d.requiredString("endpoint"))
-                response.server = try d.string("server")
-                response.method = try d.string("method")?.uppercased()
-                response.status = try d.int("status", min: 100, max: 599) ?? 200
-                response.headers = try d.stringMap("headers") ?? [:]
-                response.body = d.value("body")
-                response.delayMs = try d.int("delayMs", min: 0) ?? 0
-                try d.rejectUnknownKeys()
-                dummy.responses.append(response)
+                dummy.responses.append(try DummyResponse(json: item, path: o.path("responses") + "[\(i)]"))
             }
             try o.rejectUnknownKeys()
         }

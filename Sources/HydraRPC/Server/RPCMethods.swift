@@ -99,6 +99,19 @@ extension RPCServerRuntime {
                 guard case .object(let members) = fields else { throw params.invalid("fields", "expected object") }
                 now(Result { () throws(ServiceError) in ["seq": .int(Int(try service.emit(custom: name, fields: members)))] })
 
+            case "dummy.set":
+                try params.only(["responses"])
+                guard case .array(let responses)? = params.values["responses"] else {
+                    throw params.invalid("responses", "expected an array of dummy responses")
+                }
+                now(Result { () throws(ServiceError) in ["count": .int(try service.setDummyResponses(responses))] })
+
+            case "dummy.enable":
+                try params.only(["enabled"])
+                guard let enabled = params.values["enabled"]?.boolValue else { throw params.invalid("enabled", "expected true or false") }
+                service.setDummiesEnabled(enabled)
+                now(.success(["ok": true]))
+
             case "events.unsubscribe":
                 try params.only(["subscription"])
                 now(unsubscribe(session, id: try params.requiredString("subscription")))
