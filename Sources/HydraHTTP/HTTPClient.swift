@@ -73,11 +73,22 @@ public final class HTTPClient {
             Unmanaged<HTTPClient>.fromOpaque(userp!).takeUnretainedValue().setTimer(timeoutMs)
             return 0
         }
+        apply(options)
+        hydra_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        timeoutAction = { [unowned self] in self.socketAction(CURL_SOCKET_TIMEOUT, 0) }
+    }
+
+    /// Changes the pool's limits; transfers started from now on obey them (the
+    /// ones under way finish as they are). Loop thread only.
+    public func setPoolOptions(_ options: HTTPPoolOptions) {
+        loop.preconditionInEventLoop()
+        apply(options)
+    }
+
+    private func apply(_ options: HTTPPoolOptions) {
         hydra_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, max(1, options.maxConnections))
         hydra_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, options.maxHostConnections))
         hydra_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(1, options.maxConnections))
-        hydra_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
-        timeoutAction = { [unowned self] in self.socketAction(CURL_SOCKET_TIMEOUT, 0) }
     }
 
     /// Starts `request`. `completion` runs exactly once on the loop thread, never

@@ -149,6 +149,11 @@ final class RESTExecutor: JobExecutor {
         return hash.finalize().prefix(12).map { String(format: "%02x", $0) }.joined()
     }
 
+    func reconfigure(_ limits: WorkerLimits) {
+        client.setPoolOptions(HTTPPoolOptions(maxConnections: limits.maxConnections,
+                                              maxHostConnections: limits.maxHostConnections))
+    }
+
     func cancel(_ task: WorkTask, handle: TaskHandle) {
         guard let call = calls[task.token] else { return }
         if let transfer = call.transfer {

@@ -470,6 +470,23 @@ public final class HydraService: Sendable {
     /// `dummy.enable`.
     public func setDummiesEnabled(_ enabled: Bool) { engine.rest.setDummiesEnabled(enabled) }
 
+    /// `worker.configure`: new limits for a worker's next tasks and requests;
+    /// replies with the limits in force.
+    public func configure(worker name: String, maxActive: Int?, maxConnections: Int?,
+                          maxHostConnections: Int?) throws(ServiceError) -> JSONValue {
+        guard let worker = engine.worker(named: name) else {
+            throw ServiceError.notFound(field: "name", "no worker '\(ServiceError.clip(name))'")
+        }
+        do {
+            try worker.configure(maxActive: maxActive, maxConnections: maxConnections,
+                                 maxHostConnections: maxHostConnections)
+        } catch {
+            throw ServiceError(.invalidParams, "\(error.path): \(error.reason)",
+                               data: ["field": .string(error.path), "reason": .string(error.reason)])
+        }
+        return worker.stats().json
+    }
+
     /// `worker.list`.
     public func workers() -> JSONValue {
         ["workers": .array(engine.workerStats().map(\.json))]

@@ -43,4 +43,39 @@ import Testing
         #expect(try client.call("dummy.set", ["responses": []])["count"] == 0)
         #expect(try run(items)["result"]?["status"] == 200)
     }
+
+    /// `worker.configure` changes a worker's limits for its next tasks: with
+    /// `maxActive` 1, slow requests run one at a time.
+    @Test func workerConfigureChangesTheLimitsLive() throws {
+        let server = try ServerProcess(config: #""workers": [{"name": "rest", "kind": "remote"}, {"name": "local", "kind": "local"}]"#)
+        defer { server.terminate() }
+        let client = try server.client()
+        let set = try client.call("worker.configure", ["name": "rest", "maxActive": 1, "maxConnections": 4])
+        #expect(set["maxActive"] == 1 && set["maxConnections"] == 4 && set["maxHostConnections"] == 16)
+        let listed = try client.call("worker.list", [:])["workers"]?.arrayValue?.first { $0["name"] == "rest" }
+        #expect(listed?["maxActive"] == 1 && listed?["maxConnections"] == 4)
+
+        var ids: [JSONValue] = []
+        for _ in 0..<3 { ids.append(try client.call("job.submit", ["job": ["type": "remote", "endpoint": "/delay/400"]])["jobId"]!) }
+        var busiest = 0
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            let rest = try client.call("worker.list", [:])["workers"]?.arrayValue?.first { $0["name"] == "rest" }
+            busiest = max(busiest, rest?["active"]?.intValue ?? 0)
+            if rest?["done"]?.intValue == 3 { break }
+            usleep(20_000)
+        }
+        #expect(busiest == 1)
+        for id in ids { #expect(try client.call("job.result", ["jobId": id, "waitMs": 10_000])["state"] == "succeeded") }
+
+        func error(_ params: JSONValue) -> (Int?, String) {
+            do { _ = try client.call("worker.configure", params); return (nil, "") } catch { return (error.code, error.message) }
+        }
+        #expect(error(["name": "nobody", "maxActive": 2]).0 == -32002)
+        #expect(error(["name": "rest", "maxActive": 0]).1.contains("maxActive"))
+        #expect(error(["name": "local", "maxConnections": 2]).1.contains("maxConnections"))
+        #expect(error(["name": "rest", "maxActive": "many"]).0 == -32602)
+        #expect(try client.call("worker.configure", ["name": "local", "maxActive": 3])["maxActive"] == 3)
+    }
 }
+

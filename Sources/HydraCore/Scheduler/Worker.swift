@@ -17,10 +17,11 @@ public final class Worker: Sendable {
     let inbox: Mailbox<WorkerMessage>
     private let runtime: LoopBound<WorkerRuntime>
     /// Published by the worker's loop, read by anyone: ``stats()`` never waits for the loop.
-    private let counters = WorkerCounters()
+    private let counters: WorkerCounters
 
     init(configuration: Configuration.Worker) {
         self.configuration = configuration
+        counters = WorkerCounters(limits: WorkerLimits(configuration))
         name = configuration.name
         kind = configuration.kind
         let loop = EventLoop(name: "hydra-\(configuration.name)")
@@ -53,6 +54,33 @@ public final class Worker: Sendable {
     public func resume() {
         counters.setPaused(false)
         inbox.send(.resume)
+    }
+
+    /// Changes the worker's limits for the next tasks and requests
+    /// (`worker.configure`); nil keeps a limit. Returns the limits now in
+    /// force. Errors name the field: a limit below 1, or a connection limit
+    /// for a local worker (it has no connections). Thread-safe.
+    @discardableResult
+    public func configure(maxActive: Int? = nil, maxConnections: Int? = nil,
+                          maxHostConnections: Int? = nil) throws(ValidationError) -> WorkerLimits {
+        for (field, value) in [("maxActive", maxActive), ("maxConnections", maxConnections),
+                               ("maxHostConnections", maxHostConnections)] {
+            if let value, value < 1 || value > 1_000_000 {
+                throw ValidationError(path: field, "expected an integer from 1 to 1000000")
+            }
+        }
+        if kind != .remote, maxConnections != nil || maxHostConnections != nil {
+            throw ValidationError(path: maxConnections != nil ? "maxConnections" : "maxHostConnections",
+                                  "worker '\(name)' is a \(kind.rawValue) worker: it has no connections")
+        }
+        // Sent under the lock: two callers' changes reach the loop in the order they were made.
+        return counters.limits.withLock { limits in
+            if let maxActive { limits.maxActive = maxActive }
+            if let maxConnections { limits.maxConnections = maxConnections }
+            if let maxHostConnections { limits.maxHostConnections = maxHostConnections }
+            inbox.send(.configure(limits))
+            return limits
+        }
     }
 
     /// Counters and state, as the worker's loop last published them (after

@@ -11,6 +11,10 @@ final class WorkerCounters: Sendable {
     private let active = Atomic<Int>(0)
     private let done = Atomic<Int>(0)
     private let failed = Atomic<Int>(0)
+    /// The limits in force (set by ``Worker/configure(_:)``, read by anyone).
+    let limits: Locked<WorkerLimits>
+
+    init(limits: WorkerLimits) { self.limits = Locked(limits) }
 
     func setPaused(_ paused: Bool) { self.paused.store(paused, ordering: .relaxed) }
 
@@ -27,6 +31,6 @@ final class WorkerCounters: Sendable {
         let failed = self.failed.load(ordering: .acquiring)
         return WorkerStats(name: name, kind: kind, paused: paused.load(ordering: .relaxed),
                            queued: queued.load(ordering: .relaxed), active: active.load(ordering: .relaxed),
-                           done: done.load(ordering: .relaxed), failed: failed)
+                           done: done.load(ordering: .relaxed), failed: failed, limits: limits.withLock { $0 })
     }
 }

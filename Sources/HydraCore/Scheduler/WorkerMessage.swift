@@ -7,4 +7,5 @@ enum WorkerMessage: Sendable {
     case cancel(UInt64)
     case pause
     case resume
+    case configure(WorkerLimits)
 }

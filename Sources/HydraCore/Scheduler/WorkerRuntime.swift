@@ -13,6 +13,7 @@ final class WorkerRuntime {
     @exclusivity(unchecked) private var cancelledWhileQueued: Set<UInt64> = []
     @exclusivity(unchecked) private var active: [UInt64: TaskHandle] = [:]
     @exclusivity(unchecked) private var paused = false
+    @exclusivity(unchecked) private var limits: WorkerLimits
     @exclusivity(unchecked) private var pumping = false
     @exclusivity(unchecked) private var done = 0
     @exclusivity(unchecked) private var failed = 0
@@ -22,6 +23,7 @@ final class WorkerRuntime {
         self.configuration = configuration
         self.loop = loop
         self.counters = counters
+        limits = WorkerLimits(configuration)
     }
 
     func bind(executor: any JobExecutor, outbox: Outbox<CoordinatorMessage>) {
@@ -52,6 +54,10 @@ final class WorkerRuntime {
             paused = true
         case .resume:
             paused = false
+            pump()
+        case .configure(let new):
+            limits = new
+            executor?.reconfigure(new)
             pump()
         }
     }
@@ -95,7 +101,7 @@ final class WorkerRuntime {
             // A cancel can race with the task's own finish; such tokens match nothing queued.
             if queue.count == 0 && !cancelledWhileQueued.isEmpty { cancelledWhileQueued.removeAll() }
         }
-        while !paused && active.count < configuration.maxActive, let task = queue.pop() {
+        while !paused && active.count < limits.maxActive, let task = queue.pop() {
             if !cancelledWhileQueued.isEmpty, cancelledWhileQueued.remove(task.token) != nil { continue }
             let handle = TaskHandle(task: task, worker: self)
             executor.start(task, handle: handle)

@@ -99,6 +99,14 @@ extension RPCServerRuntime {
                 guard case .object(let members) = fields else { throw params.invalid("fields", "expected object") }
                 now(Result { () throws(ServiceError) in ["seq": .int(Int(try service.emit(custom: name, fields: members)))] })
 
+            case "worker.configure":
+                try params.only(["name", "maxActive", "maxConnections", "maxHostConnections"])
+                now(Result { () throws(ServiceError) in
+                    try service.configure(worker: try params.requiredString("name"), maxActive: try params.int("maxActive"),
+                                          maxConnections: try params.int("maxConnections"),
+                                          maxHostConnections: try params.int("maxHostConnections"))
+                })
+
             case "dummy.set":
                 try params.only(["responses"])
                 guard case .array(let responses)? = params.values["responses"] else {
