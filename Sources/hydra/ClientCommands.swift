@@ -290,26 +290,93 @@ struct SharedCommand: ParsableCommand {
 
 struct WorkersCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "workers", abstract: "List workers, or pause/resume one.",
+        commandName: "workers", abstract: "List workers, pause/resume one, or change its limits.",
         discussion: """
             Examples:
               hydra workers
               hydra workers pause rest
               hydra workers resume rest
+              hydra workers configure rest --max-active 16 --max-connections 32
             """)
-    @Argument(help: "pause or resume (omit to list).") var action: String?
+    @Argument(help: "pause, resume or configure (omit to list).") var action: String?
     @Argument(help: "The worker's name.") var name: String?
+    @Option(help: "configure: tasks running at once.") var maxActive: Int?
+    @Option(help: "configure: connections of a remote worker's pool.") var maxConnections: Int?
+    @Option(help: "configure: connections per host.") var maxHostConnections: Int?
     @OptionGroup var connection: ConnectOptions
     func run() {
-        let client = connection.client()
         switch action {
         case nil:
+            let client = connection.client()
             for worker in call(client, "worker.list")["workers"]?.arrayValue ?? [] { writeLine(JSONWriter.string(worker)) }
         case "pause", "resume":
             guard let name else { exitInvalid("workers \(action!): the worker's name is missing") }
-            writeLine(JSONWriter.string(call(client, "worker.\(action!)", ["name": .string(name)])))
+            writeLine(JSONWriter.string(call(connection.client(), "worker.\(action!)", ["name": .string(name)])))
+        case "configure":
+            guard let name else { exitInvalid("workers configure: the worker's name is missing") }
+            var params: OrderedJSON = ["name": .string(name)]
+            if let maxActive { params["maxActive"] = .int(maxActive) }
+            if let maxConnections { params["maxConnections"] = .int(maxConnections) }
+            if let maxHostConnections { params["maxHostConnections"] = .int(maxHostConnections) }
+            guard params.count > 1 else {
+                exitInvalid("workers configure: give --max-active, --max-connections or --max-host-connections")
+            }
+            writeLine(JSONWriter.string(call(connection.client(), "worker.configure", .object(params))))
         case let other?:
-            exitInvalid("workers: unknown action \"\(other)\" (expected pause or resume)")
+            exitInvalid("workers: unknown action \"\(other)\" (expected pause, resume or configure)")
         }
+    }
+}
+
+struct EmitCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "emit", abstract: "Send a custom event (custom.NAME) to the server's subscribers.",
+        discussion: """
+            Prints {"seq"}. Example: hydra emit custom.deploy --fields '{"version": "1.2"}'
+            """)
+    @Argument(help: "The event's name: custom.NAME.") var event: String
+    @Option(help: "The event's fields, a JSON object.") var fields: String?
+    @OptionGroup var connection: ConnectOptions
+    func run() {
+        var params: OrderedJSON = ["event": .string(event)]
+        if let fields { params["fields"] = parseJSONOption(fields, name: "--fields") }
+        writeLine(JSONWriter.string(call(connection.client(), "events.emit", .object(params))))
+    }
+}
+
+struct DummyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dummy", abstract: "Turn dummy responses on or off, or replace the runtime list.",
+        discussion: """
+            Examples:
+              hydra dummy set dummies.json   (a JSON array in the config's dummy.responses format)
+              hydra dummy enable
+              hydra dummy disable
+            """,
+        subcommands: [Set.self, Enable.self, Disable.self])
+
+    struct Set: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Replace the runtime dummy responses (asked before the config's).")
+        @Argument(help: "A JSON file (or - for stdin): an array of dummy responses, or {\"responses\": [...]}.")
+        var file: String
+        @OptionGroup var connection: ConnectOptions
+        func run() {
+            let document = readJSONFile(file)
+            let responses = document["responses"] ?? document
+            guard case .array = responses else { exitInvalid("\(file): expected an array of dummy responses") }
+            writeLine(JSONWriter.string(call(connection.client(), "dummy.set", ["responses": responses])))
+        }
+    }
+
+    struct Enable: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Answer matching requests with dummy responses.")
+        @OptionGroup var connection: ConnectOptions
+        func run() { writeLine(JSONWriter.string(call(connection.client(), "dummy.enable", ["enabled": true]))) }
+    }
+
+    struct Disable: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Send every request to the network again.")
+        @OptionGroup var connection: ConnectOptions
+        func run() { writeLine(JSONWriter.string(call(connection.client(), "dummy.enable", ["enabled": false]))) }
     }
 }

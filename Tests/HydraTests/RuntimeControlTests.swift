@@ -77,5 +77,33 @@ import Testing
         #expect(error(["name": "rest", "maxActive": "many"]).0 == -32602)
         #expect(try client.call("worker.configure", ["name": "local", "maxActive": 3])["maxActive"] == 3)
     }
+
+    /// The CLI of runtime control: `hydra dummy`, `hydra workers configure`, `hydra emit`.
+    @Test func theCommandLineControlsTheServer() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let cli = RunCommandTests()
+        let connect = ["--connect", server.address.description]
+        let file = server.stateDirectory + "/dummies.json"
+        try #"[{"server": "testsvr", "endpoint": "/items", "status": 203, "body": {"dummy": true}}]"#
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let set = try cli.hydra(["dummy", "set", file] + connect)
+        #expect(set.status == 0 && set.out.contains(#""count":1"#), "\(set)")
+        #expect(try cli.hydra(["dummy", "enable"] + connect).out.contains(#""ok":true"#))
+        let run = try cli.hydra(["submit", "-", "--follow"] + connect, stdin: #"{"type": "remote", "api": "items"}"#)
+        #expect(run.out.contains(#""status":203"#), "\(run)")
+        #expect(try cli.hydra(["dummy", "disable"] + connect).status == 0)
+        let bad = try cli.hydra(["dummy", "set", "-"] + connect, stdin: #"[{"endpoint": "/x", "server": "nowhere"}]"#)
+        #expect(bad.status == 2 && bad.err.contains("responses[0].server"))
+
+        let configured = try cli.hydra(["workers", "configure", "rest", "--max-active", "7"] + connect)
+        #expect(configured.status == 0 && configured.out.contains(#""maxActive":7"#), "\(configured)")
+        #expect(try cli.hydra(["workers", "configure", "rest"] + connect).status == 2)
+        #expect(try cli.hydra(["workers", "configure", "rest", "--max-active", "0"] + connect).status == 2)
+
+        let emitted = try cli.hydra(["emit", "custom.deploy", "--fields", #"{"v": 1}"#] + connect)
+        #expect(emitted.status == 0 && emitted.out.contains(#""seq":"#), "\(emitted)")
+        #expect(try cli.hydra(["emit", "deploy"] + connect).status == 2)
+    }
 }
 
