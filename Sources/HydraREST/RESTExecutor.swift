@@ -30,11 +30,15 @@ final class RESTExecutor: JobExecutor {
         @exclusivity(unchecked) var cacheTTL: Double = 0
         /// The temporary file a `saveAs` body goes to across attempts, until committed or discarded.
         @exclusivity(unchecked) var download: DownloadFile?
+        /// Polling (`repeat`), and the round under way (from 1).
+        let polling: RepeatSpec?
+        @exclusivity(unchecked) var round = 1
 
-        init(task: WorkTask, handle: TaskHandle, request: PreparedRequest) {
+        init(task: WorkTask, handle: TaskHandle, request: PreparedRequest, polling: RepeatSpec?) {
             self.task = task
             self.handle = handle
             self.request = request
+            self.polling = polling
         }
 
         var elapsedMs: Double {
@@ -70,7 +74,7 @@ final class RESTExecutor: JobExecutor {
             handle.finish(.failure(JobError(.invalid, "dogma: unknown dogma '\(name)'")))
             return
         }
-        let call = RemoteCall(task: task, handle: handle, request: prepared)
+        let call = RemoteCall(task: task, handle: handle, request: prepared, polling: spec.repeat)
         calls[task.token] = call
         if let reply = dummyReply(for: prepared) {
             manager.statistics.countDummy()
@@ -213,6 +217,7 @@ final class RESTExecutor: JobExecutor {
         case .success(let response):
             switch judge(response: response, call: call) {
             case .success(let built):
+                if let polling = call.polling, pollAgain(call, polling, result: built) { return }
                 do {
                     try call.download?.commit()
                 } catch {
@@ -253,6 +258,29 @@ final class RESTExecutor: JobExecutor {
         }
         if case .failure = outcome { manager.statistics.countFailure() }
         finish(call, outcome)
+    }
+
+    /// A polled call's response: true when another round follows (scheduled
+    /// after `everyMs`), false when the condition holds. After `maxTimes`
+    /// rounds without it, the call fails with kind `condition` and the last
+    /// response as its result (true: nothing more to do here).
+    private func pollAgain(_ call: RemoteCall, _ polling: RepeatSpec, result: RemoteResult) -> Bool {
+        let built = result.build()
+        if polling.isMet(by: built) { return false }
+        guard call.round < polling.maxTimes else {
+            let wanted = polling.negated ? "other than \(JSONWriter.string(polling.value))" : JSONWriter.string(polling.value)
+            finish(call, .failure(JobError(.condition,
+                "repeat: \(polling.path) was not \(wanted) after \(call.round) rounds"), result: built))
+            return true
+        }
+        call.handle.polled(round: call.round)
+        call.round += 1
+        call.attempts = 0  // each round has the whole retry policy
+        call.timer = loop.schedule(afterMilliseconds: UInt64(polling.everyMs)) { [unowned self] in
+            call.timer = nil
+            self.attempt(call)
+        }
+        return true
     }
 
     private func finish(_ call: RemoteCall, _ outcome: StepOutcome) {

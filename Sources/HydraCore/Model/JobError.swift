@@ -5,6 +5,8 @@ import OrderedCollections
 public struct JobError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Kind: String, Sendable, CaseIterable {
         case network, timeout, http, decode, invalid, cancelled, tooLarge, `internal`
+        /// A polled request whose condition never held within `repeat.maxTimes` (rest.md §5).
+        case condition
     }
 
     public var kind: Kind

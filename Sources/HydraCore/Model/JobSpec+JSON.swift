@@ -161,6 +161,9 @@ extension RemoteSpec {
         connectTimeoutMs = try r.int("connectTimeoutMs", min: 1)
         maxRedirects = try r.int("maxRedirects", min: 0, max: 50)
         label = try r.string("label")
+        if var polling = try r.object("repeat") {
+            self.repeat = try RepeatSpec(reader: &polling)
+        }
 
         let addressCount = [url != nil, api != nil, server != nil].filter { $0 }.count
         if addressCount > 1 || (url != nil && endpoint != nil) || (api != nil && endpoint != nil) {
@@ -197,6 +200,7 @@ extension RemoteSpec {
         if let connectTimeoutMs { o["connectTimeoutMs"] = .int(connectTimeoutMs) }
         if let maxRedirects { o["maxRedirects"] = .int(maxRedirects) }
         if let label { o["label"] = .string(label) }
+        if let polling = self.repeat { o["repeat"] = polling.json }
     }
 
     var hasReferences: Bool {

@@ -24,6 +24,8 @@ public struct RemoteSpec: Sendable {
     /// Any text the caller tells this call by (rest.md §8, HJRestClientManager's
     /// call identifier): echoed in every event of the step, never sent.
     public var label: String?
+    /// Polling (rest.md §5): the request again every `everyMs` until a condition holds.
+    public var `repeat`: RepeatSpec?
 
     public init(method: String? = nil, url: String? = nil, server: String? = nil, endpoint: String? = nil,
                 api: String? = nil) {

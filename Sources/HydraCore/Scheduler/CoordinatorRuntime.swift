@@ -252,6 +252,8 @@ final class CoordinatorRuntime {
                 if upload { fields["upload"] = true }
                 return fields
             }
+        case .polled(let round):
+            emit(EventName.progress, node) { ["round": .int(round)] }
         case .retrying(let attempt, let delayMs, let error):
             emit(EventName.retrying, node) {
                 ["attempt": .int(attempt), "delayMs": .int(delayMs), "error": node.secrets.masked(error).json]

@@ -26,6 +26,13 @@ public final class TaskHandle {
         worker.report(task, .progress(bytes: bytes, total: totalBytes, upload: upload))
     }
 
+    /// A polled request's round `round` ended without its condition; the next one follows (rest.md §5).
+    public func polled(round: Int) {
+        guard !isFinished else { return }
+        worker.announce(self)
+        worker.report(task, .polled(round: round))
+    }
+
     /// A failed attempt will be retried after `delayMs`; `attempt` is the number of the next attempt.
     public func retrying(attempt: Int, delayMs: Int, error: JobError) {
         guard !isFinished else { return }
@@ -59,6 +66,8 @@ public final class TaskHandle {
 public enum WorkerReport: Sendable {
     case started
     case progress(bytes: Int64, total: Int64?, upload: Bool)
+    /// A polled request's round ended without its condition (`job.progress {round}`).
+    case polled(round: Int)
     case retrying(attempt: Int, delayMs: Int, error: JobError)
     case skipped(reason: String)
     /// The task's outcome; `ran`: the task also started in this report (it

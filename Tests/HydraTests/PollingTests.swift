@@ -1,0 +1,79 @@
+import Foundation
+import Testing
+
+@testable import Hydra
+
+/// Polling (rest.md §5): `repeat` against the test server's counters.
+@Suite struct PollingTests {
+    @Test func pollsUntilTheConditionHoldsOrFailsWithCondition() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let key = UUID().uuidString
+        let done = try await engine.run(spec("""
+            {"type":"remote","endpoint":"/hits/\(key)",
+             "repeat":{"everyMs":5,"until":{"path":"body.hits","equals":3},"maxTimes":10}}
+            """))
+        #expect(done.state == .succeeded, "\(String(describing: done.error))")
+        #expect(done.result?["body"]?["hits"] == 3)
+        let rounds = log.all.filter { $0.rootJobId == done.jobId && $0.name == "job.progress" }.map { $0.fields["round"] }
+        #expect(rounds == [1, 2])
+
+        let other = UUID().uuidString
+        let notEquals = try await engine.run(spec("""
+            {"type":"remote","endpoint":"/hits/\(other)","repeat":{"everyMs":1,"until":{"path":"body.hits","notEquals":1}}}
+            """))
+        #expect(notEquals.result?["body"]?["hits"] == 2)
+
+        let third = UUID().uuidString
+        let gaveUp = try await engine.run(spec("""
+            {"type":"remote","endpoint":"/hits/\(third)",
+             "repeat":{"everyMs":1,"until":{"path":"body.hits","equals":100},"maxTimes":2}}
+            """))
+        #expect(gaveUp.state == .failed)
+        #expect(gaveUp.error?.kind == .condition)
+        #expect(gaveUp.error?.message.contains("after 2 rounds") == true)
+        #expect(gaveUp.result?["body"]?["hits"] == 2)
+    }
+
+    @Test func aPollIsCancelledBetweenRounds() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let id = try engine.submit(try spec("""
+            {"type":"remote","endpoint":"/hits/\(UUID().uuidString)",
+             "repeat":{"everyMs":60000,"until":{"path":"body.hits","equals":-1}}}
+            """)) { _ in }
+        let deadline = Date().addingTimeInterval(10)
+        while !log.all.contains(where: { $0.rootJobId == id && $0.name == "job.progress" }) && Date() < deadline {
+            usleep(5_000)
+        }
+        let started = Date()
+        _ = await engine.cancel(id)
+        let result = await engine.result(of: id)
+        #expect(result?.state == .cancelled)
+        #expect(Date().timeIntervalSince(started) < 30)
+    }
+
+    @Test func badRepeatsAreRefusedAtSubmit() throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        func refusal(_ polling: String) -> String {
+            do {
+                _ = try engine.submit(try spec(#"{"type":"remote","endpoint":"/x","repeat":\#(polling)}"#)) { _ in }
+                return ""
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(refusal(#"{"everyMs":10}"#).contains("repeat.until"))
+        #expect(refusal(#"{"everyMs":0,"until":{"path":"a","equals":1}}"#).contains("repeat.everyMs"))
+        #expect(refusal(#"{"until":{"path":"a","equals":1}}"#).contains("repeat.everyMs"))
+        #expect(refusal(#"{"everyMs":5,"until":{"path":"a"}}"#).contains("repeat.until.equals"))
+        #expect(refusal(#"{"everyMs":5,"until":{"path":"a","equals":1,"notEquals":2}}"#).contains("repeat.until.notEquals"))
+        #expect(refusal(#"{"everyMs":5,"until":{"path":"a","equals":1},"maxTimes":0}"#).contains("repeat.maxTimes"))
+        #expect(refusal(#"{"everyMs":5,"until":{"path":"a","equals":1},"every":1}"#).contains("repeat.every"))
+    }
+}
