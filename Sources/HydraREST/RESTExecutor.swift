@@ -14,6 +14,9 @@ final class RESTExecutor: JobExecutor {
     private let loop: EventLoop
     private let client: HTTPClient
     @exclusivity(unchecked) private var calls: [UInt64: RemoteCall] = [:]
+    /// Merged requests (`coalesce`): by request key, the calls waiting for the
+    /// one identical request in flight (whose call is not in the list).
+    @exclusivity(unchecked) private var inFlight: [String: [RemoteCall]] = [:]
 
     /// One remote job across its attempts.
     private final class RemoteCall {
@@ -33,6 +36,10 @@ final class RESTExecutor: JobExecutor {
         /// Polling (`repeat`), and the round under way (from 1).
         let polling: RepeatSpec?
         @exclusivity(unchecked) var round = 1
+        /// Set when identical requests in flight are shared (`coalesce`): what identifies them.
+        @exclusivity(unchecked) var mergeKey: String?
+        /// True while this call waits for another call's identical request.
+        @exclusivity(unchecked) var following = false
 
         init(task: WorkTask, handle: TaskHandle, request: PreparedRequest, polling: RepeatSpec?) {
             self.task = task
@@ -75,6 +82,7 @@ final class RESTExecutor: JobExecutor {
             return
         }
         let call = RemoteCall(task: task, handle: handle, request: prepared, polling: spec.repeat)
+        call.mergeKey = mergeKey(spec, prepared)
         calls[task.token] = call
         if let reply = dummyReply(for: prepared) {
             manager.statistics.countDummy()
@@ -160,6 +168,13 @@ final class RESTExecutor: JobExecutor {
 
     func cancel(_ task: WorkTask, handle: TaskHandle) {
         guard let call = calls[task.token] else { return }
+        if call.following, let key = call.mergeKey {
+            // Waiting for another call's request: it leaves the queue, the request goes on.
+            inFlight[key]?.removeAll { $0 === call }
+            call.following = false
+            finish(call, .failure(JobError(.cancelled, "cancelled")))
+            return
+        }
         if let transfer = call.transfer {
             client.cancel(transfer)  // its completion finishes the call
         } else {
@@ -170,6 +185,7 @@ final class RESTExecutor: JobExecutor {
     }
 
     func close() {
+        inFlight.removeAll()
         for call in calls.values {
             call.timer?.cancel()
             call.download?.discard()
@@ -180,8 +196,32 @@ final class RESTExecutor: JobExecutor {
 
     // MARK: - Attempts
 
+    /// The key of identical requests when `call` may share one in flight:
+    /// `coalesce` (job, else api) on a GET with no body nor `saveAs`; the
+    /// method, the URL and every header (credentials included) tell them apart.
+    private func mergeKey(_ spec: RemoteSpec, _ request: PreparedRequest) -> String? {
+        let api = request.api.flatMap { manager.configuration.apis[$0] }
+        guard spec.coalesce ?? api?.coalesce ?? false, request.http.method == "GET", request.http.body == nil,
+              request.saveAs == nil else { return nil }
+        var key = "GET " + request.http.url
+        for header in request.http.headers.sorted(by: { $0.name.lowercased() < $1.name.lowercased() }) {
+            key += "\n" + header.name.lowercased() + ": " + header.value
+        }
+        return key
+    }
+
     private func attempt(_ call: RemoteCall) {
         call.attempts += 1
+        if let key = call.mergeKey {
+            if inFlight[key] != nil {
+                // An identical request is under way: its response is this call's too.
+                inFlight[key]!.append(call)
+                call.following = true
+                manager.statistics.countMerged()
+                return
+            }
+            inFlight[key] = []
+        }
         manager.statistics.countRequest()
         if let saveAs = call.request.saveAs, call.download == nil {
             do {
@@ -203,11 +243,28 @@ final class RESTExecutor: JobExecutor {
                 } : nil,
                 completion: { [unowned self] result in
                     call.transfer = nil
+                    let followers = call.mergeKey.flatMap { self.inFlight.removeValue(forKey: $0) } ?? []
                     self.completed(call, result)
+                    for follower in followers { self.shared(result, with: follower) }
                 })
         } catch {
+            let followers = call.mergeKey.flatMap { inFlight.removeValue(forKey: $0) } ?? []
             finish(call, .failure(JobError(.invalid, error.message)))
+            for follower in followers { shared(.failure(HTTPFailure(.invalid, error.message)), with: follower) }
         }
+    }
+
+    /// A merged call gets the response of the request it waited for and judges
+    /// it with its own `expect`, dogma and retry policy; when that request was
+    /// cancelled (its own job was), the call sends its own instead.
+    private func shared(_ result: Result<HTTPResponse, HTTPFailure>, with call: RemoteCall) {
+        call.following = false
+        if case .failure(let failure) = result, failure.kind == .cancelled, !call.handle.isCancelled {
+            call.attempts -= 1
+            attempt(call)
+            return
+        }
+        completed(call, result)
     }
 
     private func completed(_ call: RemoteCall, _ result: Result<HTTPResponse, HTTPFailure>) {

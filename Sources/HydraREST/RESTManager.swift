@@ -194,6 +194,7 @@ public final class RESTStatistics: Sendable {
     private let failures = Atomic<Int>(0)
     private let cacheHits = Atomic<Int>(0)
     private let cacheMisses = Atomic<Int>(0)
+    private let merged = Atomic<Int>(0)
 
     public struct Snapshot: Sendable {
         public var requests: Int
@@ -202,6 +203,8 @@ public final class RESTStatistics: Sendable {
         public var failedRequests: Int
         public var cacheHits: Int
         public var cacheMisses: Int
+        /// Requests answered by an identical one already in flight (`coalesce`).
+        public var merged: Int
     }
 
     func countRequest() { requests.add(1, ordering: .relaxed) }
@@ -210,10 +213,12 @@ public final class RESTStatistics: Sendable {
     func countFailure() { failures.add(1, ordering: .relaxed) }
     func countCacheHit() { cacheHits.add(1, ordering: .relaxed) }
     func countCacheMiss() { cacheMisses.add(1, ordering: .relaxed) }
+    func countMerged() { merged.add(1, ordering: .relaxed) }
 
     var snapshot: Snapshot {
         Snapshot(requests: requests.load(ordering: .relaxed), retries: retries.load(ordering: .relaxed),
                  dummyResponses: dummies.load(ordering: .relaxed), failedRequests: failures.load(ordering: .relaxed),
-                 cacheHits: cacheHits.load(ordering: .relaxed), cacheMisses: cacheMisses.load(ordering: .relaxed))
+                 cacheHits: cacheHits.load(ordering: .relaxed), cacheMisses: cacheMisses.load(ordering: .relaxed),
+                 merged: merged.load(ordering: .relaxed))
     }
 }

@@ -519,7 +519,7 @@ public final class HydraService: Sendable {
                       "done": .int(workers.reduce(0) { $0 + $1.done }), "failed": .int(workers.reduce(0) { $0 + $1.failed })],
             "events": ["lastSeq": .int(Int(engine.bus.lastSeq))],
             "requests": ["sent": .int(rest.requests), "retries": .int(rest.retries), "failed": .int(rest.failedRequests),
-                         "dummy": .int(rest.dummyResponses)],
+                         "dummy": .int(rest.dummyResponses), "merged": .int(rest.merged)],
             "cache": ["hits": .int(rest.cacheHits), "misses": .int(rest.cacheMisses)],
         ]
     }

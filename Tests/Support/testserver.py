@@ -43,7 +43,8 @@ Endpoints (methods GET/POST/PUT/PATCH/DELETE/HEAD/OPTIONS unless noted)
                             status ?status= (default 503) with {"attempt": k}
                             and, with ?retryAfter=S, "Retry-After: S".  After
                             that: 200 {"attempt": k, "ok": true}
-/hits/<key>                 counter <key> += 1, 200 {"hits": count}
+/hits/<key>                 counter <key> += 1, 200 {"hits": count};
+                            ?ms=N waits N ms first
 /count/<key>                200 {"count": count} (0 if unknown), no increment
 /count-status/<key>/<code>  counter <key> += 1, answers status <code> with
                             {"status": code, "count": count}
@@ -368,6 +369,9 @@ class Handler(BaseHTTPRequestHandler):
             self._json(200, {"attempt": attempt, "ok": True})
 
     def hits(self, key):
+        ms = _int(self.query.get("ms", "0"), "ms")
+        if ms > 0:
+            time.sleep(ms / 1000)
         self._json(200, {"hits": _increment(key)})
 
     def count(self, key):

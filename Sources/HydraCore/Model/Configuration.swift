@@ -84,6 +84,8 @@ public struct Configuration: Sendable {
         public var cacheTTL: Int?
         public var invalidates: [String] = []
         public var cacheIgnoreQuery = false
+        /// Merged requests (rest.md §4): an identical GET in flight is shared.
+        public var coalesce = false
         public var retry: RetryPolicy?
         public var timeoutMs: Int?
     }
@@ -241,6 +243,7 @@ extension Configuration {
                 api.cacheTTL = try a.int("cacheTTL", min: 0)
                 api.invalidates = try a.stringArray("invalidates") ?? []
                 api.cacheIgnoreQuery = try a.bool("cacheIgnoreQuery") ?? false
+                api.coalesce = try a.bool("coalesce") ?? false
                 if var retry = try a.object("retry") { api.retry = try RetryPolicy(reader: &retry) }
                 api.timeoutMs = try a.int("timeoutMs", min: 1)
                 try a.rejectUnknownKeys()

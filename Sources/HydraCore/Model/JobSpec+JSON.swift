@@ -161,6 +161,7 @@ extension RemoteSpec {
         connectTimeoutMs = try r.int("connectTimeoutMs", min: 1)
         maxRedirects = try r.int("maxRedirects", min: 0, max: 50)
         label = try r.string("label")
+        coalesce = try r.bool("coalesce")
         if var polling = try r.object("repeat") {
             self.repeat = try RepeatSpec(reader: &polling)
         }
@@ -200,6 +201,7 @@ extension RemoteSpec {
         if let connectTimeoutMs { o["connectTimeoutMs"] = .int(connectTimeoutMs) }
         if let maxRedirects { o["maxRedirects"] = .int(maxRedirects) }
         if let label { o["label"] = .string(label) }
+        if let coalesce { o["coalesce"] = .bool(coalesce) }
         if let polling = self.repeat { o["repeat"] = polling.json }
     }
 

@@ -26,6 +26,8 @@ public struct RemoteSpec: Sendable {
     public var label: String?
     /// Polling (rest.md §5): the request again every `everyMs` until a condition holds.
     public var `repeat`: RepeatSpec?
+    /// Merged requests (rest.md §4): nil follows the api.
+    public var coalesce: Bool?
 
     public init(method: String? = nil, url: String? = nil, server: String? = nil, endpoint: String? = nil,
                 api: String? = nil) {
