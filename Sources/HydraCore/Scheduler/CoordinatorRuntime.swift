@@ -510,15 +510,12 @@ final class CoordinatorRuntime {
     @inline(__always)
     private func emit(_ name: String, _ node: GraphNode, _ fields: () -> OrderedDictionary<String, JSONValue>) {
         if alreadySent(name, node) { return }
-        if let label = node.label {
-            bus.emit(name, jobId: node.root.id, rootJobId: node.root.id, stepPath: node.path) {
-                var labelled = fields()
-                labelled["label"] = .string(label)
-                return labelled
-            }
-            return
+        bus.emit(name, jobId: node.root.id, rootJobId: node.root.id, stepPath: node.path) {
+            guard let label = node.label else { return fields() }
+            var labelled = fields()
+            labelled["label"] = .string(label)
+            return labelled
         }
-        bus.emit(name, jobId: node.root.id, rootJobId: node.root.id, stepPath: node.path, fields: fields)
     }
 
     /// Emits an event whose fields are already encoded (see ``EventBus``).

@@ -11,8 +11,12 @@ final class GraphNode {
     let effective: JobSpec
     /// Dot-separated step indexes from the root (`""` for the root).
     let path: String
-    /// A remote step's `label`, echoed in each of its events.
-    let label: String?
+    /// A remote step's `label`, echoed in each of its events. Read only when an
+    /// event is built (nobody listening: never).
+    var label: String? {
+        if case .remote(let remote) = effective.body { return remote.label }
+        return nil
+    }
     /// Position in the parent's steps.
     let index: Int
     unowned(unsafe) let root: RootJob
@@ -65,7 +69,6 @@ final class GraphNode {
             effective = spec
         }
         self.path = path
-        if case .remote(let remote) = effective.body { label = remote.label } else { label = nil }
         self.index = index
         self.root = root
         self.parent = parent
