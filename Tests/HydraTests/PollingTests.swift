@@ -48,7 +48,7 @@ import Testing
             """)) { _ in }
         let deadline = Date().addingTimeInterval(10)
         while !log.all.contains(where: { $0.rootJobId == id && $0.name == "job.progress" }) && Date() < deadline {
-            usleep(5_000)
+            try await Task.sleep(for: .milliseconds(5))
         }
         let started = Date()
         _ = await engine.cancel(id)
