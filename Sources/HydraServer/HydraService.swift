@@ -449,22 +449,12 @@ public final class HydraService: Sendable {
     /// `events.emit`: sends a `custom.NAME` event; returns its seq. A bad name
     /// or a reserved member is `-32602` naming the field.
     public func emit(custom name: String, fields: OrderedDictionary<String, JSONValue>) throws(ServiceError) -> UInt64 {
-        do {
-            return try engine.emit(custom: name, fields: fields)
-        } catch {
-            throw ServiceError(.invalidParams, "\(error.path): \(error.reason)",
-                               data: ["field": .string(error.path), "reason": .string(error.reason)])
-        }
+        do { return try engine.emit(custom: name, fields: fields) } catch { throw ServiceError(error) }
     }
 
     /// `dummy.set`: replaces the runtime dummy responses; replies how many there are.
     public func setDummyResponses(_ responses: [JSONValue]) throws(ServiceError) -> Int {
-        do {
-            return try engine.rest.setDummyResponses(responses)
-        } catch {
-            throw ServiceError(.invalidParams, "\(error.path): \(error.reason)",
-                               data: ["field": .string(error.path), "reason": .string(error.reason)])
-        }
+        do { return try engine.rest.setDummyResponses(responses) } catch { throw ServiceError(error) }
     }
 
     /// `dummy.enable`.
@@ -481,8 +471,7 @@ public final class HydraService: Sendable {
             try worker.configure(maxActive: maxActive, maxConnections: maxConnections,
                                  maxHostConnections: maxHostConnections)
         } catch {
-            throw ServiceError(.invalidParams, "\(error.path): \(error.reason)",
-                               data: ["field": .string(error.path), "reason": .string(error.reason)])
+            throw ServiceError(error)
         }
         return worker.stats().json
     }
