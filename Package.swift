@@ -5,6 +5,7 @@
 //   HydraHTTP             libcurl multi driven by a HydraLoop
 //   HydraCore             job model, workers, dispatcher, graphs, events, the StateStore protocol
 //   HydraREST, HydraLocal managers bound to workers by the dispatcher
+//   HydraResources        the resource manager: a repository of remote files, beside HydraREST
 //   Hydra                 the embeddable engine (wires the layers above)
 //   HydraStore            SQLiteStore: the StateStore on SQLite (writer thread, group commit)
 //   HydraServer           the durable service of `hydra serve` over the store: submit, recovery,
@@ -66,12 +67,17 @@ let package = Package(
                            .product(name: "OrderedCollections", package: "swift-collections")],
             swiftSettings: strict),
         .target(
+            name: "HydraResources",
+            dependencies: ["HydraCore", "HydraREST", "HydraHTTP", "HydraLoop", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "OrderedCollections", package: "swift-collections")],
+            swiftSettings: strict),
+        .target(
             name: "HydraLocal",
             dependencies: ["HydraCore", "HydraLoop"],
             swiftSettings: strict),
         .target(
             name: "Hydra",
-            dependencies: ["HydraCore", "HydraREST", "HydraLocal", "HydraHTTP", "HydraLoop"],
+            dependencies: ["HydraCore", "HydraREST", "HydraResources", "HydraLocal", "HydraHTTP", "HydraLoop"],
             swiftSettings: strict),
         .target(
             name: "HydraStore",
@@ -114,7 +120,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "HydraTests",
-            dependencies: ["Hydra", "HydraCore", "HydraHTTP", "HydraREST", "HydraStore", "HydraServer", "HydraRPC",
+            dependencies: ["Hydra", "HydraCore", "HydraHTTP", "HydraREST", "HydraResources", "HydraStore", "HydraServer", "HydraRPC",
                            "HydraLoop"],
             swiftSettings: strict),
     ]

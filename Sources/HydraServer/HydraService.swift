@@ -54,7 +54,7 @@ public final class HydraService: Sendable {
         let cache = StoreResponseCache(store: store, events: EventRelay())
         engine = try HydraEngine(configuration: configuration, stateDirectory: stateDirectory,
                                  jobsDirectory: jobsDirectory, shared: shared, journal: journal,
-                                 responseCache: cache, lastSeq: lastSeq + seqReserve,
+                                 responseCache: cache, resourceIndex: store, lastSeq: lastSeq + seqReserve,
                                  retainFinished: retainFinished)
         cache.events.bus.withLock { $0 = engine.bus }
         _ = engine.subscribe(sink: StoreEventLog(store: store))

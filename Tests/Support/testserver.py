@@ -539,6 +539,43 @@ class Handler(BaseHTTPRequestHandler):
     def headers_endpoint(self):
         self._json(200, {"ok": True}, [("X-Custom", "yes"), ("X-Multi", "a")])
 
+    def resource(self, key):
+        """A cacheable file for the resource manager's tests: the body is
+        `resource <key> v<v>` (`?v=`, default 1) padded to `?size=` bytes,
+        with an ETag naming key and version (none with `?etag=0`) and a fixed
+        Last-Modified; `If-None-Match` / `If-Modified-Since` that still match
+        get 304. `?delay=` ms holds the answer. Counters: `res-<key>` (requests),
+        `res304-<key>` (304s), `resbytes-<key>` (body bytes sent);
+        `?status=` answers that status instead (`?type=` sets Content-Type)."""
+        _increment(f"res-{key}")
+        delay = _int(self.query.get("delay", "0"), "delay")
+        if delay:
+            time.sleep(delay / 1000)
+        if "status" in self.query:
+            self._json(self._status_code(self.query["status"]), {"error": "as asked"})
+            return
+        version = self.query.get("v", "1")
+        body = f"resource {key} v{version}".encode()
+        size = _int(self.query.get("size", "0"), "size")
+        if size > len(body):
+            body += b"." * (size - len(body))
+        etag = f'"{key}-{version}"'
+        modified = "Mon, 23 Nov 2026 10:00:00 GMT"
+        headers = [("Last-Modified", modified), ("Accept-Ranges", "bytes")]
+        if self.query.get("etag", "1") != "0":
+            headers.append(("ETag", etag))
+            match = self.headers.get("If-None-Match")
+            unchanged = match is not None and match == etag
+        else:
+            unchanged = self.headers.get("If-Modified-Since") == modified
+        if unchanged:
+            _increment(f"res304-{key}")
+            self._send(304, b"", None, headers)
+            return
+        with _counters_lock:
+            _counters[f"resbytes-{key}"] = _counters.get(f"resbytes-{key}", 0) + len(body)
+        self._send(200, body, self.query.get("type", "text/plain; charset=utf-8"), headers)
+
 
 # First path segment -> (handler, number of further segments; None = any).
 _ROUTES = {
@@ -566,6 +603,7 @@ _ROUTES = {
     "conn": (Handler.conn, 0),
     "gzip-bomb": (Handler.gzip_bomb, 1),
     "abort": (Handler.abort, 0),
+    "resource": (Handler.resource, 1),
 }
 
 

@@ -26,7 +26,9 @@ final class ExecutorSet: JobExecutor {
         byType[task.spec.typeName]?.cancel(task, handle: handle)
     }
 
+    /// Closes the later managers' executors first: they may use what an
+    /// earlier one owns (the resource manager uses the REST manager's pool).
     func close() {
-        for executor in all { executor.close() }
+        for executor in all.reversed() { executor.close() }
     }
 }

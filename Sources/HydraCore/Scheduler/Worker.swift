@@ -37,7 +37,8 @@ public final class Worker: Sendable {
     /// task arrives. Several managers on one worker (REST and resources on a
     /// remote worker) share its loop; their executors are made on it, in order.
     func bind(managers: [any JobManager], reports: Mailbox<CoordinatorMessage>) {
-        let context = WorkerContext(name: name, kind: kind, loop: loop, configuration: configuration)
+        let context = WorkerContext(name: name, kind: kind, loop: loop, configuration: configuration,
+                                    services: WorkerServices())
         let runtime = self.runtime
         loop.submitAndWait {
             let executor: any JobExecutor

@@ -1,0 +1,46 @@
+import HydraCore
+import OrderedCollections
+
+/// The memory tier of the repository: an LRU of content by bytes
+/// (`resources.memoryBytes`; 0 keeps nothing). One per remote worker, owned by
+/// its loop thread (loop-confined, like the executor that holds it), so a hit
+/// never crosses threads.
+final class MemoryTier {
+    struct Entry {
+        var record: ResourceRecord
+        var content: [UInt8]
+    }
+
+    let capacity: Int
+    private(set) var bytes = 0
+    /// Least recently used first.
+    private var entries: OrderedDictionary<String, Entry> = [:]
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    /// The entry for `key`, now the most recently used.
+    func get(_ key: String) -> Entry? {
+        guard let index = entries.index(forKey: key) else { return nil }
+        let entry = entries.remove(at: index).value
+        entries[key] = entry
+        return entry
+    }
+
+    /// Keeps `content` under `record.key`, evicting the least recently used past the capacity.
+    func put(_ record: ResourceRecord, content: [UInt8]) {
+        remove(record.key)
+        guard content.count <= capacity else { return }
+        entries[record.key] = Entry(record: record, content: content)
+        bytes += content.count
+        while bytes > capacity, let first = entries.keys.first { remove(first) }
+    }
+
+    func remove(_ key: String) {
+        if let old = entries.removeValue(forKey: key) { bytes -= old.content.count }
+    }
+
+    func removeAll() {
+        entries.removeAll()
+        bytes = 0
+    }
+}

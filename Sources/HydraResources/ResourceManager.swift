@@ -1,0 +1,61 @@
+import Foundation
+import HydraCore
+import HydraREST
+
+/// The resource manager (the HJResourceManager idea, resources.md): runs
+/// `resource` jobs on the remote workers beside the REST client manager,
+/// whose routing it reuses and whose per-worker connection pool its transfers
+/// share. Copies live in the repository (`state.path/resources`, files named
+/// by key) with their index in a ``ResourceIndexStore``, and in a memory LRU
+/// per worker. Immutable after creation; thread-safe.
+public final class ResourceManager: JobManager {
+    public let name = "resources"
+    public let kinds: Set<JobKind> = [.remote]
+    public let jobTypes: Set<String> = ["resource"]
+    let rest: RESTManager
+    let index: any ResourceIndexStore
+    let settings: Configuration.Resources
+    /// The repository folder, absolute.
+    public let repositoryPath: String
+    let statistics = ResourceStatistics()
+
+    /// - Parameters:
+    ///   - rest: the REST manager bound to the same workers (routing, pool).
+    ///   - index: where the index lives (a server's state store; an embedded
+    ///     engine's ``MemoryResourceIndex``).
+    public init(rest: RESTManager, index: any ResourceIndexStore, stateDirectory: String) {
+        self.rest = rest
+        self.index = index
+        settings = rest.configuration.resources
+        let base = stateDirectory.hasSuffix("/") ? String(stateDirectory.dropLast()) : stateDirectory
+        repositoryPath = base + "/" + settings.path
+    }
+
+    /// Counters since start.
+    public var stats: ResourceStatistics.Snapshot { statistics.snapshot }
+
+    /// The file of `key` relative to the state folder: `resources/5e/5e88….bin`.
+    public func relativePath(of key: String) -> String { components(of: key).joined(separator: "/") }
+
+    func components(of key: String) -> [String] {
+        settings.path.split(separator: "/").map(String.init) + [String(key.prefix(2)), key + ".bin"]
+    }
+
+    func absolutePath(of key: String) -> String { repositoryPath + "/" + key.prefix(2) + "/" + key + ".bin" }
+
+    public func validate(_ spec: JobSpec, path: String) throws(ValidationError) {
+        guard case .resource(let resource) = spec.body else { return }
+        try rest.validateRequest(resource.request, path: path)
+        func at(_ key: String) -> String { FieldReader.join(path, key) }
+        if resource.cipher != .none {
+            throw ValidationError(path: at("cipher"), "\(resource.cipher.rawValue) at rest is not available in this build (only none)")
+        }
+        if let remaker = resource.remaker {
+            throw ValidationError(path: at("remaker"), "unknown remaker '\(remaker)'")
+        }
+    }
+
+    public func makeExecutor(for worker: WorkerContext) -> any JobExecutor {
+        ResourceExecutor(manager: self, worker: worker)
+    }
+}

@@ -1,0 +1,212 @@
+import Foundation
+import HydraCore
+import Testing
+
+@testable import Hydra
+@testable import HydraResources
+@testable import HydraStore
+
+/// `resource` jobs (resources.md §1) against the real test server, whose
+/// counters say how many requests and body bytes reached it.
+@Suite final class ResourceJobTests: Sendable {
+    let state = NSTemporaryDirectory() + "hydra-res-\(UUID().uuidString)"
+
+    deinit { try? FileManager.default.removeItem(atPath: state) }
+
+    func engine(_ resources: String = "", index: (any ResourceIndexStore)? = nil) throws -> HydraEngine {
+        let text = """
+            {"servers": {"testsvr": "\(TestServer.base)"}, "defaults": {"server": "testsvr", "timeoutMs": 10000}
+             \(resources.isEmpty ? "" : ", \"resources\": " + resources)}
+            """
+        return try HydraEngine(configuration: try Configuration(json: try JSONParser.parse(text)), stateDirectory: state,
+                               resourceIndex: index)
+    }
+
+    /// A fresh name for the server's counters.
+    func name() -> String { "r" + UUID().uuidString.prefix(8).lowercased() }
+
+    func counter(_ engine: HydraEngine, _ key: String) async throws -> Int {
+        let result = try await engine.run(spec(#"{"type":"remote","url":"\#(TestServer.url("/count/" + key))"}"#))
+        return result.result?["body"]?["count"]?.intValue ?? -1
+    }
+
+    func resource(_ path: String, _ extra: String = "") throws -> JobSpec {
+        try spec(#"{"type":"resource","url":"\#(TestServer.url(path))"\#(extra)}"#)
+    }
+
+    @Test func fetchesOnceThenServesFromMemory() async throws {
+        let engine = try engine()
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let n = name()
+        let first = try await engine.run(resource("/resource/\(n)"))
+        let body = "resource \(n) v1"
+        #expect(first.result?["source"] == "network")
+        #expect(first.result?["bytes"]?.intValue == body.utf8.count)
+        #expect(first.result?["etag"]?.stringValue == "\"\(n)-1\"")
+        #expect(first.result?["contentType"]?.stringValue == "text/plain; charset=utf-8")
+        let key = try #require(first.result?["key"]?.stringValue)
+        #expect(key.count == 64)
+        let path = try #require(first.result?["path"]?.stringValue)
+        #expect(path == "resources/\(key.prefix(2))/\(key).bin")
+        #expect(FileManager.default.contents(atPath: state + "/" + path) == Data(body.utf8))
+        // The repository holds no temporary file once the job is done.
+        let folder = try FileManager.default.contentsOfDirectory(atPath: state + "/resources/" + key.prefix(2))
+        #expect(folder == [key + ".bin"])
+
+        let second = try await engine.run(resource("/resource/\(n)", #","as":"text""#))
+        #expect(second.result?["source"] == "memory")
+        #expect(second.result?["content"]?.stringValue == body)
+        #expect(try await counter(engine, "res-\(n)") == 1)
+        #expect(log.names(job: second.jobId).contains("job.skipped@"))
+        #expect(log.all.contains { $0.rootJobId == second.jobId && $0.name == "job.skipped" && $0.fields["reason"] == "resource" })
+        // The same file asked with the query in another order is the same resource.
+        let a = try await engine.run(resource("/resource/\(n)?size=40&v=1"))
+        let b = try await engine.run(resource("/resource/\(n)?v=1&size=40"))
+        #expect(a.result?["key"] == b.result?["key"] && b.result?["source"] == "memory")
+        #expect(engine.resources.stats.memoryHits == 2)
+    }
+
+    @Test func servesFromDiskWithTheMemoryTierOff() async throws {
+        let engine = try engine(#"{"memoryBytes": 0}"#)
+        defer { engine.shutdown() }
+        let n = name()
+        #expect(try await engine.run(resource("/resource/\(n)")).result?["source"] == "network")
+        let again = try await engine.run(resource("/resource/\(n)", #","as":"base64""#))
+        #expect(again.result?["source"] == "disk")
+        #expect(again.result?["content"]?.stringValue == Data("resource \(n) v1".utf8).base64EncodedString())
+        #expect(try await counter(engine, "res-\(n)") == 1)
+    }
+
+    @Test func revalidatesAStaleCopyWithoutTheBody() async throws {
+        let engine = try engine()
+        defer { engine.shutdown() }
+        for (n, query) in [(name(), ""), (name(), "?etag=0")] {
+            let path = "/resource/\(n)\(query)"
+            #expect(try await engine.run(resource(path, #","maxAgeSec":0"#)).result?["source"] == "network")
+            let stale = try await engine.run(resource(path, #","maxAgeSec":0,"as":"text""#))
+            #expect(stale.result?["source"] == "revalidated")
+            #expect(stale.result?["content"]?.stringValue == "resource \(n) v1")
+            let refreshed = try await engine.run(resource(path, #","mode":"refresh""#))
+            #expect(refreshed.result?["source"] == "revalidated")
+            // Three requests, two answered 304: the body crossed the wire once.
+            #expect(try await counter(engine, "res-\(n)") == 3)
+            #expect(try await counter(engine, "res304-\(n)") == 2)
+            #expect(try await counter(engine, "resbytes-\(n)") == "resource \(n) v1".utf8.count)
+        }
+        #expect(engine.resources.stats.revalidated == 4)
+    }
+
+    @Test func onlyNeverTouchesTheNetwork() async throws {
+        let engine = try engine()
+        defer { engine.shutdown() }
+        let n = name()
+        let missing = try await engine.run(resource("/resource/\(n)", #","mode":"only""#))
+        #expect(missing.error?.kind == .invalid && missing.error?.message == "not in repository")
+        #expect(try await counter(engine, "res-\(n)") == 0)
+        _ = try await engine.run(resource("/resource/\(n)"))
+        let stale = try await engine.run(resource("/resource/\(n)", #","mode":"only","maxAgeSec":0"#))
+        #expect(stale.result?["source"] == "memory")
+    }
+
+    @Test func concurrentJobsOfOneKeyMakeOneTransfer() async throws {
+        let engine = try engine()
+        defer { engine.shutdown() }
+        let n = name()
+        let steps = Array(repeating: #"{"type":"resource","url":"\#(TestServer.url("/resource/\(n)?delay=300"))","as":"text"}"#, count: 100)
+        let group = try await engine.run(spec(#"{"type":"concurrent","steps":[\#(steps.joined(separator: ","))]}"#))
+        let results = try #require(group.result?["results"]?.arrayValue)
+        #expect(results.count == 100)
+        #expect(results.allSatisfy { $0["content"]?.stringValue == "resource \(n) v1" })
+        #expect(try await counter(engine, "res-\(n)") == 1)
+        #expect(engine.resources.stats.merged == 99)
+    }
+
+    @Test func failuresNeverStoreNorReplaceACopy() async throws {
+        let engine = try engine()
+        defer { engine.shutdown() }
+        let n = name()
+        let notFound = try await engine.run(resource("/resource/\(n)?status=404"))
+        #expect(notFound.error?.kind == .http && notFound.error?.status == 404)
+        #expect(try await engine.run(resource("/resource/\(n)?status=404", #","mode":"only""#)).error?.message == "not in repository")
+        // A good copy, then a failing refresh: the copy stays.
+        let good = try await engine.run(resource("/resource/\(n)"))
+        #expect(good.result?["source"] == "network")
+        let digest = try #require(good.result?["sha256"]?.stringValue)
+        #expect(digest == ResourceKey.sha256(Array("resource \(n) v1".utf8)))
+        let wrong = String(repeating: "0", count: 64)
+        let mismatch = try await engine.run(resource("/resource/\(n)?v=2", #","sha256":"\#(wrong)""#))
+        #expect(mismatch.error?.kind == .invalid && mismatch.error?.message.hasPrefix("sha256:") == true)
+        #expect(try await engine.run(resource("/resource/\(n)?v=2", #","mode":"only""#)).error?.message == "not in repository")
+        let matching = try await engine.run(resource("/resource/\(n)", #","sha256":"\#(digest)""#))
+        #expect(matching.result?["source"] == "memory")
+    }
+
+    @Test func aCorruptCopyOnDiskIsFetchedAgain() async throws {
+        let engine = try engine(#"{"memoryBytes": 0}"#)
+        defer { engine.shutdown() }
+        let n = name()
+        let first = try await engine.run(resource("/resource/\(n)"))
+        let path = state + "/" + (try #require(first.result?["path"]?.stringValue))
+        var bytes = try #require(FileManager.default.contents(atPath: path))
+        bytes[0] ^= 1
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let again = try await engine.run(resource("/resource/\(n)", #","as":"text""#))
+        #expect(again.result?["source"] == "network")
+        #expect(again.result?["content"]?.stringValue == "resource \(n) v1")
+        #expect(try await counter(engine, "res-\(n)") == 2)
+    }
+
+    @Test func theIndexInTheStateStoreOutlivesTheEngine() async throws {
+        let n = name()
+        do {
+            let store = try SQLiteStore(directory: state)
+            let engine = try engine(#"{"memoryBytes": 0}"#, index: store)
+            #expect(try await engine.run(resource("/resource/\(n)")).result?["source"] == "network")
+            engine.shutdown()
+            store.close()
+        }
+        let store = try SQLiteStore(directory: state)
+        defer { store.close() }
+        let engine = try engine(index: store)
+        defer { engine.shutdown() }
+        let again = try await engine.run(resource("/resource/\(n)", #","mode":"only","as":"text""#))
+        #expect(again.result?["source"] == "disk")
+        #expect(again.result?["content"]?.stringValue == "resource \(n) v1")
+        #expect(try store.resource(key: try #require(again.result?["key"]?.stringValue))?.url == TestServer.url("/resource/\(n)"))
+        // `as json` of a body that is not JSON fails the job, kind decode.
+        let json = try await engine.run(resource("/resource/\(n)", #","as":"json""#))
+        #expect(json.error?.kind == .decode)
+        #expect(try await counter(engine, "res-\(n)") == 1)
+    }
+
+    @Test func badSpecsNameTheirField() throws {
+        let engine = try engine()
+        defer { engine.shutdown() }
+        let url = TestServer.url("/resource/x")
+        let cases: [(String, String)] = [
+            (#"{"type":"resource","url":"\#(url)","mode":"sometimes"}"#, "mode"),
+            (#"{"type":"resource","url":"\#(url)","method":"POST"}"#, "method"),
+            (#"{"type":"resource","url":"\#(url)","saveAs":"x"}"#, "saveAs"),
+            (#"{"type":"resource","url":"\#(url)","sha256":"abc"}"#, "sha256"),
+            (#"{"type":"resource","url":"\#(url)","cipher":"rot13"}"#, "cipher"),
+            (#"{"type":"resource","url":"\#(url)","cipher":"aes-gcm","as":"text"}"#, "as"),
+            (#"{"type":"resource","url":"\#(url)","as":"pdf"}"#, "as"),
+            (#"{"type":"resource","url":"\#(url)","remaker":"sharpen"}"#, "remaker"),
+            (#"{"type":"resource","url":"\#(url)","remakeOptions":{}}"#, "remakeOptions"),
+            (#"{"type":"resource","url":"ftp://x/y"}"#, "url"),
+            (#"{"type":"resource","server":"nope","endpoint":"/a"}"#, "server"),
+            (#"{"type":"resource","url":"\#(url)","maxAgeSec":-1}"#, "maxAgeSec"),
+        ]
+        for (text, field) in cases {
+            let json = try JSONParser.parse(text)
+            do throws(ValidationError) {
+                _ = try engine.submit(json: json)
+                Issue.record("accepted: \(text)")
+            } catch {
+                #expect(error.path == field, "\(text): \(error)")
+            }
+        }
+    }
+}
