@@ -64,6 +64,7 @@ public final class HydraEngine: Sendable {
             environment: environment, shared: shared, journal: journal, lastSeq: lastSeq,
             retainFinished: retainFinished, maxQueuedJobs: configuration.maxQueuedJobs,
             maxResultBytes: configuration.maxResultBytes)
+        resources.attach(bus: scheduler.bus)
     }
 
     /// Starts an engine from a configuration file (errors name the file and key path).

@@ -12,11 +12,18 @@ final class MemoryTier {
     }
 
     let capacity: Int
-    private(set) var bytes = 0
+    private(set) var bytes = 0 {
+        didSet { account(bytes - oldValue) }
+    }
+    /// Reports each change of ``bytes`` (to the manager's count of every tier's).
+    private let account: (Int) -> Void
     /// Least recently used first.
     private var entries: OrderedDictionary<String, Entry> = [:]
 
-    init(capacity: Int) { self.capacity = capacity }
+    init(capacity: Int, account: @escaping (Int) -> Void) {
+        self.capacity = capacity
+        self.account = account
+    }
 
     /// The entry for `key`, now the most recently used.
     func get(_ key: String) -> Entry? {
@@ -43,4 +50,8 @@ final class MemoryTier {
         entries.removeAll()
         bytes = 0
     }
+
+    /// The removal count of the repository this tier last saw: when it moved,
+    /// some copy was removed and the tier forgets everything (removals are rare).
+    var seenRemovals = 0
 }

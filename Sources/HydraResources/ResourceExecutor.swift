@@ -59,7 +59,9 @@ final class ResourceExecutor: JobExecutor {
         self.manager = manager
         loop = worker.loop
         client = RESTManager.httpClient(on: worker)
-        memory = MemoryTier(capacity: manager.settings.memoryBytes)
+        memory = MemoryTier(capacity: manager.settings.memoryBytes) { [unowned manager] change in
+            manager.memoryBytes.add(change, ordering: .relaxed)
+        }
     }
 
     func start(_ task: WorkTask, handle: TaskHandle) {
@@ -80,6 +82,11 @@ final class ResourceExecutor: JobExecutor {
         let maxAge = Double(spec.maxAgeSec ?? manager.settings.maxAgeSec)
         func fresh(_ record: ResourceRecord) -> Bool { spec.mode == .only || now - record.storedAt < maxAge }
 
+        let removals = manager.removals.load(ordering: .acquiring)
+        if removals != memory.seenRemovals {
+            memory.removeAll()
+            memory.seenRemovals = removals
+        }
         // Memory, then disk: a fresh copy (any copy in mode only) is served as it is.
         var onDisk: (record: ResourceRecord, content: [UInt8])?
         if spec.mode != .refresh, let entry = memory.get(key), fresh(entry.record) {
@@ -255,6 +262,10 @@ final class ResourceExecutor: JobExecutor {
             switch result {
             case .success:
                 self.memory.put(record, content: content)
+                if source == "network" {
+                    self.manager.emit(EventName.resourceStored, ["key": .string(record.key), "url": .string(record.url),
+                                                                 "bytes": .int(record.bytes), "source": .string(source)])
+                }
                 self.finishAll(fetch) { self.finish($0, record: record, content: content, source: source) }
             case .failure(let error):
                 self.fail(fetch, JobError(.internal, "resource index: \(error)"))
@@ -291,10 +302,15 @@ final class ResourceExecutor: JobExecutor {
     }
 
     /// Removes a copy whose file is missing or corrupt (file and index entry).
+    /// Here rather than on a queue: the index removal is queued before any
+    /// later store of the same key from this loop, so it can never undo it.
     private func drop(_ key: String) {
         memory.remove(key)
-        try? FileManager.default.removeItem(atPath: manager.absolutePath(of: key))
+        let url = (try? manager.index.resource(key: key))?.url ?? ""
+        unlink(manager.absolutePath(of: key))
         manager.index.removeResources([key]) { _ in }
+        manager.removals.add(1, ordering: .releasing)
+        manager.emit(EventName.resourceRemoved, ["key": .string(key), "url": .string(url), "reason": "corrupt"])
     }
 
     private func touch(_ key: String) {

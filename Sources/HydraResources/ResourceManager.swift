@@ -1,6 +1,9 @@
 import Foundation
+import OrderedCollections
 import HydraCore
+import HydraLoop
 import HydraREST
+import Synchronization
 
 /// The resource manager (the HJResourceManager idea, resources.md): runs
 /// `resource` jobs on the remote workers beside the REST client manager,
@@ -18,6 +21,13 @@ public final class ResourceManager: JobManager {
     /// The repository folder, absolute.
     public let repositoryPath: String
     let statistics = ResourceStatistics()
+    /// Where `resource.stored` / `resource.removed` go (the engine's bus, set once it exists).
+    private let bus = Locked<EventBus?>(nil)
+    /// Bumped by every removal: a worker's memory tier that sees a new value
+    /// empties itself, so a removed copy is never served from memory.
+    let removals = Atomic<Int>(0)
+    /// The bytes held by the memory tiers of every worker.
+    let memoryBytes = Atomic<Int>(0)
 
     /// - Parameters:
     ///   - rest: the REST manager bound to the same workers (routing, pool).
@@ -29,6 +39,14 @@ public final class ResourceManager: JobManager {
         settings = rest.configuration.resources
         let base = stateDirectory.hasSuffix("/") ? String(stateDirectory.dropLast()) : stateDirectory
         repositoryPath = base + "/" + settings.path
+    }
+
+    /// Sets the bus events go to. Once, before jobs run.
+    public func attach(bus: EventBus) { self.bus.withLock { $0 = bus } }
+
+    func emit(_ name: String, _ fields: OrderedDictionary<String, JSONValue>) {
+        guard let bus = bus.withLock({ $0 }) else { return }
+        bus.emit(name, jobId: "", rootJobId: "", stepPath: "") { fields }
     }
 
     /// Counters since start.

@@ -468,6 +468,7 @@ public final class HydraService: Sendable {
         let ended = journal.endings.withLock { $0 }
         let workers = engine.workerStats()
         let rest = engine.rest.stats
+        let resources = engine.resources.stats
         let queued = workers.reduce(0) { $0 + $1.queued }
         let active = workers.reduce(0) { $0 + $1.active }
         let unfinished = engine.unfinishedJobs
@@ -483,6 +484,9 @@ public final class HydraService: Sendable {
             "requests": ["sent": .int(rest.requests), "retries": .int(rest.retries), "failed": .int(rest.failedRequests),
                          "dummy": .int(rest.dummyResponses)],
             "cache": ["hits": .int(rest.cacheHits), "misses": .int(rest.cacheMisses)],
+            "resources": ["hits": ["memory": .int(resources.memoryHits), "disk": .int(resources.diskHits)],
+                          "misses": .int(resources.misses), "revalidated": .int(resources.revalidated),
+                          "merged": .int(resources.merged), "requests": .int(resources.requests)],
         ]
     }
 

@@ -1,0 +1,99 @@
+import Foundation
+import HydraCore
+import HydraRPC
+import Testing
+
+/// The `resource.*` methods, events and counters (resources.md §2–3) on the
+/// real server binary, its index in the SQLite state store.
+@Suite struct ResourceServerTests {
+    func code(_ client: RPCClient, _ method: String, _ params: JSONValue) -> Int? {
+        do {
+            _ = try client.call(method, params)
+            return nil
+        } catch {
+            return error.code
+        }
+    }
+
+    @Test func everyMethodAndEvent() throws {
+        let server = try ServerProcess()
+        defer { _ = server.terminate() }
+        let client = try server.client()
+        let watcher = try server.client()
+        _ = try watcher.call("events.subscribe", ["events": ["resource.stored", "resource.removed"]])
+        let n = "s" + UUID().uuidString.prefix(8).lowercased()
+        let urlA = TestServer.url("/resource/\(n)a")
+        let urlB = TestServer.url("/resource/\(n)b?size=100")
+        var keys: [String] = []
+        for url in [urlA, urlB] {
+            let id = try client.call("job.submit", ["job": ["type": "resource", "url": .string(url)]])["jobId"]!
+            let result = try client.call("job.result", ["jobId": id, "waitMs": 10_000])
+            #expect(result["result"]?["source"] == "network", "\(result)")
+            keys.append(try #require(result["result"]?["key"]?.stringValue))
+        }
+        // A memory hit, counted by hydra.stats and resource.stats.
+        let hit = try client.call("job.result", ["jobId": client.call("job.submit", ["job": ["type": "resource", "url": .string(urlA), "as": "text"]])["jobId"]!, "waitMs": 10_000])
+        #expect(hit["result"]?["source"] == "memory" && hit["result"]?["content"] == .string("resource \(n)a v1"))
+        #expect(try client.call("hydra.stats")["resources"]?["hits"]?["memory"] == 1)
+
+        let stat = try client.call("resource.stat", ["url": .string(urlA)])
+        #expect(stat["key"] == .string(keys[0]) && stat["bytes"] == .int("resource \(n)a v1".utf8.count))
+        #expect(stat["path"] == .string("resources/\(keys[0].prefix(2))/\(keys[0]).bin"))
+        #expect(try client.call("resource.stat", ["key": .string(keys[1])])["url"] == .string(urlB))
+        #expect(code(client, "resource.stat", ["url": .string(TestServer.url("/resource/never"))]) == -32002)
+        #expect(code(client, "resource.stat", [:]) == -32602)
+
+        let read = try client.call("resource.read", ["url": .string(urlA), "as": "text", "offset": 9, "length": 4])
+        #expect(read["content"] == .string(String("resource \(n)a v1".dropFirst(9).prefix(4))) && read["eof"] == false)
+        let whole = try client.call("resource.read", ["key": .string(keys[0])])
+        #expect(whole["content"] == .string(Data("resource \(n)a v1".utf8).base64EncodedString()) && whole["eof"] == true)
+        #expect(code(client, "resource.read", ["url": .string(urlA), "as": "pdf"]) == -32602)
+
+        let listed = try client.call("resource.list", ["prefix": .string(TestServer.url("/resource/\(n)"))])
+        #expect(listed["resources"]?.arrayValue?.compactMap { $0["key"]?.stringValue } == [keys[1], keys[0]])
+        let page = try client.call("resource.list", ["prefix": .string(TestServer.url("/resource/\(n)")), "limit": 1])
+        #expect(page["resources"]?.arrayValue?.count == 1 && page["next"] == .string(keys[1]))
+
+        let stats = try client.call("resource.stats")
+        #expect(stats["count"] == 2 && stats["hits"]?["memory"] == 1 && stats["misses"] == 2)
+        #expect(stats["bytes"]?.intValue == "resource \(n)a v1".utf8.count + 100)
+
+        let removed = try client.call("resource.remove", ["url": .string(urlA)])
+        #expect(removed["removed"] == 1)
+        #expect(code(client, "resource.stat", ["key": .string(keys[0])]) == -32002)
+        #expect(!FileManager.default.fileExists(atPath: server.stateDirectory + "/resources/\(keys[0].prefix(2))/\(keys[0]).bin"))
+        // Removed from the memory tier too: `only` finds nothing.
+        let only = try client.call("job.result", ["jobId": client.call("job.submit", ["job": ["type": "resource", "url": .string(urlA), "mode": "only"]])["jobId"]!, "waitMs": 10_000])
+        #expect(only["error"]?["message"] == "not in repository")
+        #expect(code(client, "resource.remove", [:]) == -32602)
+
+        let purged = try client.call("resource.purge", ["maxBytes": 0])
+        #expect(purged["removed"] == 1 && purged["bytes"] == 100)
+        #expect(try client.call("resource.stats")["count"] == 0)
+
+        var seen: [String] = []
+        while let note = try watcher.nextNotification(timeout: .milliseconds(500)) {
+            guard let event = note["params"], let name = event["event"]?.stringValue else { continue }
+            seen.append(name + " " + (event["reason"]?.stringValue ?? event["source"]?.stringValue ?? ""))
+        }
+        #expect(seen == ["resource.stored network", "resource.stored network", "resource.removed remove", "resource.removed purge"])
+    }
+
+    @Test func badResourceJobsAreRefusedNamingTheField() throws {
+        let server = try ServerProcess()
+        defer { _ = server.terminate() }
+        let client = try server.client()
+        do {
+            _ = try client.call("job.submit", ["job": ["type": "resource", "url": "http://x/y", "cipher": "aes-gcm", "as": "text"]])
+            Issue.record("accepted")
+        } catch {
+            #expect(error.code == -32602 && error.message.hasPrefix("job.as:"), "\(error.message)")
+        }
+        do {
+            _ = try client.call("job.submit", ["job": ["type": "resource", "url": "http://x/y", "remaker": "nope"]])
+            Issue.record("accepted")
+        } catch {
+            #expect(error.code == -32602 && error.message.hasPrefix("job.remaker:"), "\(error.message)")
+        }
+    }
+}
