@@ -96,4 +96,32 @@ import Testing
             #expect(error.code == -32602 && error.message.hasPrefix("job.remaker:"), "\(error.message)")
         }
     }
+
+    @Test func theResourceCommands() throws {
+        let server = try ServerProcess()
+        defer { _ = server.terminate() }
+        let cli = RunCommandTests()
+        let connect = ["--connect", server.address.description]
+        let n = "c" + UUID().uuidString.prefix(8).lowercased()
+        let url = TestServer.url("/resource/\(n)")
+        let got = try cli.hydra(["resource", "get", url, "--as", "text"] + connect)
+        #expect(got.status == 0 && got.out == "resource \(n) v1\n", "\(got.err)")
+        let refreshed = try cli.hydra(["resource", "get", url, "--refresh"] + connect)
+        #expect(refreshed.status == 0 && refreshed.out.contains(#""source":"revalidated""#), "\(refreshed.out)")
+        let stat = try cli.hydra(["resource", "stat", url] + connect)
+        #expect(stat.status == 0 && stat.out.contains(#""bytes":\#("resource \(n) v1".utf8.count)"#))
+        let cat = try cli.hydra(["resource", "cat", url] + connect)
+        #expect(cat.status == 0 && cat.out == "resource \(n) v1")
+        let ls = try cli.hydra(["resource", "ls", "--prefix", url] + connect)
+        #expect(ls.status == 0 && ls.out.contains(url))
+        let failed = try cli.hydra(["resource", "get", TestServer.url("/resource/\(n)x?status=404")] + connect)
+        #expect(failed.status == 1 && failed.err.contains("HTTP 404"))
+        let rm = try cli.hydra(["resource", "rm", url] + connect)
+        #expect(rm.status == 0 && rm.out.contains(#""removed":1"#))
+        #expect(try cli.hydra(["resource", "stat", url] + connect).status == 1)  // not found
+        #expect(try cli.hydra(["resource", "rm"] + connect).status == 2)
+        #expect(try cli.hydra(["resource", "get", url, "--as", "pdf"] + connect).status == 2)
+        let purge = try cli.hydra(["resource", "purge", "--older-than", "0"] + connect)
+        #expect(purge.status == 0 && purge.out.contains(#""removed":0"#))
+    }
 }
