@@ -162,7 +162,10 @@ public final class HydraEngine: Sendable {
     public func workerStats() -> [WorkerStats] { scheduler.workers.map { $0.stats() } }
 
     /// Stops the threads at once; running jobs are abandoned (their transfers cancelled). Idempotent.
-    public func shutdown() { scheduler.shutdown() }
+    public func shutdown() {
+        resources.stopUpkeep()
+        scheduler.shutdown()
+    }
 
     /// Graceful stop: new submissions are refused (kind `shuttingDown`), jobs
     /// already submitted may finish within `gracePeriod`, then the threads stop.
@@ -170,6 +173,7 @@ public final class HydraEngine: Sendable {
     @discardableResult
     public func shutdown(gracePeriod: Duration) async -> Bool {
         let drained = await scheduler.drain(timeout: gracePeriod)
+        resources.stopUpkeep()
         scheduler.shutdown()
         return drained
     }

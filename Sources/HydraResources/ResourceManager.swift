@@ -28,6 +28,8 @@ public final class ResourceManager: JobManager {
     let removals = Atomic<Int>(0)
     /// The bytes held by the memory tiers of every worker.
     let memoryBytes = Atomic<Int>(0)
+    /// Whether the purge timer runs (``startUpkeep()``).
+    let upkeepRunning = Atomic<Bool>(false)
 
     /// - Parameters:
     ///   - rest: the REST manager bound to the same workers (routing, pool).

@@ -210,3 +210,61 @@ import Testing
         }
     }
 }
+
+/// The embedding API (resources.md §5) and the repository's upkeep.
+@Suite final class ResourceEmbeddingTests: Sendable {
+    let state = NSTemporaryDirectory() + "hydra-resemb-\(UUID().uuidString)"
+
+    deinit { try? FileManager.default.removeItem(atPath: state) }
+
+    @Test func fetchStatReadRemovePurgeFromSwift() async throws {
+        let config = try Configuration(json: try JSONParser.parse(#"{"resources": {"memoryBytes": 64}}"#))
+        let engine = try HydraEngine(configuration: config, stateDirectory: state)
+        defer { engine.shutdown() }
+        let n = "e" + UUID().uuidString.prefix(8).lowercased()
+        let url = TestServer.url("/resource/\(n)")
+        var options = ResourceSpec(RemoteSpec(url: url))
+        options.presentation = .text
+        let result = try await engine.fetchResource(url, options: options)
+        #expect(result["content"]?.stringValue == "resource \(n) v1")
+        #expect(try engine.resourceData(url) == Data("resource \(n) v1".utf8))
+        let file = try #require(try engine.resourceFile(url))
+        #expect(FileManager.default.contents(atPath: file.path) == Data("resource \(n) v1".utf8))
+        #expect(try engine.statResource(url)?["url"] == .string(url))
+        // Bigger than the 64-byte memory tier: served from disk, and the tier evicts by bytes.
+        let big = TestServer.url("/resource/\(n)?size=100")
+        #expect(try await engine.fetchResource(big)["source"] == "network")
+        #expect(try await engine.fetchResource(big)["source"] == "disk")
+        #expect(try await engine.fetchResource(url)["source"] == "memory")
+        #expect(try await engine.removeResources(url: url)["removed"] == 1)
+        #expect(try engine.resourceData(url) == nil)
+        #expect(try await engine.purgeResources(maxBytes: 0) == ["removed": 1, "bytes": 100])
+        do {
+            _ = try await engine.fetchResource(url, options: { var o = ResourceSpec(RemoteSpec()); o.mode = .only; return o }())
+            Issue.record("served")
+        } catch let error as JobError {
+            #expect(error.message == "not in repository")
+        }
+    }
+
+    @Test func startupReconciliationMakesFilesAndIndexAgree() async throws {
+        let store = try SQLiteStore(directory: state)
+        defer { store.close() }
+        let engine = try HydraEngine(configuration: Configuration(), stateDirectory: state, resourceIndex: store)
+        defer { engine.shutdown() }
+        let n = "g" + UUID().uuidString.prefix(8).lowercased()
+        let kept = try await engine.fetchResource(TestServer.url("/resource/\(n)a"))
+        let lost = try await engine.fetchResource(TestServer.url("/resource/\(n)b"))
+        // A file the index does not know, and an entry whose file went.
+        let stray = state + "/resources/ab/" + String(repeating: "ab", count: 32) + ".bin"
+        try FileManager.default.createDirectory(atPath: state + "/resources/ab", withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: stray, contents: Data("stray".utf8)))
+        try FileManager.default.removeItem(atPath: state + "/" + lost["path"]!.stringValue!)
+        let (files, entries) = try engine.resources.reconcile()
+        #expect(files == 1 && entries == 1)
+        #expect(!FileManager.default.fileExists(atPath: stray))
+        #expect(try store.resource(key: lost["key"]!.stringValue!) == nil)
+        #expect(try store.resource(key: kept["key"]!.stringValue!) != nil)
+        #expect(try engine.resources.reconcile() == (0, 0))
+    }
+}
