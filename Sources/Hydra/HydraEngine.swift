@@ -38,6 +38,7 @@ public final class HydraEngine: Sendable {
     ///   - journal: hears each finished step of jobs queued with `Scheduler.enqueue` (durable servers).
     ///   - responseCache: where responses of apis with a `cacheTTL` are kept (none: no caching).
     ///   - resourceIndex: where the resource repository's index lives (none: in memory, see `MemoryResourceIndex`).
+    ///   - sharedKey: the `HYDRA_SHARED_KEY` passphrase, for `aes-gcm` resources.
     ///   - lastSeq: the seq of the last event already issued (events continue after it).
     ///   - retainFinished: how many finished jobs (status and result) stay in memory for
     ///     ``status(of:)`` and ``result(of:)``, oldest forgotten first. Each costs its
@@ -45,14 +46,14 @@ public final class HydraEngine: Sendable {
     public init(configuration: Configuration = Configuration(), stateDirectory: String? = nil,
                 jobsDirectory: String? = nil, shared: (any SharedDataReader)? = nil,
                 journal: (any JobJournal)? = nil, responseCache: (any ResponseCache)? = nil,
-                resourceIndex: (any ResourceIndexStore)? = nil,
+                resourceIndex: (any ResourceIndexStore)? = nil, sharedKey: String? = nil,
                 lastSeq: UInt64 = 0, retainFinished: Int = Scheduler.defaultRetainFinished) throws(ValidationError) {
         HTTPClient.initializeLibrary()
         self.configuration = configuration
         self.stateDirectory = stateDirectory ?? configuration.state.path
         rest = RESTManager(configuration: configuration, stateDirectory: self.stateDirectory, cache: responseCache)
         resources = ResourceManager(rest: rest, index: resourceIndex ?? MemoryResourceIndex(),
-                                    stateDirectory: self.stateDirectory)
+                                    stateDirectory: self.stateDirectory, sharedKey: sharedKey)
         localJobs = LocalJobRegistry()
         var environment: [String: String] = [:]
         let processEnvironment = ProcessInfo.processInfo.environment

@@ -240,17 +240,29 @@ final class ResourceExecutor: JobExecutor {
             fail(fetch, JobError(.invalid, "sha256: the content's digest is \(digest), expected \(expected)"))
             return
         }
+        // The first job's cipher decides how the copy is kept.
+        let cipher = fetch.waiters.first?.spec.cipher ?? .none
+        var stored = content
+        if cipher == .aesGCM {
+            guard let key = manager.atRestKey, let sealed = try? key.seal(content) else {
+                fail(fetch, JobError(.invalid, "cipher: aes-gcm needs HYDRA_SHARED_KEY"))
+                return
+            }
+            stored = sealed
+        }
         do {
-            try manager.rest.writeStateFile(manager.components(of: fetch.key), bytes: content)
+            try manager.rest.writeStateFile(manager.components(of: fetch.key), bytes: stored)
         } catch {
             fail(fetch, error)
             return
         }
         let now = Date().timeIntervalSince1970
+        // An aes-gcm copy's index holds the digest of the sealed file, nothing derived from the clear bytes.
         let record = ResourceRecord(
-            key: fetch.key, url: fetch.routed.http.url, bytes: content.count, diskBytes: content.count,
-            contentType: response.header("content-type"), sha256: digest, etag: response.header("etag"),
-            lastModified: response.header("last-modified"), storedAt: now, lastUsedAt: now, cipher: .none)
+            key: fetch.key, url: fetch.routed.http.url, bytes: content.count, diskBytes: stored.count,
+            contentType: response.header("content-type"), sha256: cipher == .none ? digest : ResourceKey.sha256(stored),
+            etag: response.header("etag"), lastModified: response.header("last-modified"), storedAt: now,
+            lastUsedAt: now, cipher: cipher)
         commit(fetch, record, content: content, source: "network")
     }
 
@@ -295,10 +307,7 @@ final class ResourceExecutor: JobExecutor {
     /// The content of `record`'s file when it is there and its digest matches
     /// (the index's, which is the job's `sha256` when one was given); else nil.
     private func load(_ record: ResourceRecord) -> [UInt8]? {
-        guard let data = FileManager.default.contents(atPath: manager.absolutePath(of: record.key)) else { return nil }
-        let content = [UInt8](data)
-        guard content.count == record.bytes, ResourceKey.sha256(content) == record.sha256 else { return nil }
-        return content
+        manager.load(record)
     }
 
     /// Removes a copy whose file is missing or corrupt (file and index entry).
@@ -332,9 +341,12 @@ final class ResourceExecutor: JobExecutor {
 
     /// Finishes `waiter` with the result object (resources.md §1), checking its own `sha256`.
     private func finish(_ waiter: Waiter, record: ResourceRecord, content: [UInt8], source: String) {
-        if let expected = waiter.spec.sha256, expected != record.sha256 {
-            waiter.handle.finish(.failure(JobError(.invalid, "sha256: the content's digest is \(record.sha256), expected \(expected)")))
-            return
+        if let expected = waiter.spec.sha256 {
+            let digest = record.cipher == .none ? record.sha256 : ResourceKey.sha256(content)
+            if expected != digest {
+                waiter.handle.finish(.failure(JobError(.invalid, "sha256: the content's digest is \(digest), expected \(expected)")))
+                return
+            }
         }
         var o = ResourceExecutor.stat(record, path: manager.relativePath(of: record.key))
         o["source"] = .string(source)

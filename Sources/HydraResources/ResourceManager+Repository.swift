@@ -24,11 +24,11 @@ extension ResourceManager {
     public func read(key: String, as presentation: ResourceSpec.Presentation = .base64, offset: Int = 0,
                      length: Int? = nil) throws(JobError) -> JSONValue? {
         guard let record = try? index.resource(key: key) else { return nil }
-        guard let data = FileManager.default.contents(atPath: absolutePath(of: key)),
-              data.count == record.bytes, ResourceKey.sha256([UInt8](data)) == record.sha256 else {
+        guard let clear = load(record) else {
             removeCopies([key], reason: "corrupt") { _ in }
             return nil
         }
+        let data = Data(clear)
         let start = min(max(0, offset), data.count)
         let end = length.map { min(data.count, start + max(0, $0)) } ?? data.count
         let slice = [UInt8](data[start..<end])
@@ -43,6 +43,21 @@ extension ResourceManager {
         case .path: content = .string(relativePath(of: key))
         }
         return ["key": .string(key), "content": content, "bytes": .int(record.bytes), "eof": .bool(end == data.count)]
+    }
+
+    /// The clear content of `record`'s file when it is there and checks out
+    /// (size and SHA-256 of the file, and for aes-gcm its tag); else nil. Blocking file I/O.
+    func load(_ record: ResourceRecord) -> [UInt8]? {
+        guard let data = FileManager.default.contents(atPath: absolutePath(of: record.key)) else { return nil }
+        let stored = [UInt8](data)
+        guard stored.count == record.diskBytes, ResourceKey.sha256(stored) == record.sha256 else { return nil }
+        switch record.cipher {
+        case .none: return stored
+        case .aesGCM:
+            guard let clear = try? atRestKey?.open(stored), clear.count == record.bytes else { return nil }
+            return clear
+        case .gzip: return nil
+        }
     }
 
     /// A page of stat objects, newest first: `{"resources": [...], "next"?}`.

@@ -18,6 +18,8 @@ public final class ResourceManager: JobManager {
     let rest: RESTManager
     let index: any ResourceIndexStore
     let settings: Configuration.Resources
+    /// The key of `aes-gcm` copies; nil without `HYDRA_SHARED_KEY`.
+    let atRestKey: AtRestKey?
     /// The repository folder, absolute.
     public let repositoryPath: String
     let statistics = ResourceStatistics()
@@ -35,8 +37,10 @@ public final class ResourceManager: JobManager {
     ///   - rest: the REST manager bound to the same workers (routing, pool).
     ///   - index: where the index lives (a server's state store; an embedded
     ///     engine's ``MemoryResourceIndex``).
-    public init(rest: RESTManager, index: any ResourceIndexStore, stateDirectory: String) {
+    ///   - sharedKey: the `HYDRA_SHARED_KEY` passphrase, for `aes-gcm` copies.
+    public init(rest: RESTManager, index: any ResourceIndexStore, stateDirectory: String, sharedKey: String? = nil) {
         self.rest = rest
+        atRestKey = AtRestKey(passphrase: sharedKey)
         self.index = index
         settings = rest.configuration.resources
         let base = stateDirectory.hasSuffix("/") ? String(stateDirectory.dropLast()) : stateDirectory
@@ -67,8 +71,13 @@ public final class ResourceManager: JobManager {
         guard case .resource(let resource) = spec.body else { return }
         try rest.validateRequest(resource.request, path: path)
         func at(_ key: String) -> String { FieldReader.join(path, key) }
-        if resource.cipher != .none {
-            throw ValidationError(path: at("cipher"), "\(resource.cipher.rawValue) at rest is not available in this build (only none)")
+        switch resource.cipher {
+        case .none: break
+        case .aesGCM where atRestKey == nil:
+            throw ValidationError(path: at("cipher"), "aes-gcm needs HYDRA_SHARED_KEY (a passphrase of 16+ characters)")
+        case .aesGCM: break
+        case .gzip:
+            throw ValidationError(path: at("cipher"), "gzip at rest is not available in this build (none or aes-gcm)")
         }
         if let remaker = resource.remaker {
             throw ValidationError(path: at("remaker"), "unknown remaker '\(remaker)'")

@@ -41,9 +41,10 @@ public final class HydraService: Sendable {
     /// store's last event (plus `seqReserve` after an unclean stop, so a seq a
     /// client saw before a crash is never issued again).
     /// `retainFinished`: finished jobs the engine keeps in memory (see ``finishedInMemory``).
+    /// `sharedKey`: the `HYDRA_SHARED_KEY` passphrase (for `aes-gcm` resources).
     public init(configuration: Configuration, store: any StateStore, stateDirectory: String? = nil,
                 jobsDirectory: String? = nil, seqReserve: UInt64 = 0,
-                retainFinished: Int = HydraService.finishedInMemory) throws {
+                retainFinished: Int = HydraService.finishedInMemory, sharedKey: String? = nil) throws {
         self.configuration = configuration
         self.store = store
         reads = StoreReads()
@@ -54,7 +55,7 @@ public final class HydraService: Sendable {
         let cache = StoreResponseCache(store: store, events: EventRelay())
         engine = try HydraEngine(configuration: configuration, stateDirectory: stateDirectory,
                                  jobsDirectory: jobsDirectory, shared: shared, journal: journal,
-                                 responseCache: cache, resourceIndex: store, lastSeq: lastSeq + seqReserve,
+                                 responseCache: cache, resourceIndex: store, sharedKey: sharedKey, lastSeq: lastSeq + seqReserve,
                                  retainFinished: retainFinished)
         cache.events.bus.withLock { $0 = engine.bus }
         _ = engine.subscribe(sink: StoreEventLog(store: store))

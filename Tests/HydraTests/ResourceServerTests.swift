@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HydraCore
 import HydraRPC
@@ -123,5 +124,53 @@ import Testing
         #expect(try cli.hydra(["resource", "get", url, "--as", "pdf"] + connect).status == 2)
         let purge = try cli.hydra(["resource", "purge", "--older-than", "0"] + connect)
         #expect(purge.status == 0 && purge.out.contains(#""removed":0"#))
+    }
+
+    @Test func aesGCMCopiesAreNeverStoredInClear() throws {
+        let server = try ServerProcess(environment: ["HYDRA_SHARED_KEY": "a passphrase of 16+ chars"])
+        defer { _ = server.terminate() }
+        let client = try server.client()
+        let n = "k" + UUID().uuidString.prefix(8).lowercased()
+        let url = TestServer.url("/resource/\(n)?size=3000")
+        let clear = "resource \(n) v1"
+        let id = try client.call("job.submit", ["job": ["type": "resource", "url": .string(url), "cipher": "aes-gcm"]])["jobId"]!
+        let result = try client.call("job.result", ["jobId": id, "waitMs": 10_000])
+        #expect(result["result"]?["source"] == "network" && result["result"]?["path"] == nil, "\(result)")
+        let key = try #require(result["result"]?["key"]?.stringValue)
+        // Readable with resource.read, and by a job from disk after the memory tier forgot it.
+        let read = try client.call("resource.read", ["key": .string(key), "as": "text", "length": 40])
+        #expect(read["content"]?.stringValue?.hasPrefix(clear) == true && read["bytes"] == 3000)
+        _ = try client.call("hydra.stats")
+        // No byte in clear: not in the repository, the database or its WAL.
+        let file = try #require(FileManager.default.contents(atPath: server.stateDirectory + "/resources/\(key.prefix(2))/\(key).bin"))
+        #expect(file.count > 3000 && file.range(of: Data(clear.utf8)) == nil && file.range(of: Data(String(repeating: ".", count: 64).utf8)) == nil)
+        for name in ["hydra.db", "hydra.db-wal"] {
+            if let bytes = FileManager.default.contents(atPath: server.stateDirectory + "/" + name) {
+                #expect(bytes.range(of: Data(clear.utf8)) == nil, "\(name)")
+            }
+        }
+        // A job asking for another cipher's copy by its expected sha256 of the clear content still checks it.
+        let digest = ResourceKeyDigest.sha256(Array(clear.utf8) + Array(repeating: UInt8(ascii: "."), count: 3000 - clear.utf8.count))
+        let checked = try client.call("job.result", ["jobId": client.call("job.submit", ["job": ["type": "resource", "url": .string(url), "sha256": .string(digest)]])["jobId"]!, "waitMs": 10_000])
+        #expect(checked["result"]?["source"] == "memory", "\(checked)")
+    }
+
+    @Test func aesGCMWithoutTheKeyIsRefusedNamingIt() throws {
+        let server = try ServerProcess()
+        defer { _ = server.terminate() }
+        let client = try server.client()
+        do {
+            _ = try client.call("job.submit", ["job": ["type": "resource", "url": "http://x/y", "cipher": "aes-gcm"]])
+            Issue.record("accepted")
+        } catch {
+            #expect(error.code == -32602 && error.message.contains("HYDRA_SHARED_KEY"), "\(error.message)")
+        }
+    }
+}
+
+/// SHA-256 hex, for expected digests in tests.
+enum ResourceKeyDigest {
+    static func sha256(_ bytes: [UInt8]) -> String {
+        SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
     }
 }
