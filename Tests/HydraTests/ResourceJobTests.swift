@@ -268,3 +268,47 @@ import Testing
         #expect(try engine.resources.reconcile() == (0, 0))
     }
 }
+
+/// Transfers that break (resources.md §1, issue 13 §2): nothing partial is
+/// ever visible, and a good copy survives a failed refresh.
+@Suite final class ResourceFaultTests: Sendable {
+    let state = NSTemporaryDirectory() + "hydra-resfault-\(UUID().uuidString)"
+
+    deinit { try? FileManager.default.removeItem(atPath: state) }
+
+    func files() -> [String] {
+        (FileManager.default.enumerator(atPath: state + "/resources")?.allObjects as? [String] ?? [])
+            .filter { $0.hasSuffix(".bin") || $0.contains(".hydra-download-") }
+    }
+
+    @Test func aCutConnectionIsRetriedAndLeavesNothingPartial() async throws {
+        let engine = try HydraEngine(configuration: Configuration(), stateDirectory: state)
+        defer { engine.shutdown() }
+        let n = "f" + UUID().uuidString.prefix(8).lowercased()
+        let url = TestServer.url("/resource/\(n)?size=4000&cut=first")
+        let noRetry = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","retry":{"maxAttempts":1}}"#))
+        #expect(noRetry.error?.kind == .network, "\(String(describing: noRetry.error))")
+        #expect(files().isEmpty)
+        let retried = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","retry":{"maxAttempts":2,"backoffMs":1},"as":"text"}"#))
+        #expect(retried.result?["content"]?.stringValue?.count == 4000, "\(String(describing: retried.error))")
+        #expect(files().count == 1)
+    }
+
+    @Test func aFailedRefreshKeepsTheGoodCopy() async throws {
+        let config = try Configuration(json: try JSONParser.parse(#"{"resources": {"memoryBytes": 0}}"#))
+        let engine = try HydraEngine(configuration: config, stateDirectory: state)
+        defer { engine.shutdown() }
+        let n = "h" + UUID().uuidString.prefix(8).lowercased()
+        // No validators: a refresh fetches the body again, and the server cuts it.
+        let url = TestServer.url("/resource/\(n)?size=4000&cut=after1&validators=0")
+        let good = try await engine.run(spec(#"{"type":"resource","url":"\#(url)"}"#))
+        #expect(good.result?["source"] == "network")
+        for mode in ["refresh", "use"] {
+            let failed = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","mode":"\#(mode)","maxAgeSec":0,"retry":{"maxAttempts":1}}"#))
+            #expect(failed.error?.kind == .network, "\(mode): \(String(describing: failed.error))")
+        }
+        let kept = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","mode":"only","as":"text"}"#))
+        #expect(kept.result?["source"] == "disk" && kept.result?["content"]?.stringValue?.count == 4000)
+        #expect(files().count == 1)
+    }
+}

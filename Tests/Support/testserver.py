@@ -546,8 +546,14 @@ class Handler(BaseHTTPRequestHandler):
         Last-Modified; `If-None-Match` / `If-Modified-Since` that still match
         get 304. `?delay=` ms holds the answer. Counters: `res-<key>` (requests),
         `res304-<key>` (304s), `resbytes-<key>` (body bytes sent);
-        `?status=` answers that status instead (`?type=` sets Content-Type)."""
-        _increment(f"res-{key}")
+        `?status=` answers that status instead (`?type=` sets Content-Type);
+        `?cut=first` sends half the body of the first request under the full
+        Content-Length and closes (a lying length, a cut connection), `?cut=after1`
+        does so for every request after the first; `?validators=0` sends
+        neither ETag nor Last-Modified."""
+        count = _increment(f"res-{key}")
+        cut = self.query.get("cut", "")
+        cutting = (cut == "first" and count == 1) or (cut == "after1" and count > 1)
         delay = _int(self.query.get("delay", "0"), "delay")
         if delay:
             time.sleep(delay / 1000)
@@ -562,7 +568,10 @@ class Handler(BaseHTTPRequestHandler):
         etag = f'"{key}-{version}"'
         modified = "Mon, 23 Nov 2026 10:00:00 GMT"
         headers = [("Last-Modified", modified), ("Accept-Ranges", "bytes")]
-        if self.query.get("etag", "1") != "0":
+        if self.query.get("validators", "1") == "0":
+            headers = [("Accept-Ranges", "bytes")]  # nothing to revalidate with
+            unchanged = False
+        elif self.query.get("etag", "1") != "0":
             headers.append(("ETag", etag))
             match = self.headers.get("If-None-Match")
             unchanged = match is not None and match == etag
@@ -571,6 +580,18 @@ class Handler(BaseHTTPRequestHandler):
         if unchanged:
             _increment(f"res304-{key}")
             self._send(304, b"", None, headers)
+            return
+        if cutting:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in headers:
+                self.send_header(name, value)
+            self.end_headers()
+            self._headers_sent = True
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
             return
         with _counters_lock:
             _counters[f"resbytes-{key}"] = _counters.get(f"resbytes-{key}", 0) + len(body)
