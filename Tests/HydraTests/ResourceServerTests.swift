@@ -168,6 +168,45 @@ import Testing
     }
 }
 
+/// `kill -9` in the middle of 100 downloads (issue 13 §2).
+@Suite struct ResourceCrashTests {
+    @Test func killNineDuringDownloads() throws {
+        let state = NSTemporaryDirectory() + "hydra-rescrash-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let n = "x" + UUID().uuidString.prefix(8).lowercased()
+        var server = try ServerProcess(state: state)
+        var client = try server.client()
+        var ids: [JSONValue] = []
+        for i in 0..<100 {
+            let url = TestServer.url("/resource/\(n)\(i)?size=20000&delay=\(100 + i % 7 * 20)")
+            ids.append(try client.call("job.submit", ["job": ["type": "resource", "url": .string(url)]])["jobId"]!)
+        }
+        // Killed once some copies are stored and others are in flight.
+        try waitUntilBlocking(timeout: .seconds(10)) {
+            ((try? client.call("resource.stats"))?["count"]?.intValue ?? 0) >= 5
+        }
+        server.kill9()
+
+        server = try ServerProcess(state: state)
+        defer { _ = server.terminate() }
+        client = try server.client()
+        for id in ids {
+            let result = try client.call("job.result", ["jobId": id, "waitMs": 20_000], timeout: .seconds(30))
+            #expect(result["state"] == "succeeded", "\(result)")
+        }
+        // No partial file anywhere, and the index and the files agree.
+        let all = FileManager.default.enumerator(atPath: state + "/resources")?.allObjects as? [String] ?? []
+        #expect(!all.contains { $0.contains(".hydra-download-") })
+        let files = Set(all.filter { $0.hasSuffix(".bin") }.map { String($0.split(separator: "/").last!.dropLast(4)) })
+        let listed = try client.call("resource.list", ["limit": 1000])["resources"]?.arrayValue ?? []
+        #expect(files.count == 100 && Set(listed.compactMap { $0["key"]?.stringValue }) == files)
+        for key in files {
+            let data = try #require(FileManager.default.contents(atPath: state + "/resources/\(key.prefix(2))/\(key).bin"))
+            #expect(data.count == 20000)
+        }
+    }
+}
+
 /// SHA-256 hex, for expected digests in tests.
 enum ResourceKeyDigest {
     static func sha256(_ bytes: [UInt8]) -> String {
