@@ -51,7 +51,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "HydraHTTP",
-            dependencies: ["HydraLoop", "CUV", "CCurl"],
+            dependencies: ["HydraLoop", "CUV", "CCurl", "CZlib"],
             swiftSettings: strict),
         .target(
             name: "HydraCore",
@@ -81,7 +81,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "HydraStore",
-            dependencies: ["HydraCore", "HydraLoop", "CSQLite", "CZlib", .product(name: "Crypto", package: "swift-crypto"),
+            dependencies: ["HydraCore", "HydraLoop", "HydraHTTP", "CSQLite", "CZlib", .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "OrderedCollections", package: "swift-collections")],
             swiftSettings: strict),
         .target(

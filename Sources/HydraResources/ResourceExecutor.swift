@@ -233,8 +233,44 @@ final class ResourceExecutor: JobExecutor {
         commit(fetch, record, content: content, source: "revalidated")
     }
 
+    /// A body judged a success: remade (on a global dispatch queue, off this
+    /// loop) when the first job names a remaker, then kept.
     private func store(_ fetch: Fetch, _ response: HTTPResponse) {
-        let content = response.body
+        let meta = (type: response.header("content-type"), etag: response.header("etag"),
+                    modified: response.header("last-modified"))
+        guard let spec = fetch.waiters.first?.spec, let name = spec.remaker else {
+            keep(fetch, response.body, meta)
+            return
+        }
+        guard let remaker = manager.remaker(named: name) else {
+            fail(fetch, JobError(.invalid, "remaker: unknown remaker '\(name)'"))
+            return
+        }
+        let options = spec.remakeOptions ?? .object([:])
+        let limit = manager.settings.maxBytes
+        let body = response.body
+        let resume = LoopBound({ [unowned self] (result: Result<[UInt8], JobError>) in
+            switch result {
+            case .success(let derived): self.keep(fetch, derived, meta)
+            case .failure(let error): self.fail(fetch, error)
+            }
+        }, loop: loop)
+        let loop = self.loop
+        DispatchQueue.global().async {
+            let result: Result<[UInt8], JobError>
+            do {
+                let derived = [UInt8](try remaker(Data(body), options))
+                result = derived.count <= limit ? .success(derived)
+                    : .failure(JobError(.tooLarge, "remaker: the derived resource is larger than resources.maxBytes (\(limit) bytes)"))
+            } catch {
+                result = .failure(JobError(.invalid, "remaker: \(name) failed: \(error)"))
+            }
+            _ = loop.execute { resume.value(result) }
+        }
+    }
+
+    /// Checks, writes (at rest with the first job's cipher) and indexes `content`.
+    private func keep(_ fetch: Fetch, _ content: [UInt8], _ meta: (type: String?, etag: String?, modified: String?)) {
         let digest = ResourceKey.sha256(content)
         if let expected = fetch.waiters.first?.spec.sha256, expected != digest {
             fail(fetch, JobError(.invalid, "sha256: the content's digest is \(digest), expected \(expected)"))
@@ -243,7 +279,15 @@ final class ResourceExecutor: JobExecutor {
         // The first job's cipher decides how the copy is kept.
         let cipher = fetch.waiters.first?.spec.cipher ?? .none
         var stored = content
-        if cipher == .aesGCM {
+        switch cipher {
+        case .none: break
+        case .gzip:
+            guard let packed = try? Gzip.compress(content) else {
+                fail(fetch, JobError(.internal, "cipher: gzip failed"))
+                return
+            }
+            stored = packed
+        case .aesGCM:
             guard let key = manager.atRestKey, let sealed = try? key.seal(content) else {
                 fail(fetch, JobError(.invalid, "cipher: aes-gcm needs HYDRA_SHARED_KEY"))
                 return
@@ -257,12 +301,12 @@ final class ResourceExecutor: JobExecutor {
             return
         }
         let now = Date().timeIntervalSince1970
-        // An aes-gcm copy's index holds the digest of the sealed file, nothing derived from the clear bytes.
+        // The index keeps the digest of the file at rest: for gzip and aes-gcm
+        // copies nothing derived from the clear bytes is stored.
         let record = ResourceRecord(
             key: fetch.key, url: fetch.routed.http.url, bytes: content.count, diskBytes: stored.count,
-            contentType: response.header("content-type"), sha256: cipher == .none ? digest : ResourceKey.sha256(stored),
-            etag: response.header("etag"), lastModified: response.header("last-modified"), storedAt: now,
-            lastUsedAt: now, cipher: cipher)
+            contentType: meta.type, sha256: cipher == .none ? digest : ResourceKey.sha256(stored),
+            etag: meta.etag, lastModified: meta.modified, storedAt: now, lastUsedAt: now, cipher: cipher)
         commit(fetch, record, content: content, source: "network")
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import HydraCore
+import HydraHTTP
 import HydraLoop
 import OrderedCollections
 
@@ -56,7 +57,9 @@ extension ResourceManager {
         case .aesGCM:
             guard let clear = try? atRestKey?.open(stored), clear.count == record.bytes else { return nil }
             return clear
-        case .gzip: return nil
+        case .gzip:
+            guard let clear = try? Gzip.decompress(stored, limit: record.bytes), clear.count == record.bytes else { return nil }
+            return clear
         }
     }
 

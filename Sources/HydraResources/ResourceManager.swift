@@ -1,6 +1,7 @@
 import Foundation
 import OrderedCollections
 import HydraCore
+import HydraHTTP
 import HydraLoop
 import HydraREST
 import Synchronization
@@ -30,6 +31,8 @@ public final class ResourceManager: JobManager {
     let removals = Atomic<Int>(0)
     /// The bytes held by the memory tiers of every worker.
     let memoryBytes = Atomic<Int>(0)
+    /// Remakers by name; `gunzip` built in.
+    private let remakers: Locked<[String: Remaker]>
     /// Whether the purge timer runs (``startUpkeep()``).
     let upkeepRunning = Atomic<Bool>(false)
 
@@ -41,11 +44,27 @@ public final class ResourceManager: JobManager {
     public init(rest: RESTManager, index: any ResourceIndexStore, stateDirectory: String, sharedKey: String? = nil) {
         self.rest = rest
         atRestKey = AtRestKey(passphrase: sharedKey)
+        let limit = rest.configuration.resources.maxBytes
+        remakers = Locked(["gunzip": { data, _ in
+            do { return Data(try Gzip.decompress([UInt8](data), limit: limit)) } catch { throw error }
+        }])
         self.index = index
         settings = rest.configuration.resources
         let base = stateDirectory.hasSuffix("/") ? String(stateDirectory.dropLast()) : stateDirectory
         repositoryPath = base + "/" + settings.path
     }
+
+    /// A remaker: derives the resource a job returns from the fetched content
+    /// (`remakeOptions` as given, `{}` without). Runs on a global dispatch
+    /// queue, never on a loop; a throw fails the job (kind `invalid`).
+    public typealias Remaker = @Sendable (Data, JSONValue) throws -> Data
+
+    /// Adds or replaces the remaker `name` (`"remaker": name` in specs).
+    public func register(remaker name: String, _ body: @escaping Remaker) {
+        remakers.withLock { $0[name] = body }
+    }
+
+    func remaker(named name: String) -> Remaker? { remakers.withLock { $0[name] } }
 
     /// Sets the bus events go to. Once, before jobs run.
     public func attach(bus: EventBus) { self.bus.withLock { $0 = bus } }
@@ -75,12 +94,10 @@ public final class ResourceManager: JobManager {
         case .none: break
         case .aesGCM where atRestKey == nil:
             throw ValidationError(path: at("cipher"), "aes-gcm needs HYDRA_SHARED_KEY (a passphrase of 16+ characters)")
-        case .aesGCM: break
-        case .gzip:
-            throw ValidationError(path: at("cipher"), "gzip at rest is not available in this build (none or aes-gcm)")
+        case .aesGCM, .gzip: break
         }
-        if let remaker = resource.remaker {
-            throw ValidationError(path: at("remaker"), "unknown remaker '\(remaker)'")
+        if let name = resource.remaker, remaker(named: name) == nil {
+            throw ValidationError(path: at("remaker"), "unknown remaker '\(name)'")
         }
     }
 

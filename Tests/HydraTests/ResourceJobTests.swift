@@ -312,3 +312,53 @@ import Testing
         #expect(files().count == 1)
     }
 }
+
+/// Remakers and gzip at rest (resources.md §1).
+@Suite final class ResourceRemakerTests: Sendable {
+    let state = NSTemporaryDirectory() + "hydra-resremake-\(UUID().uuidString)"
+
+    deinit { try? FileManager.default.removeItem(atPath: state) }
+
+    @Test func gunzipAndSwiftRemakers() async throws {
+        let engine = try HydraEngine(configuration: Configuration(), stateDirectory: state)
+        defer { engine.shutdown() }
+        engine.resources.register(remaker: "upper") { data, options in
+            let suffix = options["suffix"]?.stringValue ?? ""
+            return Data((String(decoding: data, as: UTF8.self).uppercased() + suffix).utf8)
+        }
+        let n = "m" + UUID().uuidString.prefix(8).lowercased()
+        let url = TestServer.url("/resource/\(n)?gz=1&size=500")
+        let plain = String("resource \(n) v1" + String(repeating: ".", count: 500)).prefix(500)
+        let unzipped = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","remaker":"gunzip","as":"text"}"#))
+        #expect(unzipped.result?["content"]?.stringValue == String(plain), "\(String(describing: unzipped.error))")
+        let raw = try await engine.run(spec(#"{"type":"resource","url":"\#(url)"}"#))
+        #expect(raw.result?["key"] != unzipped.result?["key"] && raw.result?["bytes"]?.intValue ?? 0 < 500)
+        let upper = try await engine.run(spec(#"{"type":"resource","url":"\#(TestServer.url("/resource/\(n)"))","remaker":"upper","remakeOptions":{"suffix":"!"},"as":"text"}"#))
+        #expect(upper.result?["content"]?.stringValue == "RESOURCE \(n.uppercased()) V1!")
+        #expect(upper.result?["source"] == "network")
+        // Another options object is another resource.
+        let other = try await engine.run(spec(#"{"type":"resource","url":"\#(TestServer.url("/resource/\(n)"))","remaker":"upper","as":"text"}"#))
+        #expect(other.result?["content"]?.stringValue == "RESOURCE \(n.uppercased()) V1" && other.result?["key"] != upper.result?["key"])
+        // A body that is not gzip: the job fails, nothing stored.
+        let bad = try await engine.run(spec(#"{"type":"resource","url":"\#(TestServer.url("/resource/\(n)?gz=bad"))","remaker":"gunzip"}"#))
+        #expect(bad.error?.kind == .invalid && bad.error?.message.hasPrefix("remaker: gunzip failed") == true)
+        let none = try await engine.run(spec(#"{"type":"resource","url":"\#(TestServer.url("/resource/\(n)?gz=bad"))","remaker":"gunzip","mode":"only"}"#))
+        #expect(none.error?.message == "not in repository")
+    }
+
+    @Test func gzipAtRest() async throws {
+        let config = try Configuration(json: try JSONParser.parse(#"{"resources": {"memoryBytes": 0}}"#))
+        let engine = try HydraEngine(configuration: config, stateDirectory: state)
+        defer { engine.shutdown() }
+        let n = "z" + UUID().uuidString.prefix(8).lowercased()
+        let url = TestServer.url("/resource/\(n)?size=5000")
+        let first = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","cipher":"gzip","as":"text"}"#))
+        #expect(first.result?["content"]?.stringValue?.count == 5000 && first.result?["path"] == nil)
+        let key = try #require(first.result?["key"]?.stringValue)
+        let file = try #require(FileManager.default.contents(atPath: state + "/resources/\(key.prefix(2))/\(key).bin"))
+        #expect(file.count < 1000 && file.range(of: Data("resource \(n)".utf8)) == nil)
+        let disk = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","as":"base64"}"#))
+        #expect(disk.result?["source"] == "disk" && Data(base64Encoded: disk.result?["content"]?.stringValue ?? "")?.count == 5000)
+        #expect(try engine.resourceData(url)?.count == 5000)
+    }
+}

@@ -550,7 +550,8 @@ class Handler(BaseHTTPRequestHandler):
         `?cut=first` sends half the body of the first request under the full
         Content-Length and closes (a lying length, a cut connection), `?cut=after1`
         does so for every request after the first; `?validators=0` sends
-        neither ETag nor Last-Modified."""
+        neither ETag nor Last-Modified; `?gz=1` sends the body gzipped (as
+        its content, no Content-Encoding), `?gz=bad` a corrupt gzip body."""
         count = _increment(f"res-{key}")
         cut = self.query.get("cut", "")
         cutting = (cut == "first" and count == 1) or (cut == "after1" and count > 1)
@@ -593,6 +594,10 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
             return
+        if self.query.get("gz") == "1":
+            body = gzip.compress(body)  # the body itself is gzip (no Content-Encoding)
+        elif self.query.get("gz") == "bad":
+            body = gzip.compress(body)[:-12] + b"not gzip"
         with _counters_lock:
             _counters[f"resbytes-{key}"] = _counters.get(f"resbytes-{key}", 0) + len(body)
         self._send(200, body, self.query.get("type", "text/plain; charset=utf-8"), headers)
