@@ -362,3 +362,18 @@ import Testing
         #expect(try engine.resourceData(url)?.count == 5000)
     }
 }
+
+/// The README's Swift example of the resource manager, compiled here, run against the test server.
+@Suite struct ResourceReadmeTests {
+    @Test func readmeShowsTheExampleAndItRuns() async throws {
+        let root = RunCommandTests.root
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let example = try String(contentsOf: root.appendingPathComponent("Tests/HydraTests/ResourceReadmeExample.swift"), encoding: .utf8)
+        #expect(readme.contains("```swift\n" + example + "```"))
+        let state = NSTemporaryDirectory() + "hydra-resreadme-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let n = "d" + UUID().uuidString.prefix(8).lowercased()
+        let data = try await cachedData(from: TestServer.url("/resource/\(n)"), state: state)
+        #expect(data == Data("resource \(n) v1".utf8))
+    }
+}
