@@ -66,6 +66,8 @@ public final class HydraEngine: Sendable {
             retainFinished: retainFinished, maxQueuedJobs: configuration.maxQueuedJobs,
             maxResultBytes: configuration.maxResultBytes)
         resources.attach(bus: scheduler.bus)
+        // The disk LRU and expiry, every resources.purgeIntervalSec, off the loops.
+        resources.startUpkeep()
     }
 
     /// Starts an engine from a configuration file (errors name the file and key path).

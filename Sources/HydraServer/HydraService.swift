@@ -155,13 +155,12 @@ public final class HydraService: Sendable {
     public func recover() throws -> Int {
         // Downloads in flight at the crash left temporary files; their jobs run again.
         RESTManager.removeLeftoverDownloads(in: engine.stateDirectory)
-        // The resource repository and its index agree again (resources.md §4), then stay within bounds.
+        // The resource repository and its index agree again (resources.md §4); the engine's purge timer keeps them within bounds.
         let (files, entries) = try engine.resources.reconcile()
         if files + entries > 0 {
             FileHandle.standardError.write(Data(
                 "hydra: resources: removed \(files) file(s) without an index entry and \(entries) entry(ies) without a file\n".utf8))
         }
-        engine.resources.startUpkeep()
         let unfinished = try store.unfinishedJobs()
         var queued: [QueuedJob] = []
         for (job, steps, emitted) in unfinished {

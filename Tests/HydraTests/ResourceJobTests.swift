@@ -377,3 +377,34 @@ import Testing
         #expect(data == Data("resource \(n) v1".utf8))
     }
 }
+
+/// The purge timer (resources.md §4): past `maxBytes`, the least recently used copies go.
+@Suite final class ResourceUpkeepTests: Sendable {
+    let state = NSTemporaryDirectory() + "hydra-resupkeep-\(UUID().uuidString)"
+
+    deinit { try? FileManager.default.removeItem(atPath: state) }
+
+    @Test func theTimerEvictsTheLeastRecentlyUsedPastMaxBytes() async throws {
+        let config = try Configuration(json: try JSONParser.parse(#"{"resources": {"maxBytes": 250, "purgeIntervalSec": 1}}"#))
+        let engine = try HydraEngine(configuration: config, stateDirectory: state)
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let n = "u" + UUID().uuidString.prefix(8).lowercased()
+        var keys: [String] = []
+        for i in 0..<3 {
+            let result = try await engine.fetchResource(TestServer.url("/resource/\(n)\(i)?size=100"))
+            keys.append(result["key"]!.stringValue!)
+            try await Task.sleep(for: .milliseconds(20))  // distinct lastUsedAt
+        }
+        // Within 1 s the timer removes the oldest-used copy: 300 bytes > 250.
+        let deadline = Date().addingTimeInterval(5)
+        while try engine.resources.stat(key: keys[0]) != nil, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(try engine.resources.stat(key: keys[0]) == nil)
+        #expect(try engine.resources.stat(key: keys[1]) != nil && engine.resources.stat(key: keys[2]) != nil)
+        engine.bus.waitForEmits()
+        #expect(log.all.contains { $0.name == "resource.removed" && $0.fields["key"] == .string(keys[0]) && $0.fields["reason"] == "evicted" })
+    }
+}
