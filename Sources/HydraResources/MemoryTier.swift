@@ -9,6 +9,8 @@ final class MemoryTier {
     struct Entry {
         var record: ResourceRecord
         var content: [UInt8]
+        /// The result's stat fields, built once (a hit only adds `source`).
+        var stat: OrderedDictionary<String, JSONValue>
     }
 
     let capacity: Int
@@ -34,10 +36,10 @@ final class MemoryTier {
     }
 
     /// Keeps `content` under `record.key`, evicting the least recently used past the capacity.
-    func put(_ record: ResourceRecord, content: [UInt8]) {
+    func put(_ record: ResourceRecord, content: [UInt8], stat: OrderedDictionary<String, JSONValue>) {
         remove(record.key)
         guard content.count <= capacity else { return }
-        entries[record.key] = Entry(record: record, content: content)
+        entries[record.key] = Entry(record: record, content: content, stat: stat)
         bytes += content.count
         while bytes > capacity, let first = entries.keys.first { remove(first) }
     }

@@ -93,7 +93,7 @@ final class ResourceExecutor: JobExecutor {
             manager.statistics.countMemoryHit()
             touch(key)
             handle.skipped(reason: "resource")
-            finish(waiter, record: entry.record, content: entry.content, source: "memory")
+            finish(waiter, record: entry.record, content: entry.content, source: "memory", stat: entry.stat)
             return
         }
         if let record = try? manager.index.resource(key: key) {
@@ -105,7 +105,7 @@ final class ResourceExecutor: JobExecutor {
         }
         if spec.mode != .refresh, let (record, content) = onDisk, fresh(record) {
             manager.statistics.countDiskHit()
-            memory.put(record, content: content)
+            remember(record, content)
             touch(key)
             handle.skipped(reason: "resource")
             finish(waiter, record: record, content: content, source: "disk")
@@ -317,7 +317,7 @@ final class ResourceExecutor: JobExecutor {
         let finishing = LoopBound({ [unowned self] (result: Result<Void, StoreError>) in
             switch result {
             case .success:
-                self.memory.put(record, content: content)
+                self.remember(record, content)
                 if source == "network" {
                     self.manager.emit(EventName.resourceStored, ["key": .string(record.key), "url": .string(record.url),
                                                                  "bytes": .int(record.bytes), "source": .string(source)])
@@ -384,7 +384,14 @@ final class ResourceExecutor: JobExecutor {
     // MARK: - Results
 
     /// Finishes `waiter` with the result object (resources.md §1), checking its own `sha256`.
-    private func finish(_ waiter: Waiter, record: ResourceRecord, content: [UInt8], source: String) {
+    /// Keeps a copy in the memory tier with its stat fields built.
+    private func remember(_ record: ResourceRecord, _ content: [UInt8]) {
+        guard memory.capacity > 0 else { return }
+        memory.put(record, content: content, stat: ResourceExecutor.stat(record, path: manager.relativePath(of: record.key)))
+    }
+
+    private func finish(_ waiter: Waiter, record: ResourceRecord, content: [UInt8], source: String,
+                        stat: OrderedDictionary<String, JSONValue>? = nil) {
         if let expected = waiter.spec.sha256 {
             let digest = record.cipher == .none ? record.sha256 : ResourceKey.sha256(content)
             if expected != digest {
@@ -392,7 +399,7 @@ final class ResourceExecutor: JobExecutor {
                 return
             }
         }
-        var o = ResourceExecutor.stat(record, path: manager.relativePath(of: record.key))
+        var o = stat ?? ResourceExecutor.stat(record, path: manager.relativePath(of: record.key))
         o["source"] = .string(source)
         switch waiter.spec.presentation {
         case .text?:
