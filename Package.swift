@@ -5,6 +5,7 @@
 //   HydraHTTP             libcurl multi driven by a HydraLoop
 //   HydraCore             job model, workers, dispatcher, graphs, events, the StateStore protocol
 //   HydraREST, HydraLocal managers bound to workers by the dispatcher
+//   HydraResources        the resource manager: a repository of remote files, beside HydraREST
 //   Hydra                 the embeddable engine (wires the layers above)
 //   HydraStore            SQLiteStore: the StateStore on SQLite (writer thread, group commit)
 //   HydraServer           the durable service of `hydra serve` over the store: submit, recovery,
@@ -60,7 +61,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "HydraHTTP",
-            dependencies: ["HydraLoop", "CUV", "CCurl"],
+            dependencies: ["HydraLoop", "CUV", "CCurl", "CZlib"],
             swiftSettings: strict),
         .target(
             name: "HydraCore",
@@ -76,16 +77,21 @@ let package = Package(
                            .product(name: "OrderedCollections", package: "swift-collections")],
             swiftSettings: strict),
         .target(
+            name: "HydraResources",
+            dependencies: ["HydraCore", "HydraREST", "HydraHTTP", "HydraLoop", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "OrderedCollections", package: "swift-collections")],
+            swiftSettings: strict),
+        .target(
             name: "HydraLocal",
             dependencies: ["HydraCore", "HydraLoop"],
             swiftSettings: strict),
         .target(
             name: "Hydra",
-            dependencies: ["HydraCore", "HydraREST", "HydraLocal", "HydraHTTP", "HydraLoop"],
+            dependencies: ["HydraCore", "HydraREST", "HydraResources", "HydraLocal", "HydraHTTP", "HydraLoop"],
             swiftSettings: strict),
         .target(
             name: "HydraStore",
-            dependencies: ["HydraCore", "HydraLoop", "CSQLite", "CZlib", .product(name: "Crypto", package: "swift-crypto"),
+            dependencies: ["HydraCore", "HydraLoop", "HydraHTTP", "CSQLite", "CZlib", .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "OrderedCollections", package: "swift-collections")],
             swiftSettings: strict),
         .target(
@@ -125,7 +131,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "HydraTests",
-            dependencies: ["Hydra", "HydraCore", "HydraHTTP", "HydraREST", "HydraStore", "HydraServer", "HydraRPC",
+            dependencies: ["Hydra", "HydraCore", "HydraHTTP", "HydraREST", "HydraResources", "HydraStore", "HydraServer", "HydraRPC",
                            "HydraLoop"],
             swiftSettings: strict),
     ]

@@ -18,6 +18,7 @@
 #   BENCH_REPEAT=3              runs per (tool, concurrency); the table shows
 #                               the median, results.jsonl keeps every run
 #   BENCH_LOCAL_JOBS=1000000    jobs for the local no-op run
+#   BENCH_RESOURCE_JOBS=200000  jobs for each resource-hits run (memory, disk)
 #   BENCH_SWIFT_BUILD=1         0 = don't run `swift build`, use an existing
 #                               .build/release/hydra-bench if there is one
 #   BENCH_HYDRA=1               0 = skip every hydra row
@@ -328,6 +329,21 @@ if [[ "$HYDRA_OK" == 1 ]]; then
     fi
     line="$(json_line local-noop "$TMP/out.txt")"
     if [[ -n "$line" ]]; then record "$line"; else warn "hydra-bench local printed no result"; fi
+
+    # Resource jobs of one 4 KiB file from the repository (issue 13): memory
+    # hits (ratio to the local no-op row above) and disk hits (memory tier off).
+    head -c 4096 /dev/zero | tr '\0' 'r' > "$TMP/www/r4k.bin"
+    chmod 644 "$TMP/www/r4k.bin"
+    for tier in memory disk; do
+        log "resource $tier hits"
+        memflag=1; [[ "$tier" == disk ]] && memflag=0
+        if ! "$HYDRA_BENCH" resource-hits --url "http://127.0.0.1:$PORT/r4k.bin" --jobs "${BENCH_RESOURCE_JOBS:-200000}" \
+            --memory "$memflag" > "$TMP/out.txt"; then
+            warn "hydra-bench resource-hits ($tier) failed"
+        fi
+        line="$(json_line "resource-$tier-hits" "$TMP/out.txt")"
+        if [[ -n "$line" ]]; then record "$line"; else warn "hydra-bench resource-hits ($tier) printed no result"; fi
+    done
 fi
 
 # --- a 50,000-step concurrent graph through `hydra run` ------------------------

@@ -36,6 +36,9 @@ struct HydraBench {
             try RPCBench.remote(connect: text("--connect") ?? "127.0.0.1:7400", url: url,
                                 jobs: option("--jobs", 20_000), clients: option("--clients", 1),
                                 batch: option("--batch", 500))
+        case "resource-hits":
+            guard let url = text("--url") else { usage() }
+            try ResourceBench.hits(url: url, jobs: option("--jobs", 200_000), memory: option("--memory", 1) != 0)
         case "fanout":
             try RPCBench.fanout(connect: text("--connect") ?? "127.0.0.1:7400",
                                 subscribers: option("--subscribers", 100), jobs: option("--jobs", 2000))
@@ -45,7 +48,7 @@ struct HydraBench {
     }
 
     static func usage() -> Never {
-        FileHandle.standardError.write(Data("usage: hydra-bench remote --url URL [--requests N] [--concurrency C] | local [--jobs N] | rpc-submit --connect ADDR [--jobs N --clients C --batch B] | rpc-remote --connect ADDR --url URL [--jobs N --clients C --batch B] | fanout --connect ADDR [--subscribers S --jobs N]\n".utf8))
+        FileHandle.standardError.write(Data("usage: hydra-bench remote --url URL [--requests N] [--concurrency C] | local [--jobs N] | rpc-submit --connect ADDR [--jobs N --clients C --batch B] | rpc-remote --connect ADDR --url URL [--jobs N --clients C --batch B] | fanout --connect ADDR [--subscribers S --jobs N] | resource-hits --url URL [--jobs N --memory 1|0]\n".utf8))
         exit(2)
     }
 

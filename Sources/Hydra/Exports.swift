@@ -2,3 +2,4 @@
 @_exported import HydraCore
 @_exported import HydraLocal
 @_exported import HydraREST
+@_exported import HydraResources

@@ -4,6 +4,7 @@ import HydraCore
 import HydraHTTP
 import HydraLocal
 import HydraREST
+import HydraResources
 import Synchronization
 
 /// The Hydra engine, embedded: named workers on libuv loops running remote
@@ -21,6 +22,8 @@ public final class HydraEngine: Sendable {
     public let scheduler: Scheduler
     /// The REST client manager: servers, apis, dogmas, dummy responses.
     public let rest: RESTManager
+    /// The resource manager, on the remote workers beside ``rest``.
+    public let resources: ResourceManager
     /// Named local jobs (built-ins: delay, echo, fail, pick).
     public let localJobs: LocalJobRegistry
     /// Where downloads (`saveAs`) and other state live.
@@ -34,6 +37,8 @@ public final class HydraEngine: Sendable {
     ///   - shared: where `${shared.KEY}` references read from.
     ///   - journal: hears each finished step of jobs queued with `Scheduler.enqueue` (durable servers).
     ///   - responseCache: where responses of apis with a `cacheTTL` are kept (none: no caching).
+    ///   - resourceIndex: where the resource repository's index lives (none: in memory, see `MemoryResourceIndex`).
+    ///   - sharedKey: the `HYDRA_SHARED_KEY` passphrase, for `aes-gcm` resources.
     ///   - lastSeq: the seq of the last event already issued (events continue after it).
     ///   - retainFinished: how many finished jobs (status and result) stay in memory for
     ///     ``status(of:)`` and ``result(of:)``, oldest forgotten first. Each costs its
@@ -41,23 +46,29 @@ public final class HydraEngine: Sendable {
     public init(configuration: Configuration = Configuration(), stateDirectory: String? = nil,
                 jobsDirectory: String? = nil, shared: (any SharedDataReader)? = nil,
                 journal: (any JobJournal)? = nil, responseCache: (any ResponseCache)? = nil,
+                resourceIndex: (any ResourceIndexStore)? = nil, sharedKey: String? = nil,
                 lastSeq: UInt64 = 0, retainFinished: Int = Scheduler.defaultRetainFinished) throws(ValidationError) {
         HTTPClient.initializeLibrary()
         self.configuration = configuration
         self.stateDirectory = stateDirectory ?? configuration.state.path
         rest = RESTManager(configuration: configuration, stateDirectory: self.stateDirectory, cache: responseCache)
+        resources = ResourceManager(rest: rest, index: resourceIndex ?? MemoryResourceIndex(),
+                                    stateDirectory: self.stateDirectory, sharedKey: sharedKey)
         localJobs = LocalJobRegistry()
         var environment: [String: String] = [:]
         let processEnvironment = ProcessInfo.processInfo.environment
         for name in configuration.allowEnv { environment[name] = processEnvironment[name] }
         scheduler = try Scheduler(
             workers: configuration.workers,
-            managers: [rest, LocalJobManager(registry: localJobs)],
+            managers: [rest, resources, LocalJobManager(registry: localJobs)],
             library: FileJobLibrary(folder: jobsDirectory ?? configuration.jobsPath),
             environment: environment, shared: shared, journal: journal, lastSeq: lastSeq,
             retainFinished: retainFinished, maxQueuedJobs: configuration.maxQueuedJobs,
             maxResultBytes: configuration.maxResultBytes)
         registerEmitJob()
+        resources.attach(bus: scheduler.bus)
+        // The disk LRU and expiry, every resources.purgeIntervalSec, off the loops.
+        resources.startUpkeep()
     }
 
     /// Starts an engine from a configuration file (errors name the file and key path).
@@ -155,7 +166,10 @@ public final class HydraEngine: Sendable {
     public func workerStats() -> [WorkerStats] { scheduler.workers.map { $0.stats() } }
 
     /// Stops the threads at once; running jobs are abandoned (their transfers cancelled). Idempotent.
-    public func shutdown() { scheduler.shutdown() }
+    public func shutdown() {
+        resources.stopUpkeep()
+        scheduler.shutdown()
+    }
 
     /// Graceful stop: new submissions are refused (kind `shuttingDown`), jobs
     /// already submitted may finish within `gracePeriod`, then the threads stop.
@@ -163,6 +177,7 @@ public final class HydraEngine: Sendable {
     @discardableResult
     public func shutdown(gracePeriod: Duration) async -> Bool {
         let drained = await scheduler.drain(timeout: gracePeriod)
+        resources.stopUpkeep()
         scheduler.shutdown()
         return drained
     }

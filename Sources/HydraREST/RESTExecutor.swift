@@ -56,9 +56,7 @@ final class RESTExecutor: JobExecutor {
     init(manager: RESTManager, worker: WorkerContext) {
         self.manager = manager
         loop = worker.loop
-        client = HTTPClient(loop: worker.loop, options: HTTPPoolOptions(
-            maxConnections: worker.configuration.maxConnections,
-            maxHostConnections: worker.configuration.maxHostConnections))
+        client = RESTManager.httpClient(on: worker)
     }
 
     func start(_ task: WorkTask, handle: TaskHandle) {

@@ -52,6 +52,14 @@ struct SaveAsPath: Sendable, Equatable {
         components = parts
     }
 
+    /// A path of a file the server owns (the resource repository's), built
+    /// from checked components (each non-empty, without `/`, NUL or `..`).
+    init?(owned components: [String]) {
+        guard !components.isEmpty, components.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".."
+            && !$0.contains("/") && !$0.utf8.contains(0) }) else { return nil }
+        self.components = components
+    }
+
     /// The Unix socket's path relative to `stateDirectory` (lowercased), when it lies inside it.
     static func reservedSocket(_ socket: String?, stateDirectory: String) -> Set<String> {
         guard let socket else { return [] }

@@ -41,9 +41,10 @@ public final class HydraService: Sendable {
     /// store's last event (plus `seqReserve` after an unclean stop, so a seq a
     /// client saw before a crash is never issued again).
     /// `retainFinished`: finished jobs the engine keeps in memory (see ``finishedInMemory``).
+    /// `sharedKey`: the `HYDRA_SHARED_KEY` passphrase (for `aes-gcm` resources).
     public init(configuration: Configuration, store: any StateStore, stateDirectory: String? = nil,
                 jobsDirectory: String? = nil, seqReserve: UInt64 = 0,
-                retainFinished: Int = HydraService.finishedInMemory) throws {
+                retainFinished: Int = HydraService.finishedInMemory, sharedKey: String? = nil) throws {
         self.configuration = configuration
         self.store = store
         reads = StoreReads()
@@ -54,7 +55,7 @@ public final class HydraService: Sendable {
         let cache = StoreResponseCache(store: store, events: EventRelay())
         engine = try HydraEngine(configuration: configuration, stateDirectory: stateDirectory,
                                  jobsDirectory: jobsDirectory, shared: shared, journal: journal,
-                                 responseCache: cache, lastSeq: lastSeq + seqReserve,
+                                 responseCache: cache, resourceIndex: store, sharedKey: sharedKey, lastSeq: lastSeq + seqReserve,
                                  retainFinished: retainFinished)
         cache.events.bus.withLock { $0 = engine.bus }
         _ = engine.subscribe(sink: StoreEventLog(store: store))
@@ -154,6 +155,12 @@ public final class HydraService: Sendable {
     public func recover() throws -> Int {
         // Downloads in flight at the crash left temporary files; their jobs run again.
         RESTManager.removeLeftoverDownloads(in: engine.stateDirectory)
+        // The resource repository and its index agree again (resources.md §4); the engine's purge timer keeps them within bounds.
+        let (files, entries) = try engine.resources.reconcile()
+        if files + entries > 0 {
+            FileHandle.standardError.write(Data(
+                "hydra: resources: removed \(files) file(s) without an index entry and \(entries) entry(ies) without a file\n".utf8))
+        }
         let unfinished = try store.unfinishedJobs()
         var queued: [QueuedJob] = []
         for (job, steps, emitted) in unfinished {
@@ -495,6 +502,7 @@ public final class HydraService: Sendable {
         let ended = journal.endings.withLock { $0 }
         let workers = engine.workerStats()
         let rest = engine.rest.stats
+        let resources = engine.resources.stats
         let queued = workers.reduce(0) { $0 + $1.queued }
         let active = workers.reduce(0) { $0 + $1.active }
         let unfinished = engine.unfinishedJobs
@@ -510,6 +518,9 @@ public final class HydraService: Sendable {
             "requests": ["sent": .int(rest.requests), "retries": .int(rest.retries), "failed": .int(rest.failedRequests),
                          "dummy": .int(rest.dummyResponses), "merged": .int(rest.merged)],
             "cache": ["hits": .int(rest.cacheHits), "misses": .int(rest.cacheMisses)],
+            "resources": ["hits": ["memory": .int(resources.memoryHits), "disk": .int(resources.diskHits)],
+                          "misses": .int(resources.misses), "revalidated": .int(resources.revalidated),
+                          "merged": .int(resources.merged), "requests": .int(resources.requests)],
         ]
     }
 

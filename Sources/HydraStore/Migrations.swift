@@ -93,6 +93,24 @@ enum Migrations {
         CREATE INDEX jobs_by_finished ON jobs (finished_at) WHERE finished_at IS NOT NULL;
         DROP INDEX events_by_time;
         """,
+        // 4: the resource repository's index (resources.md; ``ResourceIndexStore``).
+        """
+        CREATE TABLE resources (
+            key TEXT PRIMARY KEY,
+            url TEXT NOT NULL,
+            bytes INTEGER NOT NULL,
+            disk_bytes INTEGER NOT NULL,
+            content_type TEXT,
+            sha256 TEXT NOT NULL,
+            etag TEXT,
+            last_modified TEXT,
+            stored_at REAL NOT NULL,
+            last_used_at REAL NOT NULL,
+            cipher TEXT NOT NULL
+        );
+        CREATE INDEX resources_by_stored ON resources (stored_at DESC, key DESC);
+        CREATE INDEX resources_by_use ON resources (last_used_at, key);
+        """,
     ]
 
     /// Applies the migrations `connection` has not seen yet, all in one

@@ -24,9 +24,9 @@ public final class SQLiteStore: StateStore {
 
     /// The database file (`directory/hydra.db`).
     public let path: String
-    private let writer: StoreWriter
+    let writer: StoreWriter
     private let checkpointer: Checkpointer
-    private let reader: ReadConnection
+    let reader: ReadConnection
     private let codec: SharedCodec
     private let shared: SharedCache
     /// Throws (naming `HYDRA_SHARED_KEY`) when `passphrase` cannot be a shared

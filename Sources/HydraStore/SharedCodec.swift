@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HydraHTTP
 import HydraCore
 
 /// Encodes shared values at rest: plain JSON text, gzip of it, or AES-GCM of
@@ -42,7 +43,8 @@ struct SharedCodec: @unchecked Sendable {
         let clear = JSONWriter.bytes(value)
         switch cipher {
         case .none: return clear
-        case .gzip: return try Gzip.compress(clear)
+        case .gzip:
+            do { return try Gzip.compress(clear) } catch { throw StoreError(error.description) }
         case .aesGCM:
             guard let key else { throw Self.missingKey }
             let sealed: AES.GCM.SealedBox
@@ -60,7 +62,8 @@ struct SharedCodec: @unchecked Sendable {
         let clear: [UInt8]
         switch cipher {
         case .none: clear = bytes
-        case .gzip: clear = try Gzip.decompress(bytes)
+        case .gzip:
+            do { clear = try Gzip.decompress(bytes) } catch { throw StoreError("shared key \"\(name)\" is corrupt in the store (\(error))") }
         case .aesGCM:
             guard let key else {
                 throw StoreError("shared key \"\(name)\" is encrypted (aes-gcm): it cannot be read without \(Self.keyVariable)")

@@ -79,6 +79,9 @@ enum WriteOperation: Sendable {
     case storeResponse(key: String, api: String?, value: JSONValue, ttl: Double, now: Double)
     case removeResponses(api: String?, key: String?, prefix: String?, done: @Sendable (Result<[String], StoreError>) -> Void)
     case prune(before: Double)
+    /// A write to the resource index (its SQL is in `SQLiteStore+ResourceIndex.swift`);
+    /// `done` receives the rows it changed.
+    case resourceIndex(ResourceIndexWrite, done: (@Sendable (Result<Int, StoreError>) -> Void)?)
     /// A marker: `reached` runs once every write queued before it is committed (or failed).
     case barrier(reached: @Sendable () -> Void)
 
@@ -96,6 +99,7 @@ enum WriteOperation: Sendable {
         case .insert, .setShared, .removeShared, .removeResponses: return true
         case .finish(_, _, _, _, let done), .step(_, _, _, let done): return done != nil
         case .markStarted, .storeResponse, .prune, .barrier: return false
+        case .resourceIndex(_, let done): return done != nil
         }
     }
 
@@ -122,7 +126,9 @@ enum WriteOperation: Sendable {
             done(outcome.map { if case .keys(let keys) = $0 { return keys } else { return [] } })
         case .barrier(let reached):
             reached()
-        case .finish, .step, .markStarted, .storeResponse, .prune:
+        case .resourceIndex(_, let done?):
+            done(outcome.map { if case .count(let n) = $0 { return n } else { return 0 } })
+        case .finish, .step, .markStarted, .storeResponse, .prune, .resourceIndex:
             break
         }
     }
@@ -274,6 +280,9 @@ enum WriteOperation: Sendable {
                     (SELECT seq FROM events WHERE time >= ? ORDER BY seq LIMIT 1), (SELECT MAX(seq) FROM events))
                 """, [.double(time)])
             try db.run("DELETE FROM cache WHERE stored_at + ttl <= ?", [.double(Date().timeIntervalSince1970)])
+
+        case .resourceIndex(let write, _):
+            return .count(try write.apply(on: db))
 
         case .barrier:
             break

@@ -22,8 +22,8 @@ struct HydraCommand: AsyncParsableCommand {
         version: HydraVersion.string,
         subcommands: [RunCommand.self, ServeCommand.self, SubmitCommand.self, StatusCommand.self,
                       ResultCommand.self, CancelCommand.self, JobsCommand.self, EventsCommand.self,
-                      SharedCommand.self, WorkersCommand.self, EmitCommand.self, DummyCommand.self,
-                      PingCommand.self])
+                      SharedCommand.self, ResourceCommand.self, WorkersCommand.self, EmitCommand.self,
+                      DummyCommand.self, PingCommand.self])
 
     /// ArgumentParser's `main()`, except that a usage error (an unknown command or
     /// option, a missing argument: ArgumentParser's exit 64) exits 2 like every other

@@ -99,7 +99,7 @@ struct ServeCommand: AsyncParsableCommand {
         let server: RPCServer
         do {
             service = try HydraService(configuration: configuration, store: store, stateDirectory: statePath,
-                                       seqReserve: crashed ? 100_000 : 0)
+                                       seqReserve: crashed ? 100_000 : 0, sharedKey: sharedKey)
             do { try service.engine.rest.checkConfiguredDogmas() } catch {
                 exitInvalid("\(configurationSource(config)): \(error)")
             }

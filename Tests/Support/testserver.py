@@ -543,6 +543,69 @@ class Handler(BaseHTTPRequestHandler):
     def headers_endpoint(self):
         self._json(200, {"ok": True}, [("X-Custom", "yes"), ("X-Multi", "a")])
 
+    def resource(self, key):
+        """A cacheable file for the resource manager's tests: the body is
+        `resource <key> v<v>` (`?v=`, default 1) padded to `?size=` bytes,
+        with an ETag naming key and version (none with `?etag=0`) and a fixed
+        Last-Modified; `If-None-Match` / `If-Modified-Since` that still match
+        get 304. `?delay=` ms holds the answer. Counters: `res-<key>` (requests),
+        `res304-<key>` (304s), `resbytes-<key>` (body bytes sent);
+        `?status=` answers that status instead (`?type=` sets Content-Type);
+        `?cut=first` sends half the body of the first request under the full
+        Content-Length and closes (a lying length, a cut connection), `?cut=after1`
+        does so for every request after the first; `?validators=0` sends
+        neither ETag nor Last-Modified; `?gz=1` sends the body gzipped (as
+        its content, no Content-Encoding), `?gz=bad` a corrupt gzip body."""
+        count = _increment(f"res-{key}")
+        cut = self.query.get("cut", "")
+        cutting = (cut == "first" and count == 1) or (cut == "after1" and count > 1)
+        delay = _int(self.query.get("delay", "0"), "delay")
+        if delay:
+            time.sleep(delay / 1000)
+        if "status" in self.query:
+            self._json(self._status_code(self.query["status"]), {"error": "as asked"})
+            return
+        version = self.query.get("v", "1")
+        body = f"resource {key} v{version}".encode()
+        size = _int(self.query.get("size", "0"), "size")
+        if size > len(body):
+            body += b"." * (size - len(body))
+        etag = f'"{key}-{version}"'
+        modified = "Mon, 23 Nov 2026 10:00:00 GMT"
+        headers = [("Last-Modified", modified), ("Accept-Ranges", "bytes")]
+        if self.query.get("validators", "1") == "0":
+            headers = [("Accept-Ranges", "bytes")]  # nothing to revalidate with
+            unchanged = False
+        elif self.query.get("etag", "1") != "0":
+            headers.append(("ETag", etag))
+            match = self.headers.get("If-None-Match")
+            unchanged = match is not None and match == etag
+        else:
+            unchanged = self.headers.get("If-Modified-Since") == modified
+        if unchanged:
+            _increment(f"res304-{key}")
+            self._send(304, b"", None, headers)
+            return
+        if cutting:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in headers:
+                self.send_header(name, value)
+            self.end_headers()
+            self._headers_sent = True
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if self.query.get("gz") == "1":
+            body = gzip.compress(body)  # the body itself is gzip (no Content-Encoding)
+        elif self.query.get("gz") == "bad":
+            body = gzip.compress(body)[:-12] + b"not gzip"
+        with _counters_lock:
+            _counters[f"resbytes-{key}"] = _counters.get(f"resbytes-{key}", 0) + len(body)
+        self._send(200, body, self.query.get("type", "text/plain; charset=utf-8"), headers)
+
 
 # First path segment -> (handler, number of further segments; None = any).
 _ROUTES = {
@@ -570,6 +633,7 @@ _ROUTES = {
     "conn": (Handler.conn, 0),
     "gzip-bomb": (Handler.gzip_bomb, 1),
     "abort": (Handler.abort, 0),
+    "resource": (Handler.resource, 1),
 }
 
 

@@ -18,9 +18,14 @@ public enum EventName {
     public static let cacheRemoved = "cache.removed"
     public static let sharedUpdated = "shared.updated"
     public static let sharedRemoved = "shared.removed"
+    /// A copy entered the resource repository (resources.md §3).
+    public static let resourceStored = "resource.stored"
+    /// A copy left it (`reason`: remove, purge, evicted, corrupt).
+    public static let resourceRemoved = "resource.removed"
 
     public static let all: Set<String> = [queued, started, retrying, progress, succeeded, skipped, failed, cancelled,
-                                          resumed, groupDone, cacheUpdated, cacheRemoved, sharedUpdated, sharedRemoved]
+                                          resumed, groupDone, cacheUpdated, cacheRemoved, sharedUpdated, sharedRemoved,
+                                          resourceStored, resourceRemoved]
 
     /// The prefix of the events programs send themselves (`events.emit`, the `emit` local job).
     public static let customPrefix = "custom."

@@ -12,6 +12,8 @@ public struct Configuration: Sendable {
     public var apis: OrderedDictionary<String, API> = [:]
     public var defaults = Defaults()
     public var dummy = Dummy()
+    /// The resource repository (resources.md §4).
+    public var resources = Resources()
     public var jobsPath = "jobs"
     public var maxQueuedJobs = 1_000_000
     /// `limits.maxResultBytes`: a step's result, or a group's collected results, larger than
@@ -43,6 +45,20 @@ public struct Configuration: Sendable {
         public enum Sync: String, Sendable { case normal, full }
         public var path = "var"
         public var sync = Sync.normal
+    }
+
+    /// `resources`: where the resource repository lives and how much it keeps.
+    public struct Resources: Sendable {
+        /// Under `state.path` (relative), or absolute.
+        public var path = "resources"
+        /// The in-memory LRU of content, by bytes; 0 turns it off.
+        public var memoryBytes = 67_108_864
+        /// On disk; past it the least recently used copies go first.
+        public var maxBytes = 1_073_741_824
+        /// The default freshness of a copy.
+        public var maxAgeSec = 86_400
+        /// How often expired and over-budget copies are removed.
+        public var purgeIntervalSec = 3_600
     }
 
     public struct Worker: Sendable {
@@ -271,6 +287,17 @@ extension Configuration {
             for (i, item) in (try o.array("responses") ?? []).enumerated() {
                 dummy.responses.append(try DummyResponse(json: item, path: o.path("responses") + "[\(i)]"))
             }
+            try o.rejectUnknownKeys()
+        }
+        if var o = try r.object("resources") {
+            resources.path = try o.string("path") ?? resources.path
+            if resources.path.isEmpty || resources.path.hasPrefix("/") || resources.path.split(separator: "/").contains("..") {
+                throw ValidationError(path: o.path("path"), "expected a folder under state.path (relative, without '..')")
+            }
+            resources.memoryBytes = try o.int("memoryBytes", min: 0) ?? resources.memoryBytes
+            resources.maxBytes = try o.int("maxBytes", min: 1) ?? resources.maxBytes
+            resources.maxAgeSec = try o.int("maxAgeSec", min: 0) ?? resources.maxAgeSec
+            resources.purgeIntervalSec = try o.int("purgeIntervalSec", min: 1) ?? resources.purgeIntervalSec
             try o.rejectUnknownKeys()
         }
         if var o = try r.object("jobs") {

@@ -17,6 +17,7 @@ extension JobSpec {
         let body: Body
         switch type {
         case "remote": body = .remote(try RemoteSpec(reader: &r))
+        case "resource": body = .resource(try ResourceSpec(reader: &r))
         case "local":
             body = .local(LocalSpec(name: try r.requiredString("name"), input: r.value("input") ?? .null))
         case "serial", "concurrent":
@@ -39,7 +40,7 @@ extension JobSpec {
             body = .named(NamedJobSpec(name: try r.requiredString("name"), input: r.value("input")))
         default:
             throw ValidationError(path: r.path("type"),
-                                  "unknown type '\(type)' (expected remote, local, serial, concurrent or job)")
+                                  "unknown type '\(type)' (expected remote, resource, local, serial, concurrent or job)")
         }
         try r.rejectUnknownKeys()
         self.init(id: id, worker: worker, timeoutMs: timeoutMs, body)
@@ -54,6 +55,7 @@ extension JobSpec {
         if let timeoutMs { o["timeoutMs"] = .int(timeoutMs) }
         switch body {
         case .remote(let r): r.write(into: &o)
+        case .resource(let res): res.write(into: &o)
         case .local(let l):
             o["name"] = .string(l.name)
             if !l.input.isNull { o["input"] = l.input }
@@ -82,6 +84,13 @@ extension JobSpec {
             if let server = r.server { o["server"] = .string(server) }
             if let endpoint = r.endpoint { o["endpoint"] = .string(endpoint) }
             if let url = r.url { o["url"] = .string(RemoteSpec.redactingCredentials(url)) }
+        case .resource(let res):
+            let r = res.request
+            if let api = r.api { o["api"] = .string(api) }
+            if let server = r.server { o["server"] = .string(server) }
+            if let endpoint = r.endpoint { o["endpoint"] = .string(endpoint) }
+            if let url = r.url { o["url"] = .string(RemoteSpec.redactingCredentials(url)) }
+            o["mode"] = .string(res.mode.rawValue)
         case .local(let l): o["name"] = .string(l.name)
         case .serial(let g), .concurrent(let g): o["steps"] = .int(g.steps.count)
         case .named(let n): o["name"] = .string(n.name)
@@ -94,6 +103,7 @@ extension JobSpec {
         if let worker, Template.containsReference(worker) { return true }
         switch body {
         case .remote(let r): return r.hasReferences
+        case .resource(let res): return res.request.hasReferences
         case .local(let l): return Template.containsReference(l.name) || Template.containsReference(l.input)
         case .named(let n): return n.input.map(Template.containsReference) ?? false
         case .serial, .concurrent: return false

@@ -18,6 +18,8 @@ public struct JobSpec: Sendable {
 
     public indirect enum Body: Sendable {
         case remote(RemoteSpec)
+        /// A file of the resource repository; runs on a remote worker (resources.md).
+        case resource(ResourceSpec)
         case local(LocalSpec)
         case serial(GroupSpec)
         case concurrent(GroupSpec)
@@ -35,6 +37,7 @@ public struct JobSpec: Sendable {
     public var typeName: String {
         switch body {
         case .remote: return "remote"
+        case .resource: return "resource"
         case .local: return "local"
         case .serial: return "serial"
         case .concurrent: return "concurrent"
@@ -45,7 +48,7 @@ public struct JobSpec: Sendable {
     /// The job kind a worker must serve to run this spec; nil for groups.
     public var kind: JobKind? {
         switch body {
-        case .remote: return .remote
+        case .remote, .resource: return .remote
         case .local: return .local
         default: return nil
         }

@@ -40,16 +40,9 @@ enum ReferenceCheck {
         if let worker = spec.worker { try check(worker, path: FieldReader.join(path, "worker"), scope: scope) }
         switch spec.body {
         case .remote(let r):
-            let texts: [(String, String?)] = [("method", r.method), ("url", r.url), ("server", r.server),
-                                              ("endpoint", r.endpoint), ("api", r.api), ("dogma", r.dogma),
-                                              ("saveAs", r.saveAs)]
-            for case let (key, text?) in texts { try check(text, path: FieldReader.join(path, key), scope: scope) }
-            for (key, map) in [("pathVars", r.pathVars), ("query", r.query), ("headers", r.headers)] {
-                for (name, value) in map {
-                    try check(value, path: FieldReader.join(FieldReader.join(path, key), name), scope: scope)
-                }
-            }
-            if let body = r.body { try check(body, path: FieldReader.join(path, "body"), scope: scope) }
+            try checkRemote(r, path: path, scope: scope)
+        case .resource(let res):
+            try checkRemote(res.request, path: path, scope: scope)
         case .local(let l):
             try check(l.name, path: FieldReader.join(path, "name"), scope: scope)
             try check(l.input, path: FieldReader.join(path, "input"), scope: scope)
@@ -67,6 +60,20 @@ enum ReferenceCheck {
             if let input = named.input { try check(input, path: FieldReader.join(path, "input"), scope: scope) }
             if let loaded = named.resolved { try validate(loaded, path: "jobs/\(named.name).json") }
         }
+    }
+
+    /// The references in a remote request's fields (of a `remote` or a `resource` job).
+    private static func checkRemote(_ r: RemoteSpec, path: String, scope: Scope) throws(ValidationError) {
+        let texts: [(String, String?)] = [("method", r.method), ("url", r.url), ("server", r.server),
+                                          ("endpoint", r.endpoint), ("api", r.api), ("dogma", r.dogma),
+                                          ("saveAs", r.saveAs)]
+        for case let (key, text?) in texts { try check(text, path: FieldReader.join(path, key), scope: scope) }
+        for (key, map) in [("pathVars", r.pathVars), ("query", r.query), ("headers", r.headers)] {
+            for (name, value) in map {
+                try check(value, path: FieldReader.join(FieldReader.join(path, key), name), scope: scope)
+            }
+        }
+        if let body = r.body { try check(body, path: FieldReader.join(path, "body"), scope: scope) }
     }
 
     private static func check(_ value: JSONValue, path: String, scope: Scope) throws(ValidationError) {

@@ -559,26 +559,35 @@ final class CoordinatorRuntime {
         return nil
     }
 
+    /// A remote request (of a `remote` or a `resource` job) with its references resolved.
+    private static func resolved(_ r: RemoteSpec, in scope: ReferenceScope) throws(ReferenceError) -> RemoteSpec {
+        var r = r
+        func text(_ s: String?) throws(ReferenceError) -> String? {
+            guard let s else { return nil }
+            return try Template.resolveText(s, in: scope)
+        }
+        r.url = try text(r.url)
+        r.server = try text(r.server)
+        r.endpoint = try text(r.endpoint)
+        r.api = try text(r.api)
+        r.method = try text(r.method)
+        r.saveAs = try text(r.saveAs)
+        r.dogma = try text(r.dogma)
+        for (k, v) in r.pathVars { r.pathVars[k] = try Template.resolve(v, in: scope) }
+        for (k, v) in r.query { r.query[k] = try Template.resolve(v, in: scope) }
+        for (k, v) in r.headers { r.headers[k] = try Template.resolve(v, in: scope) }
+        if let body = r.body { r.body = try Template.resolve(body, in: scope) }
+        return r
+    }
+
     private func resolveReferences(in spec: JobSpec, scope: ReferenceScope) throws(ReferenceError) -> JobSpec {
         var spec = spec
         switch spec.body {
-        case .remote(var r):
-            func text(_ s: String?) throws(ReferenceError) -> String? {
-                guard let s else { return nil }
-                return try Template.resolveText(s, in: scope)
-            }
-            r.url = try text(r.url)
-            r.server = try text(r.server)
-            r.endpoint = try text(r.endpoint)
-            r.api = try text(r.api)
-            r.method = try text(r.method)
-            r.saveAs = try text(r.saveAs)
-            r.dogma = try text(r.dogma)
-            for (k, v) in r.pathVars { r.pathVars[k] = try Template.resolve(v, in: scope) }
-            for (k, v) in r.query { r.query[k] = try Template.resolve(v, in: scope) }
-            for (k, v) in r.headers { r.headers[k] = try Template.resolve(v, in: scope) }
-            if let body = r.body { r.body = try Template.resolve(body, in: scope) }
-            spec.body = .remote(r)
+        case .remote(let r):
+            spec.body = .remote(try Self.resolved(r, in: scope))
+        case .resource(var res):
+            res.request = try Self.resolved(res.request, in: scope)
+            spec.body = .resource(res)
         case .local(var l):
             l.name = try Template.resolveText(l.name, in: scope)
             l.input = try Template.resolve(l.input, in: scope)

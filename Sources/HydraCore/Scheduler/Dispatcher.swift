@@ -4,8 +4,11 @@
 /// Immutable after creation; thread-safe.
 public final class Dispatcher: Sendable {
     public let workers: [Worker]
-    /// Indexed by `JobKind.index` (a switch, not a hash, on the submit path).
-    private let managers: [(any JobManager)?]
+    /// Indexed by `JobKind.index` (a switch, not a hash, on the submit path):
+    /// the managers bound to workers of that kind.
+    private let managers: [[any JobManager]]
+    /// The manager of each spec type (`remote`, `resource`, `local`).
+    private let managersByType: [String: any JobManager]
     private let defaultWorker: [Int?]
     private let library: (any JobLibrary)?
 
@@ -15,14 +18,17 @@ public final class Dispatcher: Sendable {
     init(workers: [Worker], managers: [any JobManager], library: (any JobLibrary)?) throws(ValidationError) {
         self.workers = workers
         self.library = library
-        var byKind = [(any JobManager)?](repeating: nil, count: JobKind.allCases.count)
+        var byKind = [[any JobManager]](repeating: [], count: JobKind.allCases.count)
+        var byType: [String: any JobManager] = [:]
         for manager in managers {
-            for kind in manager.kinds { byKind[kind.index] = manager }
+            for kind in manager.kinds { byKind[kind.index].append(manager) }
+            for type in manager.jobTypes { byType[type] = manager }
         }
         self.managers = byKind
+        managersByType = byType
         var defaults = [Int?](repeating: nil, count: JobKind.allCases.count)
         for (i, worker) in workers.enumerated() where defaults[worker.kind.index] == nil {
-            guard byKind[worker.kind.index] != nil else {
+            guard !byKind[worker.kind.index].isEmpty else {
                 throw ValidationError(path: "workers[\(i)].kind", "no manager runs \(worker.kind.rawValue) jobs")
             }
             defaults[worker.kind.index] = i
@@ -30,8 +36,8 @@ public final class Dispatcher: Sendable {
         defaultWorker = defaults
     }
 
-    /// The manager bound to workers of `kind`.
-    func manager(for kind: JobKind) -> (any JobManager)? { managers[kind.index] }
+    /// The managers bound to workers of `kind`.
+    func managers(for kind: JobKind) -> [any JobManager] { managers[kind.index] }
 
     /// The index of the worker that runs `spec` (a leaf).
     func workerIndex(for spec: JobSpec) -> Int? {
@@ -53,7 +59,7 @@ public final class Dispatcher: Sendable {
     private func prepare(_ spec: JobSpec, path: String, depth: Int) throws(ValidationError) -> JobSpec {
         var spec = spec
         switch spec.body {
-        case .remote, .local:
+        case .remote, .resource, .local:
             let kind = spec.kind!
             // A worker named by a reference is checked when the step runs.
             if let name = spec.worker, !Template.containsReference(name) {
@@ -67,8 +73,8 @@ public final class Dispatcher: Sendable {
             } else if defaultWorker[kind.index] == nil {
                 throw ValidationError(path: FieldReader.join(path, "type"), "no \(kind.rawValue) worker is configured")
             }
-            guard let manager = managers[kind.index] else {
-                throw ValidationError(path: FieldReader.join(path, "type"), "no manager runs \(kind.rawValue) jobs")
+            guard let manager = managersByType[spec.typeName] else {
+                throw ValidationError(path: FieldReader.join(path, "type"), "no manager runs \(spec.typeName) jobs")
             }
             try manager.validate(spec, path: path)
         case .serial(var group):

@@ -57,7 +57,7 @@ public final class Scheduler: Sendable {
                                   journal: journal, retainFinished: retainFinished, maxResultBytes: maxResultBytes,
                                   clock: clock)
         for worker in workers {
-            worker.bind(manager: dispatcher.manager(for: worker.kind)!, reports: coordinator.inbox)
+            worker.bind(managers: dispatcher.managers(for: worker.kind), reports: coordinator.inbox)
         }
     }
 

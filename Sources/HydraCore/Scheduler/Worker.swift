@@ -34,13 +34,21 @@ public final class Worker: Sendable {
         }
     }
 
-    /// Binds the executor and the coordinator's mailbox. Before any task arrives.
-    func bind(manager: any JobManager, reports: Mailbox<CoordinatorMessage>) {
-        let context = WorkerContext(name: name, kind: kind, loop: loop, configuration: configuration)
+    /// Binds the managers' executors and the coordinator's mailbox. Before any
+    /// task arrives. Several managers on one worker (REST and resources on a
+    /// remote worker) share its loop; their executors are made on it, in order.
+    func bind(managers: [any JobManager], reports: Mailbox<CoordinatorMessage>) {
+        let context = WorkerContext(name: name, kind: kind, loop: loop, configuration: configuration,
+                                    services: WorkerServices())
         let runtime = self.runtime
         loop.submitAndWait {
-            runtime.value.bind(executor: manager.makeExecutor(for: context),
-                               outbox: Outbox(loop: context.loop, target: reports))
+            let executor: any JobExecutor
+            if managers.count == 1 {
+                executor = managers[0].makeExecutor(for: context)
+            } else {
+                executor = ExecutorSet(managers.map { ($0.jobTypes, $0.makeExecutor(for: context)) })
+            }
+            runtime.value.bind(executor: executor, outbox: Outbox(loop: context.loop, target: reports))
         }
     }
 

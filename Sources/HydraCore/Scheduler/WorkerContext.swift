@@ -6,4 +6,6 @@ public struct WorkerContext: Sendable {
     public let kind: JobKind
     public let loop: EventLoop
     public let configuration: Configuration.Worker
+    /// What the managers on this worker share (its loop thread only).
+    public let services: WorkerServices
 }

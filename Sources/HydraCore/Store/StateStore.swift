@@ -1,13 +1,14 @@
 /// Durable state for `hydra serve`, as slices: jobs and steps
 /// (``JobStore``), events (``EventStore``), shared data (``SharedDataStore``)
-/// and the response cache (``ResponseCacheStore``), plus upkeep.
+/// the response cache (``ResponseCacheStore``) and the resource repository's
+/// index (``ResourceIndexStore``), plus upkeep.
 ///
 /// The core defines the slices and a higher layer implements them (SQLite
 /// today, ``SQLiteStore``; a PostgreSQL backend shared by several nodes is
 /// planned), so the scheduler and the RPC server never see a database. Each
 /// user takes only the slice it needs, so a new backend plugs in slice by
 /// slice and a test fakes one slice. New capabilities add their own slice
-/// beside these (the resource index, schedules) and join it here.
+/// beside these (schedules) and join it here.
 ///
 /// Threading: every method is thread-safe. Writes are queued to one writer
 /// that commits them in batches (group commit); methods taking a `done`
@@ -15,7 +16,7 @@
 /// caller that must not answer before the data is durable waits for it, and
 /// everyone else fires and forgets. Reads run on the calling thread on a
 /// connection of their own and see every write whose `done` already ran.
-public protocol StateStore: JobStore, EventStore, SharedDataStore, ResponseCacheStore {
+public protocol StateStore: JobStore, EventStore, SharedDataStore, ResponseCacheStore, ResourceIndexStore {
     /// Deletes finished jobs, their steps and events older than `time`. Fire and forget.
     func prune(before time: Double)
 

@@ -154,6 +154,44 @@ extension RPCServerRuntime {
                 service.removeCached(api: try params.string("api"), url: try params.string("url"),
                                      prefix: try params.string("prefix")) { later($0.map { ["removed": .int($0)] }) }
 
+            case "resource.stat":
+                try params.only(["url", "key"])
+                let key = try service.resourceKey(key: try params.string("key"), url: try params.string("url"))
+                service.resourceStat(key: key, reply: later)
+
+            case "resource.read":
+                try params.only(["url", "key", "as", "offset", "length"])
+                let key = try service.resourceKey(key: try params.string("key"), url: try params.string("url"))
+                var presentation = ResourceSpec.Presentation.base64
+                if let name = try params.string("as") {
+                    guard let named = ResourceSpec.Presentation(rawValue: name), named != .path else {
+                        throw params.invalid("as", "expected text, json or base64")
+                    }
+                    presentation = named
+                }
+                service.resourceRead(key: key, as: presentation, offset: try params.int("offset", min: 0) ?? 0,
+                                     length: try params.int("length", min: 0), reply: later)
+
+            case "resource.list":
+                try params.only(["prefix", "limit", "after"])
+                service.resourceList(prefix: try params.string("prefix"), limit: try params.int("limit", min: 1, max: 1000) ?? 100,
+                                     after: try params.string("after"), reply: later)
+
+            case "resource.remove":
+                try params.only(["url", "key", "prefix"])
+                let (key, url, prefix) = (try params.string("key"), try params.string("url"), try params.string("prefix"))
+                guard key != nil || url != nil || prefix != nil else { throw params.invalid("url", "required (or key, or prefix)") }
+                service.resourceRemove(key: key, url: url, prefix: prefix, reply: later)
+
+            case "resource.purge":
+                try params.only(["olderThanSec", "maxBytes"])
+                service.resourcePurge(olderThanSec: try params.int("olderThanSec", min: 0),
+                                      maxBytes: try params.int("maxBytes", min: 0), reply: later)
+
+            case "resource.stats":
+                try params.only([])
+                service.resourceStats(reply: later)
+
             case "worker.list":
                 try params.only([])
                 now(.success(service.workers()))

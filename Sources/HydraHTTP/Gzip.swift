@@ -1,14 +1,20 @@
 import CZlib
-import HydraCore
 
-/// gzip (RFC 1952 framing) through zlib: with `SQLiteConnection`, the only
-/// code touching raw pointers. Thread-safe (no shared state).
-enum Gzip {
+/// Why gzip failed; the message never holds the data.
+public struct GzipError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// gzip (RFC 1952 framing) through zlib, for shared values and resources at
+/// rest and the `gunzip` remaker: the thin wrapper over zlib's raw pointers.
+/// Thread-safe (no shared state).
+public enum Gzip {
     /// The gzip member holding `input`.
-    static func compress(_ input: [UInt8]) throws(StoreError) -> [UInt8] {
-        guard input.count < Int(UInt32.max) else { throw StoreError("gzip: a value of \(input.count) bytes is too large") }
+    public static func compress(_ input: [UInt8]) throws(GzipError) -> [UInt8] {
+        guard input.count < Int(UInt32.max) else { throw GzipError("gzip: \(input.count) bytes is too large") }
         var stream = z_stream()
-        guard hydra_deflate_init_gzip(&stream, Z_DEFAULT_COMPRESSION) == Z_OK else { throw StoreError("gzip: init failed") }
+        guard hydra_deflate_init_gzip(&stream, Z_DEFAULT_COMPRESSION) == Z_OK else { throw GzipError("gzip: init failed") }
         defer { deflateEnd(&stream) }
         // deflateBound covers the zlib wrapper; the gzip header and trailer take 18 more bytes.
         var output = [UInt8](repeating: 0, count: Int(deflateBound(&stream, uLong(input.count))) + 32)
@@ -22,15 +28,16 @@ enum Gzip {
                 return deflate(&stream, Z_FINISH)
             }
         }
-        guard status == Z_STREAM_END else { throw StoreError("gzip: compression failed (zlib status \(status))") }
+        guard status == Z_STREAM_END else { throw GzipError("gzip: compression failed (zlib status \(status))") }
         return Array(output.prefix(Int(stream.total_out)))
     }
 
-    /// The bytes of the gzip member `input`; `StoreError` when truncated or corrupt.
-    static func decompress(_ input: [UInt8]) throws(StoreError) -> [UInt8] {
-        guard input.count < Int(UInt32.max) else { throw StoreError("gzip: a value of \(input.count) bytes is too large") }
+    /// The bytes of the gzip member `input`; throws when truncated or corrupt,
+    /// or (a bomb) when they would pass `limit` bytes.
+    public static func decompress(_ input: [UInt8], limit: Int = .max) throws(GzipError) -> [UInt8] {
+        guard input.count < Int(UInt32.max) else { throw GzipError("gzip: \(input.count) bytes is too large") }
         var stream = z_stream()
-        guard hydra_inflate_init_gzip(&stream) == Z_OK else { throw StoreError("gzip: init failed") }
+        guard hydra_inflate_init_gzip(&stream) == Z_OK else { throw GzipError("gzip: init failed") }
         defer { inflateEnd(&stream) }
         var source = input
         var output: [UInt8] = []
@@ -48,9 +55,10 @@ enum Gzip {
                     return dst.count - Int(stream.avail_out)
                 }
                 output.append(contentsOf: chunk[..<produced])
-            } while status == Z_OK
+            } while status == Z_OK && output.count <= limit
         }
-        guard status == Z_STREAM_END else { throw StoreError("gzip: a stored value is corrupt (zlib status \(status))") }
+        guard output.count <= limit else { throw GzipError("gzip: the content passes \(limit) bytes once decompressed") }
+        guard status == Z_STREAM_END else { throw GzipError("gzip: the data is truncated or corrupt (zlib status \(status))") }
         return output
     }
 }

@@ -1,0 +1,55 @@
+import Foundation
+import HydraCore
+import HydraResources
+
+/// The resource repository from Swift (resources.md §5): what `resource`
+/// jobs, `resource.*` methods and `hydra resource` do, for embedding programs.
+/// An embedded engine keeps its repository in `stateDirectory/resources` and,
+/// unless given a durable index, its index in memory.
+extension HydraEngine {
+    /// Fetches (or serves from the repository) `url` as a `resource` job with
+    /// `options` (mode, maxAgeSec, sha256, as…) and returns its result object;
+    /// a failed job throws its error.
+    public func fetchResource(_ url: String, options: ResourceSpec? = nil) async throws -> JSONValue {
+        var spec = options ?? ResourceSpec(RemoteSpec(url: url))
+        spec.request.url = url
+        let result = try await run(JobSpec(.resource(spec)))
+        if let error = result.error { throw error }
+        return result.result ?? .null
+    }
+
+    /// The bytes of `url`'s copy in the repository (never the network), or nil.
+    public func resourceData(_ url: String) throws -> Data? {
+        let key = resources.key(forURL: url)
+        guard let read = try resources.read(key: key, as: .base64),
+              let text = read["content"]?.stringValue else { return nil }
+        return Data(base64Encoded: text)
+    }
+
+    /// The file of `url`'s copy in the repository, or nil (none, or kept gzip / aes-gcm).
+    public func resourceFile(_ url: String) throws -> URL? {
+        guard let stat = try resources.stat(key: resources.key(forURL: url)),
+              let path = stat["path"]?.stringValue else { return nil }
+        return URL(fileURLWithPath: stateDirectory).appendingPathComponent(path)
+    }
+
+    /// What the repository knows of `url`'s copy (`resource.stat`), or nil.
+    public func statResource(_ url: String) throws -> JSONValue? {
+        try resources.stat(key: resources.key(forURL: url))
+    }
+
+    /// Removes copies by URL, key or URL prefix: `{"removed", "bytes"}`.
+    public func removeResources(url: String? = nil, key: String? = nil, prefix: String? = nil) async throws -> JSONValue {
+        try await withCheckedThrowingContinuation { continuation in
+            resources.remove(key: key, url: url, prefix: prefix) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// Removes copies unused for `olderThanSec`, then the least recently used
+    /// past `maxBytes`: `{"removed", "bytes"}`.
+    public func purgeResources(olderThanSec: Double? = nil, maxBytes: Int? = nil) async throws -> JSONValue {
+        try await withCheckedThrowingContinuation { continuation in
+            resources.purge(olderThanSec: olderThanSec, maxBytes: maxBytes) { continuation.resume(with: $0) }
+        }
+    }
+}

@@ -1,0 +1,41 @@
+/// One entry of the resource repository's index: what the repository knows
+/// about a stored copy (resources.md §1). The content itself lives in a file
+/// of the repository named by ``key``; the index holds no byte of it, so an
+/// `aes-gcm` copy has nothing in clear here. Times are Unix seconds.
+public struct ResourceRecord: Sendable, Equatable {
+    /// The SHA-256 (hex) of the canonical request (method, resolved URL with
+    /// sorted query, remaker and its options).
+    public var key: String
+    /// The resolved URL the content came from.
+    public var url: String
+    /// The size of the content (as served to readers, before any cipher).
+    public var bytes: Int
+    /// The size of the file at rest (after gzip or aes-gcm); what `maxBytes` counts.
+    public var diskBytes: Int
+    public var contentType: String?
+    /// The SHA-256 (hex) of the content, checked on every load from disk.
+    public var sha256: String
+    /// Validators for revalidation (`If-None-Match`, `If-Modified-Since`).
+    public var etag: String?
+    public var lastModified: String?
+    /// When the copy was fetched or last revalidated: freshness counts from here.
+    public var storedAt: Double
+    /// When a job last used the copy: the disk LRU evicts the oldest first.
+    public var lastUsedAt: Double
+    public var cipher: ResourceCipher
+
+    public init(key: String, url: String, bytes: Int, diskBytes: Int, contentType: String?, sha256: String,
+                etag: String?, lastModified: String?, storedAt: Double, lastUsedAt: Double, cipher: ResourceCipher) {
+        self.key = key
+        self.url = url
+        self.bytes = bytes
+        self.diskBytes = diskBytes
+        self.contentType = contentType
+        self.sha256 = sha256
+        self.etag = etag
+        self.lastModified = lastModified
+        self.storedAt = storedAt
+        self.lastUsedAt = lastUsedAt
+        self.cipher = cipher
+    }
+}

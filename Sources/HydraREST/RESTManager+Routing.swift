@@ -1,0 +1,73 @@
+import Foundation
+import HydraCore
+import HydraHTTP
+
+/// A GET request routed by the REST manager for another manager on the same
+/// worker (the resource manager): the HTTP request with the configuration's
+/// headers, TLS and timeout options, and the job's retry policy and `expect`.
+public struct RoutedRequest: Sendable {
+    public var http: HTTPRequest
+    public var retry: RetryPolicy
+    /// The statuses that count as success; nil: 2xx.
+    public var expect: [Int]?
+
+    /// Whether a failure is worth another attempt (network, timeout, 5xx, 429), as for remote jobs.
+    public static func isRetryable(_ error: JobError) -> Bool { RESTExecutor.isRetryable(error) }
+}
+
+extension RESTManager {
+    /// The connection pool of `worker`, shared by every manager on it (made on first use).
+    /// Worker's loop thread.
+    public static func httpClient(on worker: WorkerContext) -> HTTPClient {
+        worker.services.object("http-client") {
+            HTTPClient(loop: worker.loop, options: HTTPPoolOptions(
+                maxConnections: worker.configuration.maxConnections,
+                maxHostConnections: worker.configuration.maxHostConnections))
+        }
+    }
+
+    /// Checks the address and transfer fields of `request` as a remote job's
+    /// (route names, path variables, headers), naming fields under `path`.
+    public func validateRequest(_ request: RemoteSpec, path: String) throws(ValidationError) {
+        try validate(JobSpec(.remote(request)), path: path)
+    }
+
+    /// Routes `spec` (references resolved) as a GET: exactly what a remote job would send.
+    public func routeGET(_ spec: RemoteSpec, timeoutMs: Int?) throws(JobError) -> RoutedRequest {
+        var spec = spec
+        spec.method = "GET"
+        spec.body = nil
+        spec.saveAs = nil
+        let prepared = try resolver.prepare(spec, timeoutMs: timeoutMs)
+        return RoutedRequest(http: prepared.http, retry: prepared.retry, expect: prepared.expect)
+    }
+}
+
+extension RESTManager {
+    /// Writes `bytes` to the state-folder file at `components` (a path the
+    /// server owns, such as a resource repository's content file) the way a
+    /// `saveAs` download is written: folders walked with `O_NOFOLLOW`, a
+    /// temporary file renamed into place once complete, so a reader never
+    /// finds a partial file and a link never leads out of the state folder.
+    /// Blocking file I/O: the caller's thread. Throws kind `invalid`.
+    public func writeStateFile(_ components: [String], bytes: [UInt8]) throws(JobError) {
+        guard let path = SaveAsPath(owned: components) else {
+            throw JobError(.invalid, "not a path inside the state folder: \(components.joined(separator: "/"))")
+        }
+        let file = try DownloadFile(path, stateDirectory: resolver.stateDirectory)
+        var written = 0
+        while written < bytes.count {
+            let n = bytes.withUnsafeBufferPointer { buffer in
+                Glibc.write(file.descriptor, buffer.baseAddress! + written, buffer.count - written)
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                let code = errno
+                file.discard()
+                throw JobError(.invalid, "cannot write \(components.joined(separator: "/")): \(String(cString: strerror(code)))")
+            }
+            written += n
+        }
+        try file.commit()
+    }
+}

@@ -1,0 +1,435 @@
+import Foundation
+import HydraCore
+import HydraHTTP
+import HydraLoop
+import HydraREST
+import OrderedCollections
+
+/// Runs `resource` jobs on one remote worker: serves a fresh copy from the
+/// memory tier or the repository, else fetches it (conditionally when a copy
+/// with validators exists) on the worker's shared ``HTTPClient``, one
+/// transfer per key however many jobs ask for it, and stores it (file written
+/// to a temporary name and renamed, then the index entry committed) before
+/// the jobs finish.
+///
+/// Loop-confined: every method runs on the worker's loop thread, as do the
+/// transfer completions, retry timers and the index's commit callbacks (hopped
+/// back with `loop.execute`). Reading a copy from disk and writing a new one
+/// are blocking file I/O on this thread (bounded by `resources.maxBytes`).
+final class ResourceExecutor: JobExecutor {
+    private let manager: ResourceManager
+    private let loop: EventLoop
+    private let client: HTTPClient
+    private let memory: MemoryTier
+    /// Transfers in flight by key.
+    @exclusivity(unchecked) private var fetches: [String: Fetch] = [:]
+    /// The key each waiting job (by task token) waits for.
+    @exclusivity(unchecked) private var waiting: [UInt64: String] = [:]
+    /// Keys used since the last flush of `lastUsedAt` to the index (once a second, not per hit).
+    @exclusivity(unchecked) private var touched: Set<String> = []
+    @exclusivity(unchecked) private var touchTimer: ScheduledTask?
+
+    /// A job waiting for a resource.
+    private struct Waiter {
+        let task: WorkTask
+        let handle: TaskHandle
+        let spec: ResourceSpec
+    }
+
+    /// One transfer of a key, across its attempts, and the jobs waiting for it.
+    private final class Fetch {
+        let key: String
+        let routed: RoutedRequest
+        @exclusivity(unchecked) var waiters: [Waiter]
+        /// The copy being revalidated, if any (its validators are sent).
+        @exclusivity(unchecked) var previous: ResourceRecord?
+        @exclusivity(unchecked) var attempts = 0
+        @exclusivity(unchecked) var transfer: HTTPTransferID?
+        @exclusivity(unchecked) var timer: ScheduledTask?
+
+        init(key: String, routed: RoutedRequest, first: Waiter, previous: ResourceRecord?) {
+            self.key = key
+            self.routed = routed
+            waiters = [first]
+            self.previous = previous
+        }
+    }
+
+    init(manager: ResourceManager, worker: WorkerContext) {
+        self.manager = manager
+        loop = worker.loop
+        client = RESTManager.httpClient(on: worker)
+        memory = MemoryTier(capacity: manager.settings.memoryBytes) { [unowned manager] change in
+            manager.memoryBytes.add(change, ordering: .relaxed)
+        }
+    }
+
+    func start(_ task: WorkTask, handle: TaskHandle) {
+        guard case .resource(let spec) = task.spec.body else {
+            handle.finish(.failure(JobError(.internal, "not a resource job")))
+            return
+        }
+        let routed: RoutedRequest
+        do {
+            routed = try manager.rest.routeGET(spec.request, timeoutMs: task.spec.timeoutMs)
+        } catch {
+            handle.finish(.failure(error))
+            return
+        }
+        let key = ResourceKey.make(url: routed.http.url, remaker: spec.remaker, options: spec.remakeOptions)
+        let waiter = Waiter(task: task, handle: handle, spec: spec)
+        let now = Date().timeIntervalSince1970
+        let maxAge = Double(spec.maxAgeSec ?? manager.settings.maxAgeSec)
+        func fresh(_ record: ResourceRecord) -> Bool { spec.mode == .only || now - record.storedAt < maxAge }
+
+        let removals = manager.removals.load(ordering: .acquiring)
+        if removals != memory.seenRemovals {
+            memory.removeAll()
+            memory.seenRemovals = removals
+        }
+        // Memory, then disk: a fresh copy (any copy in mode only) is served as it is.
+        var onDisk: (record: ResourceRecord, content: [UInt8])?
+        if spec.mode != .refresh, let entry = memory.get(key), fresh(entry.record) {
+            manager.statistics.countMemoryHit()
+            touch(key)
+            handle.skipped(reason: "resource")
+            finish(waiter, record: entry.record, content: entry.content, source: "memory", stat: entry.stat)
+            return
+        }
+        if let record = try? manager.index.resource(key: key) {
+            if let content = load(record) {
+                onDisk = (record, content)
+            } else {
+                drop(key)  // a missing or corrupt file: the entry goes, the copy is fetched again
+            }
+        }
+        if spec.mode != .refresh, let (record, content) = onDisk, fresh(record) {
+            manager.statistics.countDiskHit()
+            remember(record, content)
+            touch(key)
+            handle.skipped(reason: "resource")
+            finish(waiter, record: record, content: content, source: "disk")
+            return
+        }
+        if spec.mode == .only {
+            handle.finish(.failure(JobError(.invalid, "not in repository")))
+            return
+        }
+        manager.statistics.countMiss()
+        waiting[task.token] = key
+        if let fetch = fetches[key] {
+            manager.statistics.countMerged()
+            fetch.waiters.append(waiter)
+            return
+        }
+        let previous = onDisk.flatMap { $0.record.etag != nil || $0.record.lastModified != nil ? $0.record : nil }
+        let fetch = Fetch(key: key, routed: routed, first: waiter, previous: previous)
+        fetches[key] = fetch
+        attempt(fetch)
+    }
+
+    func cancel(_ task: WorkTask, handle: TaskHandle) {
+        guard let key = waiting.removeValue(forKey: task.token), let fetch = fetches[key] else { return }
+        fetch.waiters.removeAll { $0.task.token == task.token }
+        handle.finish(.failure(JobError(.cancelled, "cancelled")))
+        if fetch.waiters.isEmpty {
+            // Nobody waits any more: the transfer stops (its completion finds no waiter).
+            fetch.timer?.cancel()
+            fetch.timer = nil
+            if let transfer = fetch.transfer { client.cancel(transfer) } else { fetches[key] = nil }
+        }
+    }
+
+    func close() {
+        for fetch in fetches.values {
+            fetch.timer?.cancel()
+            if let transfer = fetch.transfer { client.cancel(transfer) }
+        }
+        fetches.removeAll()
+        waiting.removeAll()
+        touchTimer?.cancel()
+        flushTouches()
+        memory.removeAll()
+        // The client is the REST manager's: it closes it.
+    }
+
+    // MARK: - Transfers
+
+    private func attempt(_ fetch: Fetch) {
+        fetch.attempts += 1
+        manager.statistics.countRequest()
+        var http = fetch.routed.http
+        // Every body can be a bomb: nothing larger than the repository.
+        http.maxBodyBytes = manager.settings.maxBytes
+        if let previous = fetch.previous {
+            if let etag = previous.etag { http.headers.append(HTTPHeader("If-None-Match", etag)) }
+            if let modified = previous.lastModified { http.headers.append(HTTPHeader("If-Modified-Since", modified)) }
+        }
+        do {
+            fetch.transfer = try client.start(http, progress: nil) { [unowned self] result in
+                fetch.transfer = nil
+                self.completed(fetch, result)
+            }
+        } catch {
+            fail(fetch, JobError(.invalid, error.message))
+        }
+    }
+
+    private func completed(_ fetch: Fetch, _ result: Result<HTTPResponse, HTTPFailure>) {
+        guard !fetch.waiters.isEmpty else {
+            fetches[fetch.key] = nil
+            return
+        }
+        let error: JobError
+        switch result {
+        case .success(let response):
+            if response.status == 304, let previous = fetch.previous {
+                revalidated(fetch, previous, response)
+                return
+            }
+            let expected = fetch.routed.expect.map { $0.contains(response.status) } ?? (200...299).contains(response.status)
+            if expected {
+                store(fetch, response)
+                return
+            }
+            error = JobError(.http, "HTTP \(response.status)", status: response.status)
+        case .failure(let failure):
+            switch failure.kind {
+            case .cancelled: error = JobError(.cancelled, "cancelled")
+            case .timeout: error = JobError(.timeout, failure.message)
+            case .network: error = JobError(.network, failure.message)
+            case .invalid: error = JobError(.invalid, failure.message)
+            case .tooLarge:
+                error = JobError(.tooLarge, "the resource is larger than resources.maxBytes (\(manager.settings.maxBytes) bytes)")
+            }
+        }
+        if RoutedRequest.isRetryable(error), fetch.attempts < fetch.routed.retry.maxAttempts {
+            let delay = max(0, min(fetch.routed.retry.delayMs(afterAttempt: fetch.attempts), 600_000))
+            for waiter in fetch.waiters { waiter.handle.retrying(attempt: fetch.attempts + 1, delayMs: delay, error: error) }
+            fetch.timer = loop.schedule(afterMilliseconds: UInt64(delay)) { [unowned self] in
+                fetch.timer = nil
+                self.attempt(fetch)
+            }
+            return
+        }
+        fail(fetch, error)  // a failure never touches the good copy
+    }
+
+    /// `304`: the copy is still good; its bytes stay, `storedAt` is renewed.
+    private func revalidated(_ fetch: Fetch, _ previous: ResourceRecord, _ response: HTTPResponse) {
+        guard let content = load(previous) else {
+            // The copy went meanwhile: fetch it whole.
+            fetch.previous = nil
+            attempt(fetch)
+            return
+        }
+        var record = previous
+        let now = Date().timeIntervalSince1970
+        record.storedAt = now
+        record.lastUsedAt = now
+        if let etag = response.header("etag") { record.etag = etag }
+        if let modified = response.header("last-modified") { record.lastModified = modified }
+        manager.statistics.countRevalidated()
+        commit(fetch, record, content: content, source: "revalidated")
+    }
+
+    /// A body judged a success: remade (on a global dispatch queue, off this
+    /// loop) when the first job names a remaker, then kept.
+    private func store(_ fetch: Fetch, _ response: HTTPResponse) {
+        let meta = (type: response.header("content-type"), etag: response.header("etag"),
+                    modified: response.header("last-modified"))
+        guard let spec = fetch.waiters.first?.spec, let name = spec.remaker else {
+            keep(fetch, response.body, meta)
+            return
+        }
+        guard let remaker = manager.remaker(named: name) else {
+            fail(fetch, JobError(.invalid, "remaker: unknown remaker '\(name)'"))
+            return
+        }
+        let options = spec.remakeOptions ?? .object([:])
+        let limit = manager.settings.maxBytes
+        let body = response.body
+        let resume = LoopBound({ [unowned self] (result: Result<[UInt8], JobError>) in
+            switch result {
+            case .success(let derived): self.keep(fetch, derived, meta)
+            case .failure(let error): self.fail(fetch, error)
+            }
+        }, loop: loop)
+        let loop = self.loop
+        DispatchQueue.global().async {
+            let result: Result<[UInt8], JobError>
+            do {
+                let derived = [UInt8](try remaker(Data(body), options))
+                result = derived.count <= limit ? .success(derived)
+                    : .failure(JobError(.tooLarge, "remaker: the derived resource is larger than resources.maxBytes (\(limit) bytes)"))
+            } catch {
+                result = .failure(JobError(.invalid, "remaker: \(name) failed: \(error)"))
+            }
+            _ = loop.execute { resume.value(result) }
+        }
+    }
+
+    /// Checks, writes (at rest with the first job's cipher) and indexes `content`.
+    private func keep(_ fetch: Fetch, _ content: [UInt8], _ meta: (type: String?, etag: String?, modified: String?)) {
+        let digest = ResourceKey.sha256(content)
+        if let expected = fetch.waiters.first?.spec.sha256, expected != digest {
+            fail(fetch, JobError(.invalid, "sha256: the content's digest is \(digest), expected \(expected)"))
+            return
+        }
+        // The first job's cipher decides how the copy is kept.
+        let cipher = fetch.waiters.first?.spec.cipher ?? .none
+        var stored = content
+        switch cipher {
+        case .none: break
+        case .gzip:
+            guard let packed = try? Gzip.compress(content) else {
+                fail(fetch, JobError(.internal, "cipher: gzip failed"))
+                return
+            }
+            stored = packed
+        case .aesGCM:
+            guard let key = manager.atRestKey, let sealed = try? key.seal(content) else {
+                fail(fetch, JobError(.invalid, "cipher: aes-gcm needs HYDRA_SHARED_KEY"))
+                return
+            }
+            stored = sealed
+        }
+        do {
+            try manager.rest.writeStateFile(manager.components(of: fetch.key), bytes: stored)
+        } catch {
+            fail(fetch, error)
+            return
+        }
+        let now = Date().timeIntervalSince1970
+        // The index keeps the digest of the file at rest: for gzip and aes-gcm
+        // copies nothing derived from the clear bytes is stored.
+        let record = ResourceRecord(
+            key: fetch.key, url: fetch.routed.http.url, bytes: content.count, diskBytes: stored.count,
+            contentType: meta.type, sha256: cipher == .none ? digest : ResourceKey.sha256(stored),
+            etag: meta.etag, lastModified: meta.modified, storedAt: now, lastUsedAt: now, cipher: cipher)
+        commit(fetch, record, content: content, source: "network")
+    }
+
+    /// Commits the index entry, then (back on this loop) keeps the content in
+    /// memory and finishes every waiter: a job never reports a copy the index does not know.
+    private func commit(_ fetch: Fetch, _ record: ResourceRecord, content: [UInt8], source: String) {
+        let loop = self.loop
+        let finishing = LoopBound({ [unowned self] (result: Result<Void, StoreError>) in
+            switch result {
+            case .success:
+                self.remember(record, content)
+                if source == "network" {
+                    self.manager.emit(EventName.resourceStored, ["key": .string(record.key), "url": .string(record.url),
+                                                                 "bytes": .int(record.bytes), "source": .string(source)])
+                }
+                self.finishAll(fetch) { self.finish($0, record: record, content: content, source: source) }
+            case .failure(let error):
+                self.fail(fetch, JobError(.internal, "resource index: \(error)"))
+            }
+        }, loop: loop)
+        manager.index.storeResource(record) { result in
+            _ = loop.execute { finishing.value(result) }
+        }
+    }
+
+    private func fail(_ fetch: Fetch, _ error: JobError) {
+        finishAll(fetch) { $0.handle.finish(.failure(error)) }
+    }
+
+    private func finishAll(_ fetch: Fetch, _ body: (Waiter) -> Void) {
+        fetches[fetch.key] = nil
+        let waiters = fetch.waiters
+        fetch.waiters = []
+        for waiter in waiters {
+            waiting[waiter.task.token] = nil
+            body(waiter)
+        }
+    }
+
+    // MARK: - Copies
+
+    /// The content of `record`'s file when it is there and its digest matches
+    /// (the index's, which is the job's `sha256` when one was given); else nil.
+    private func load(_ record: ResourceRecord) -> [UInt8]? {
+        manager.load(record)
+    }
+
+    /// Removes a copy whose file is missing or corrupt (file and index entry).
+    /// Here rather than on a queue: the index removal is queued before any
+    /// later store of the same key from this loop, so it can never undo it.
+    private func drop(_ key: String) {
+        memory.remove(key)
+        let url = (try? manager.index.resource(key: key))?.url ?? ""
+        unlink(manager.absolutePath(of: key))
+        manager.index.removeResources([key]) { _ in }
+        manager.removals.add(1, ordering: .releasing)
+        manager.emit(EventName.resourceRemoved, ["key": .string(key), "url": .string(url), "reason": "corrupt"])
+    }
+
+    private func touch(_ key: String) {
+        touched.insert(key)
+        guard touchTimer == nil else { return }
+        touchTimer = loop.schedule(afterMilliseconds: 1000) { [unowned self] in
+            self.touchTimer = nil
+            self.flushTouches()
+        }
+    }
+
+    private func flushTouches() {
+        guard !touched.isEmpty else { return }
+        manager.index.touchResources(Array(touched), at: Date().timeIntervalSince1970)
+        touched.removeAll()
+    }
+
+    // MARK: - Results
+
+    /// Finishes `waiter` with the result object (resources.md §1), checking its own `sha256`.
+    /// Keeps a copy in the memory tier with its stat fields built.
+    private func remember(_ record: ResourceRecord, _ content: [UInt8]) {
+        guard memory.capacity > 0 else { return }
+        memory.put(record, content: content, stat: ResourceExecutor.stat(record, path: manager.relativePath(of: record.key)))
+    }
+
+    private func finish(_ waiter: Waiter, record: ResourceRecord, content: [UInt8], source: String,
+                        stat: OrderedDictionary<String, JSONValue>? = nil) {
+        if let expected = waiter.spec.sha256 {
+            let digest = record.cipher == .none ? record.sha256 : ResourceKey.sha256(content)
+            if expected != digest {
+                waiter.handle.finish(.failure(JobError(.invalid, "sha256: the content's digest is \(digest), expected \(expected)")))
+                return
+            }
+        }
+        var o = stat ?? ResourceExecutor.stat(record, path: manager.relativePath(of: record.key))
+        o["source"] = .string(source)
+        switch waiter.spec.presentation {
+        case .text?:
+            guard let text = String(validating: content, as: UTF8.self) else {
+                waiter.handle.finish(.failure(JobError(.decode, "as: the content is not UTF-8 text")))
+                return
+            }
+            o["content"] = .string(text)
+        case .json?:
+            do {
+                o["content"] = try JSONParser.parse(content)
+            } catch {
+                waiter.handle.finish(.failure(JobError(.decode, "as: the content is not JSON: \(error)")))
+                return
+            }
+        case .base64?: o["content"] = .string(Data(content).base64EncodedString())
+        case .path?, nil: break
+        }
+        waiter.handle.finish(.success(.object(o)))
+    }
+
+    /// The stat fields of a copy (a result without `source` and `content`).
+    static func stat(_ record: ResourceRecord, path: String) -> OrderedDictionary<String, JSONValue> {
+        var o: OrderedDictionary<String, JSONValue> = ["key": .string(record.key), "url": .string(record.url)]
+        if record.cipher == .none { o["path"] = .string(path) }
+        o["bytes"] = .int(record.bytes)
+        if let type = record.contentType { o["contentType"] = .string(type) }
+        o["sha256"] = .string(record.sha256)
+        if let etag = record.etag { o["etag"] = .string(etag) }
+        o["storedAt"] = .string(HydraEvent.format(record.storedAt))
+        return o
+    }
+}

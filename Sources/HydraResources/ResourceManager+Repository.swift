@@ -1,0 +1,173 @@
+import Foundation
+import HydraCore
+import HydraHTTP
+import HydraLoop
+import OrderedCollections
+
+/// What the repository answers outside jobs (resources.md §2, and the
+/// embedding API): stat, read, list, remove, purge, stats. Reads run on the
+/// caller's thread (index reads and, for `read`, one file); removals do file
+/// I/O, so they run on a global dispatch queue, never on a loop, and call
+/// `done` there. Thread-safe.
+extension ResourceManager {
+    /// The key a plain `{"url": …}` resource (no remaker) has.
+    public func key(forURL url: String) -> String { ResourceKey.make(url: url, remaker: nil, options: nil) }
+
+    /// The stat object of a copy (a job's result without `source` and `content`), or nil.
+    public func stat(key: String) throws(StoreError) -> JSONValue? {
+        try index.resource(key: key).map { .object(ResourceExecutor.stat($0, path: relativePath(of: $0.key))) }
+    }
+
+    /// The content of a copy from the repository only (never the network):
+    /// `{"key", "content", "bytes", "eof"}`, `bytes` being the copy's size and
+    /// `content` the `length` bytes from `offset` as `presentation` (default base64).
+    /// Nil when there is no good copy (a corrupt one is removed).
+    public func read(key: String, as presentation: ResourceSpec.Presentation = .base64, offset: Int = 0,
+                     length: Int? = nil) throws(JobError) -> JSONValue? {
+        guard let record = try? index.resource(key: key) else { return nil }
+        guard let clear = load(record) else {
+            removeCopies([key], reason: "corrupt") { _ in }
+            return nil
+        }
+        let data = Data(clear)
+        let start = min(max(0, offset), data.count)
+        let end = length.map { min(data.count, start + max(0, $0)) } ?? data.count
+        let slice = [UInt8](data[start..<end])
+        let content: JSONValue
+        switch presentation {
+        case .base64: content = .string(Data(slice).base64EncodedString())
+        case .text:
+            guard let text = String(validating: slice, as: UTF8.self) else { throw JobError(.decode, "as: the content is not UTF-8 text") }
+            content = .string(text)
+        case .json:
+            do { content = try JSONParser.parse(slice) } catch { throw JobError(.decode, "as: the content is not JSON: \(error)") }
+        case .path: content = .string(relativePath(of: key))
+        }
+        return ["key": .string(key), "content": content, "bytes": .int(record.bytes), "eof": .bool(end == data.count)]
+    }
+
+    /// The clear content of `record`'s file when it is there and checks out
+    /// (size and SHA-256 of the file, and for aes-gcm its tag); else nil. Blocking file I/O.
+    func load(_ record: ResourceRecord) -> [UInt8]? {
+        guard let data = FileManager.default.contents(atPath: absolutePath(of: record.key)) else { return nil }
+        let stored = [UInt8](data)
+        guard stored.count == record.diskBytes, ResourceKey.sha256(stored) == record.sha256 else { return nil }
+        switch record.cipher {
+        case .none: return stored
+        case .aesGCM:
+            guard let clear = try? atRestKey?.open(stored), clear.count == record.bytes else { return nil }
+            return clear
+        case .gzip:
+            guard let clear = try? Gzip.decompress(stored, limit: record.bytes), clear.count == record.bytes else { return nil }
+            return clear
+        }
+    }
+
+    /// A page of stat objects, newest first: `{"resources": [...], "next"?}`.
+    public func list(prefix: String?, limit: Int, after: String?) throws(StoreError) -> JSONValue {
+        let page = try index.resources(urlPrefix: prefix, after: after, limit: limit + 1)
+        var o: OrderedDictionary<String, JSONValue> = [
+            "resources": .array(page.prefix(limit).map { .object(ResourceExecutor.stat($0, path: relativePath(of: $0.key))) })]
+        if page.count > limit, let last = page.prefix(limit).last { o["next"] = .string(last.key) }
+        return .object(o)
+    }
+
+    /// Removes the copies of `key`, `url`, or every URL starting with `prefix`
+    /// (at least one given): `done` gets `{"removed", "bytes"}`.
+    public func remove(key: String?, url: String?, prefix: String?,
+                       done: @escaping @Sendable (Result<JSONValue, StoreError>) -> Void) {
+        DispatchQueue.global().async { [self] in
+            do throws(StoreError) {
+                var keys: [String] = []
+                if let key { keys.append(key) }
+                if let url { keys.append(self.key(forURL: url)) }
+                if let prefix {
+                    var after: String?
+                    while true {
+                        let page = try index.resources(urlPrefix: prefix, after: after, limit: 1000)
+                        keys += page.map(\.key)
+                        guard page.count == 1000 else { break }
+                        after = page.last?.key
+                    }
+                }
+                let records = keys.compactMap { try? index.resource(key: $0) }
+                removeCopies(records.map(\.key), reason: "remove") { result in
+                    done(result.map { _ in ["removed": .int(records.count), "bytes": .int(records.reduce(0) { $0 + $1.diskBytes })] })
+                }
+            } catch {
+                done(.failure(error))
+            }
+        }
+    }
+
+    /// Removes copies unused for `olderThanSec`, then the least recently used
+    /// until the repository holds at most `maxBytes`: `done` gets `{"removed", "bytes"}`.
+    public func purge(olderThanSec: Double?, maxBytes: Int?, reason: String = "purge",
+                      done: @escaping @Sendable (Result<JSONValue, StoreError>) -> Void) {
+        DispatchQueue.global().async { [self] in
+            do throws(StoreError) {
+                let records = try index.resourcesByUse()
+                var total = records.reduce(0) { $0 + $1.diskBytes }
+                let cutoff = olderThanSec.map { Date().timeIntervalSince1970 - $0 }
+                var picked: [ResourceRecord] = []
+                for record in records {
+                    let old = cutoff.map { record.lastUsedAt < $0 } ?? false
+                    let over = maxBytes.map { total > $0 } ?? false
+                    guard old || over else { continue }
+                    picked.append(record)
+                    total -= record.diskBytes
+                }
+                let chosen = picked
+                removeCopies(chosen.map(\.key), reason: reason) { result in
+                    done(result.map { _ in ["removed": .int(chosen.count), "bytes": .int(chosen.reduce(0) { $0 + $1.diskBytes })] })
+                }
+            } catch {
+                done(.failure(error))
+            }
+        }
+    }
+
+    /// `resource.stats`.
+    public func statsJSON() throws(StoreError) -> JSONValue {
+        let records = try index.resourcesByUse()
+        let s = statistics.snapshot
+        return ["count": .int(records.count), "bytes": .int(records.reduce(0) { $0 + $1.diskBytes }),
+                "memoryBytes": .int(memoryBytes.load(ordering: .relaxed)),
+                "hits": ["memory": .int(s.memoryHits), "disk": .int(s.diskHits)],
+                "misses": .int(s.misses), "revalidated": .int(s.revalidated), "merged": .int(s.merged)]
+    }
+
+    /// Removes the index entries of `keys`, then their files, and tells every
+    /// memory tier; one `resource.removed` per copy. Runs on a global dispatch
+    /// queue (file I/O never on a loop nor on the store's writer); `done` there.
+    func removeCopies(_ keys: [String], reason: String, done: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        guard !keys.isEmpty else {
+            done(.success(()))
+            return
+        }
+        DispatchQueue.global().async { [self] in
+            let urls = keys.map { (try? index.resource(key: $0))?.url ?? "" }
+            removals.add(1, ordering: .releasing)
+            // The entry goes first: a crash between the two leaves a file without
+            // an entry, which startup reconciliation removes, never an entry without a file.
+            let committed = Locked<Result<Int, StoreError>?>(nil)
+            let signal = DispatchSemaphore(value: 0)
+            index.removeResources(keys) { result in
+                committed.withLock { $0 = result }
+                signal.signal()
+            }
+            signal.wait()
+            if case .failure(let error)? = committed.withLock({ $0 }) {
+                done(.failure(error))
+                return
+            }
+            for (key, url) in zip(keys, urls) {
+                try? FileManager.default.removeItem(atPath: absolutePath(of: key))
+                emit(EventName.resourceRemoved, ["key": .string(key), "url": .string(url), "reason": .string(reason)])
+            }
+            // Again once the files are gone: a tier that refilled meanwhile forgets again.
+            removals.add(1, ordering: .releasing)
+            done(.success(()))
+        }
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import HydraCore
+import HydraLoop
+
+/// Keeping the repository and its index in agreement, and within bounds:
+/// startup reconciliation, and the purge every `resources.purgeIntervalSec`.
+/// Both run off the loops (the caller's thread at startup, a global dispatch
+/// queue for the timer).
+extension ResourceManager {
+    /// Removes files without an index entry and entries without a file (what
+    /// a crash between the two writes can leave). Call at startup, before jobs
+    /// run and after the temporary files of interrupted downloads were removed.
+    /// Only with a durable index: an in-memory one knows no file of a previous run.
+    /// Returns how many of each it removed.
+    public func reconcile() throws(StoreError) -> (files: Int, entries: Int) {
+        let records = try index.resourcesByUse()
+        let known = Set(records.map(\.key))
+        var present: Set<String> = []
+        var files = 0
+        let fm = FileManager.default
+        for folder in (try? fm.contentsOfDirectory(atPath: repositoryPath)) ?? [] {
+            let path = repositoryPath + "/" + folder
+            var isFolder: ObjCBool = false
+            guard fm.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue else { continue }
+            for name in (try? fm.contentsOfDirectory(atPath: path)) ?? [] {
+                let key = name.hasSuffix(".bin") ? String(name.dropLast(4)) : ""
+                if known.contains(key) && key.hasPrefix(folder) {
+                    present.insert(key)
+                } else if (try? fm.removeItem(atPath: path + "/" + name)) != nil {
+                    files += 1
+                }
+            }
+        }
+        let missing = records.map(\.key).filter { !present.contains($0) }
+        if !missing.isEmpty {
+            let signal = DispatchSemaphore(value: 0)
+            index.removeResources(missing) { _ in signal.signal() }
+            signal.wait()
+        }
+        return (files, missing.count)
+    }
+
+    /// Starts the purge every `resources.purgeIntervalSec`: copies unused for
+    /// `resources.maxAgeSec` go (as nginx's `inactive`), then the least
+    /// recently used until the repository holds at most `resources.maxBytes`.
+    /// Stops with ``stopUpkeep()``.
+    public func startUpkeep() {
+        guard upkeepRunning.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+        scheduleUpkeep()
+    }
+
+    /// Stops the purge timer (a purge under way finishes).
+    public func stopUpkeep() { upkeepRunning.store(false, ordering: .releasing) }
+
+    private func scheduleUpkeep() {
+        let interval = Double(settings.purgeIntervalSec)
+        DispatchQueue.global().asyncAfter(deadline: .now() + interval) { [weak self] in
+            guard let self, self.upkeepRunning.load(ordering: .acquiring) else { return }
+            self.purge(olderThanSec: Double(self.settings.maxAgeSec), maxBytes: self.settings.maxBytes, reason: "evicted") { _ in
+                if self.upkeepRunning.load(ordering: .acquiring) { self.scheduleUpkeep() }
+            }
+        }
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import OrderedCollections
+import HydraCore
+import HydraHTTP
+import HydraLoop
+import HydraREST
+import Synchronization
+
+/// The resource manager (the HJResourceManager idea, resources.md): runs
+/// `resource` jobs on the remote workers beside the REST client manager,
+/// whose routing it reuses and whose per-worker connection pool its transfers
+/// share. Copies live in the repository (`state.path/resources`, files named
+/// by key) with their index in a ``ResourceIndexStore``, and in a memory LRU
+/// per worker. Immutable after creation; thread-safe.
+public final class ResourceManager: JobManager {
+    public let name = "resources"
+    public let kinds: Set<JobKind> = [.remote]
+    public let jobTypes: Set<String> = ["resource"]
+    let rest: RESTManager
+    let index: any ResourceIndexStore
+    let settings: Configuration.Resources
+    /// The key of `aes-gcm` copies; nil without `HYDRA_SHARED_KEY`.
+    let atRestKey: AtRestKey?
+    /// The repository folder, absolute.
+    public let repositoryPath: String
+    let statistics = ResourceStatistics()
+    /// Where `resource.stored` / `resource.removed` go (the engine's bus, set once it exists).
+    private let bus = Locked<EventBus?>(nil)
+    /// Bumped by every removal: a worker's memory tier that sees a new value
+    /// empties itself, so a removed copy is never served from memory.
+    let removals = Atomic<Int>(0)
+    /// The bytes held by the memory tiers of every worker.
+    let memoryBytes = Atomic<Int>(0)
+    /// Remakers by name; `gunzip` built in.
+    private let remakers: Locked<[String: Remaker]>
+    /// Whether the purge timer runs (``startUpkeep()``).
+    let upkeepRunning = Atomic<Bool>(false)
+
+    /// - Parameters:
+    ///   - rest: the REST manager bound to the same workers (routing, pool).
+    ///   - index: where the index lives (a server's state store; an embedded
+    ///     engine's ``MemoryResourceIndex``).
+    ///   - sharedKey: the `HYDRA_SHARED_KEY` passphrase, for `aes-gcm` copies.
+    public init(rest: RESTManager, index: any ResourceIndexStore, stateDirectory: String, sharedKey: String? = nil) {
+        self.rest = rest
+        atRestKey = AtRestKey(passphrase: sharedKey)
+        let limit = rest.configuration.resources.maxBytes
+        remakers = Locked(["gunzip": { data, _ in
+            do { return Data(try Gzip.decompress([UInt8](data), limit: limit)) } catch { throw error }
+        }])
+        self.index = index
+        settings = rest.configuration.resources
+        let base = stateDirectory.hasSuffix("/") ? String(stateDirectory.dropLast()) : stateDirectory
+        repositoryPath = base + "/" + settings.path
+    }
+
+    /// A remaker: derives the resource a job returns from the fetched content
+    /// (`remakeOptions` as given, `{}` without). Runs on a global dispatch
+    /// queue, never on a loop; a throw fails the job (kind `invalid`).
+    public typealias Remaker = @Sendable (Data, JSONValue) throws -> Data
+
+    /// Adds or replaces the remaker `name` (`"remaker": name` in specs).
+    public func register(remaker name: String, _ body: @escaping Remaker) {
+        remakers.withLock { $0[name] = body }
+    }
+
+    func remaker(named name: String) -> Remaker? { remakers.withLock { $0[name] } }
+
+    /// Sets the bus events go to. Once, before jobs run.
+    public func attach(bus: EventBus) { self.bus.withLock { $0 = bus } }
+
+    func emit(_ name: String, _ fields: OrderedDictionary<String, JSONValue>) {
+        guard let bus = bus.withLock({ $0 }) else { return }
+        bus.emit(name, jobId: "", rootJobId: "", stepPath: "") { fields }
+    }
+
+    /// Counters since start.
+    public var stats: ResourceStatistics.Snapshot { statistics.snapshot }
+
+    /// The file of `key` relative to the state folder: `resources/5e/5e88….bin`.
+    public func relativePath(of key: String) -> String { components(of: key).joined(separator: "/") }
+
+    func components(of key: String) -> [String] {
+        settings.path.split(separator: "/").map(String.init) + [String(key.prefix(2)), key + ".bin"]
+    }
+
+    func absolutePath(of key: String) -> String { repositoryPath + "/" + key.prefix(2) + "/" + key + ".bin" }
+
+    public func validate(_ spec: JobSpec, path: String) throws(ValidationError) {
+        guard case .resource(let resource) = spec.body else { return }
+        try rest.validateRequest(resource.request, path: path)
+        func at(_ key: String) -> String { FieldReader.join(path, key) }
+        switch resource.cipher {
+        case .none: break
+        case .aesGCM where atRestKey == nil:
+            throw ValidationError(path: at("cipher"), "aes-gcm needs HYDRA_SHARED_KEY (a passphrase of 16+ characters)")
+        case .aesGCM, .gzip: break
+        }
+        if let name = resource.remaker, remaker(named: name) == nil {
+            throw ValidationError(path: at("remaker"), "unknown remaker '\(name)'")
+        }
+    }
+
+    public func makeExecutor(for worker: WorkerContext) -> any JobExecutor {
+        ResourceExecutor(manager: self, worker: worker)
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import HydraCore
+import Hydra
+
+/// The `resource.*` methods (resources.md §2) over the engine's resource
+/// manager. Each answers through `reply`, from a global dispatch queue: they
+/// read the index and files, which never happens on the RPC loop.
+extension HydraService {
+    /// Which copy a call names: `key`, else the key of `url`.
+    public func resourceKey(key: String?, url: String?) throws(ServiceError) -> String {
+        if let key { return key }
+        if let url { return engine.resources.key(forURL: url) }
+        throw ServiceError(.invalidParams, "url: required (or key)", data: ["field": "url", "reason": "required (or key)"])
+    }
+
+    /// `resource.stat`.
+    public func resourceStat(key: String, reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+        let resources = engine.resources
+        DispatchQueue.global().async {
+            do throws(StoreError) {
+                guard let stat = try resources.stat(key: key) else {
+                    reply(.failure(.notFound(field: "key", "not in repository")))
+                    return
+                }
+                reply(.success(stat))
+            } catch {
+                reply(.failure(ServiceError(error)))
+            }
+        }
+    }
+
+    /// `resource.read`: from the repository only.
+    public func resourceRead(key: String, as presentation: ResourceSpec.Presentation, offset: Int, length: Int?,
+                             reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+        let resources = engine.resources
+        DispatchQueue.global().async {
+            do throws(JobError) {
+                guard let read = try resources.read(key: key, as: presentation, offset: offset, length: length) else {
+                    reply(.failure(.notFound(field: "key", "not in repository")))
+                    return
+                }
+                reply(.success(read))
+            } catch {
+                reply(.failure(ServiceError(.invalidParams, "as: \(error.message)",
+                                            data: ["field": "as", "reason": .string(error.message)])))
+            }
+        }
+    }
+
+    /// `resource.list`.
+    public func resourceList(prefix: String?, limit: Int, after: String?,
+                             reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+        let resources = engine.resources
+        DispatchQueue.global().async {
+            do throws(StoreError) {
+                reply(.success(try resources.list(prefix: prefix, limit: limit, after: after)))
+            } catch {
+                reply(.failure(ServiceError(error)))
+            }
+        }
+    }
+
+    /// `resource.remove`.
+    public func resourceRemove(key: String?, url: String?, prefix: String?,
+                               reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+        engine.resources.remove(key: key, url: url, prefix: prefix) { reply($0.mapError(ServiceError.init)) }
+    }
+
+    /// `resource.purge`.
+    public func resourcePurge(olderThanSec: Int?, maxBytes: Int?,
+                              reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+        engine.resources.purge(olderThanSec: olderThanSec.map(Double.init), maxBytes: maxBytes) {
+            reply($0.mapError(ServiceError.init))
+        }
+    }
+
+    /// `resource.stats`.
+    public func resourceStats(reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+        let resources = engine.resources
+        DispatchQueue.global().async {
+            do throws(StoreError) {
+                reply(.success(try resources.statsJSON()))
+            } catch {
+                reply(.failure(ServiceError(error)))
+            }
+        }
+    }
+}

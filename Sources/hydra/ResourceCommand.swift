@@ -1,0 +1,129 @@
+import ArgumentParser
+import Foundation
+import Hydra
+import HydraRPC
+
+/// `hydra resource get|stat|cat|ls|rm|purge`: the resource repository of a
+/// running server (resources.md). Exit codes as every client command: 0 ok,
+/// 1 failed (a job that failed, a copy not found, an unreachable server),
+/// 2 usage or invalid params.
+struct ResourceCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "resource", abstract: "Fetch and manage the server's resource repository.",
+        subcommands: [Get.self, Stat.self, Cat.self, List.self, Remove.self, Purge.self])
+
+    /// Which copy: a URL argument or `--key`.
+    struct Target: ParsableArguments {
+        @Argument(help: "The resource's URL.") var url: String?
+        @Option(help: "The resource's key instead of its URL.") var key: String?
+
+        var params: OrderedJSON {
+            if let key { return ["key": .string(key)] }
+            guard let url else { exitInvalid("give the resource's URL or --key") }
+            return ["url": .string(url)]
+        }
+    }
+
+    struct Get: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Fetch a resource through the repository (a resource job); print its result.",
+            discussion: """
+                With --as text, json or base64 prints the content itself; with --as path
+                (the default) the job's result object. Exit 1 when the job fails.
+                """)
+        @Argument(help: "The resource's URL.") var url: String
+        @Option(name: .customLong("as"), help: "path, text, json or base64.") var presentation = "path"
+        @Flag(help: "Go to the network (conditionally) even for a fresh copy.") var refresh = false
+        @Option(help: "Give up waiting after this many milliseconds.") var wait = 60_000
+        @OptionGroup var connection: ConnectOptions
+        func run() throws {
+            let client = connection.client()
+            var job: OrderedJSON = ["type": "resource", "url": .string(url), "as": .string(presentation)]
+            if refresh { job["mode"] = "refresh" }
+            let submitted = call(client, "job.submit", ["job": .object(job)])
+            let reply = call(client, "job.result", ["jobId": submitted["jobId"] ?? .null, "waitMs": .int(wait)],
+                             timeout: .milliseconds(wait + 10_000))
+            guard reply["state"] == "succeeded", let result = reply["result"] else {
+                FileHandle.standardError.write(Data("hydra: \(JSONWriter.string(reply["error"] ?? reply))\n".utf8))
+                throw ExitCode(1)
+            }
+            switch presentation {
+            case "text", "base64": writeLine(result["content"]?.stringValue ?? "")
+            case "json": writeLine(JSONWriter.string(result["content"] ?? .null))
+            default: writeLine(JSONWriter.string(result))
+            }
+        }
+    }
+
+    struct Stat: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print what the repository knows of a copy.")
+        @OptionGroup var target: Target
+        @OptionGroup var connection: ConnectOptions
+        func run() { writeLine(JSONWriter.string(call(connection.client(), "resource.stat", .object(target.params)))) }
+    }
+
+    struct Cat: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write a copy's bytes to stdout, from the repository only (never the network).")
+        @OptionGroup var target: Target
+        @OptionGroup var connection: ConnectOptions
+        func run() {
+            let client = connection.client()
+            var offset = 0
+            while true {
+                var params = target.params
+                params["offset"] = .int(offset)
+                params["length"] = .int(1 << 20)
+                let reply = call(client, "resource.read", .object(params))
+                let chunk = Data(base64Encoded: reply["content"]?.stringValue ?? "") ?? Data()
+                FileHandle.standardOutput.write(chunk)
+                offset += chunk.count
+                if reply["eof"] != false || chunk.isEmpty { break }
+            }
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "ls", abstract: "List copies, newest first.")
+        @Option(help: "Only URLs starting with this.") var prefix: String?
+        @Option(help: "At most this many (1...1000).") var limit = 100
+        @Option(help: "The page after this key (a previous answer's next).") var after: String?
+        @OptionGroup var connection: ConnectOptions
+        func run() {
+            var params: OrderedJSON = ["limit": .int(limit)]
+            if let prefix { params["prefix"] = .string(prefix) }
+            if let after { params["after"] = .string(after) }
+            writeLine(JSONWriter.string(call(connection.client(), "resource.list", .object(params))))
+        }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove copies by URL, key or URL prefix.")
+        @Argument(help: "The resource's URL.") var url: String?
+        @Option(help: "The resource's key.") var key: String?
+        @Option(help: "Every URL starting with this.") var prefix: String?
+        @OptionGroup var connection: ConnectOptions
+        func run() {
+            var params: OrderedJSON = [:]
+            if let url { params["url"] = .string(url) }
+            if let key { params["key"] = .string(key) }
+            if let prefix { params["prefix"] = .string(prefix) }
+            if params.isEmpty { exitInvalid("give a URL, --key or --prefix") }
+            writeLine(JSONWriter.string(call(connection.client(), "resource.remove", .object(params))))
+        }
+    }
+
+    struct Purge: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Remove copies unused for a while, then the least recently used past a size.")
+        @Option(help: "Copies unused for this many seconds go.") var olderThan: Int?
+        @Option(help: "Then the least recently used go until the repository holds at most this many bytes.") var maxBytes: Int?
+        @OptionGroup var connection: ConnectOptions
+        func run() {
+            var params: OrderedJSON = [:]
+            if let olderThan { params["olderThanSec"] = .int(olderThan) }
+            if let maxBytes { params["maxBytes"] = .int(maxBytes) }
+            writeLine(JSONWriter.string(call(connection.client(), "resource.purge", .object(params))))
+        }
+    }
+}

@@ -1,0 +1,410 @@
+import Foundation
+import HydraCore
+import Testing
+
+@testable import Hydra
+@testable import HydraResources
+@testable import HydraStore
+
+/// `resource` jobs (resources.md §1) against the real test server, whose
+/// counters say how many requests and body bytes reached it.
+@Suite final class ResourceJobTests: Sendable {
+    let state = NSTemporaryDirectory() + "hydra-res-\(UUID().uuidString)"
+
+    deinit { try? FileManager.default.removeItem(atPath: state) }
+
+    func engine(_ resources: String = "", index: (any ResourceIndexStore)? = nil) throws -> HydraEngine {
+        let text = """
+            {"servers": {"testsvr": "\(TestServer.base)"}, "defaults": {"server": "testsvr", "timeoutMs": 10000}
+             \(resources.isEmpty ? "" : ", \"resources\": " + resources)}
+            """
+        return try HydraEngine(configuration: try Configuration(json: try JSONParser.parse(text)), stateDirectory: state,
+                               resourceIndex: index)
+    }
+
+    /// A fresh name for the server's counters.
+    func name() -> String { "r" + UUID().uuidString.prefix(8).lowercased() }
+
+    func counter(_ engine: HydraEngine, _ key: String) async throws -> Int {
+        let result = try await engine.run(spec(#"{"type":"remote","url":"\#(TestServer.url("/count/" + key))"}"#))
+        return result.result?["body"]?["count"]?.intValue ?? -1
+    }
+
+    func resource(_ path: String, _ extra: String = "") throws -> JobSpec {
+        try spec(#"{"type":"resource","url":"\#(TestServer.url(path))"\#(extra)}"#)
+    }
+
+    @Test func fetchesOnceThenServesFromMemory() async throws {
+        let engine = try engine()
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let n = name()
+        let first = try await engine.run(resource("/resource/\(n)"))
+        let body = "resource \(n) v1"
+        #expect(first.result?["source"] == "network")
+        #expect(first.result?["bytes"]?.intValue == body.utf8.count)
+        #expect(first.result?["etag"]?.stringValue == "\"\(n)-1\"")
+        #expect(first.result?["contentType"]?.stringValue == "text/plain; charset=utf-8")
+        let key = try #require(first.result?["key"]?.stringValue)
+        #expect(key.count == 64)
+        let path = try #require(first.result?["path"]?.stringValue)
+        #expect(path == "resources/\(key.prefix(2))/\(key).bin")
+        #expect(FileManager.default.contents(atPath: state + "/" + path) == Data(body.utf8))
+        // The repository holds no temporary file once the job is done.
+        let folder = try FileManager.default.contentsOfDirectory(atPath: state + "/resources/" + key.prefix(2))
+        #expect(folder == [key + ".bin"])
+
+        let second = try await engine.run(resource("/resource/\(n)", #","as":"text""#))
+        #expect(second.result?["source"] == "memory")
+        #expect(second.result?["content"]?.stringValue == body)
+        #expect(try await counter(engine, "res-\(n)") == 1)
+        #expect(log.names(job: second.jobId).contains("job.skipped@"))
+        #expect(log.all.contains { $0.rootJobId == second.jobId && $0.name == "job.skipped" && $0.fields["reason"] == "resource" })
+        // The same file asked with the query in another order is the same resource.
+        let a = try await engine.run(resource("/resource/\(n)?size=40&v=1"))
+        let b = try await engine.run(resource("/resource/\(n)?v=1&size=40"))
+        #expect(a.result?["key"] == b.result?["key"] && b.result?["source"] == "memory")
+        #expect(engine.resources.stats.memoryHits == 2)
+    }
+
+    @Test func servesFromDiskWithTheMemoryTierOff() async throws {
+        let engine = try engine(#"{"memoryBytes": 0}"#)
+        defer { engine.shutdown() }
+        let n = name()
+        #expect(try await engine.run(resource("/resource/\(n)")).result?["source"] == "network")
+        let again = try await engine.run(resource("/resource/\(n)", #","as":"base64""#))
+        #expect(again.result?["source"] == "disk")
+        #expect(again.result?["content"]?.stringValue == Data("resource \(n) v1".utf8).base64EncodedString())
+        #expect(try await counter(engine, "res-\(n)") == 1)
+    }
+
+    @Test func revalidatesAStaleCopyWithoutTheBody() async throws {
+        let engine = try engine()
+        defer { engine.shutdown() }
+        for (n, query) in [(name(), ""), (name(), "?etag=0")] {
+            let path = "/resource/\(n)\(query)"
+            #expect(try await engine.run(resource(path, #","maxAgeSec":0"#)).result?["source"] == "network")
+            let stale = try await engine.run(resource(path, #","maxAgeSec":0,"as":"text""#))
+            #expect(stale.result?["source"] == "revalidated")
+            #expect(stale.result?["content"]?.stringValue == "resource \(n) v1")
+            let refreshed = try await engine.run(resource(path, #","mode":"refresh""#))
+            #expect(refreshed.result?["source"] == "revalidated")
+            // Three requests, two answered 304: the body crossed the wire once.
+            #expect(try await counter(engine, "res-\(n)") == 3)
+            #expect(try await counter(engine, "res304-\(n)") == 2)
+            #expect(try await counter(engine, "resbytes-\(n)") == "resource \(n) v1".utf8.count)
+        }
+        #expect(engine.resources.stats.revalidated == 4)
+    }
+
+    @Test func onlyNeverTouchesTheNetwork() async throws {
+        let engine = try engine()
+        defer { engine.shutdown() }
+        let n = name()
+        let missing = try await engine.run(resource("/resource/\(n)", #","mode":"only""#))
+        #expect(missing.error?.kind == .invalid && missing.error?.message == "not in repository")
+        #expect(try await counter(engine, "res-\(n)") == 0)
+        _ = try await engine.run(resource("/resource/\(n)"))
+        let stale = try await engine.run(resource("/resource/\(n)", #","mode":"only","maxAgeSec":0"#))
+        #expect(stale.result?["source"] == "memory")
+    }
+
+    @Test func concurrentJobsOfOneKeyMakeOneTransfer() async throws {
+        let engine = try engine()
+        defer { engine.shutdown() }
+        let n = name()
+        let steps = Array(repeating: #"{"type":"resource","url":"\#(TestServer.url("/resource/\(n)?delay=300"))","as":"text"}"#, count: 100)
+        let group = try await engine.run(spec(#"{"type":"concurrent","steps":[\#(steps.joined(separator: ","))]}"#))
+        let results = try #require(group.result?["results"]?.arrayValue)
+        #expect(results.count == 100)
+        #expect(results.allSatisfy { $0["content"]?.stringValue == "resource \(n) v1" })
+        #expect(try await counter(engine, "res-\(n)") == 1)
+        #expect(engine.resources.stats.merged == 99)
+    }
+
+    @Test func failuresNeverStoreNorReplaceACopy() async throws {
+        let engine = try engine()
+        defer { engine.shutdown() }
+        let n = name()
+        let notFound = try await engine.run(resource("/resource/\(n)?status=404"))
+        #expect(notFound.error?.kind == .http && notFound.error?.status == 404)
+        #expect(try await engine.run(resource("/resource/\(n)?status=404", #","mode":"only""#)).error?.message == "not in repository")
+        // A good copy, then a failing refresh: the copy stays.
+        let good = try await engine.run(resource("/resource/\(n)"))
+        #expect(good.result?["source"] == "network")
+        let digest = try #require(good.result?["sha256"]?.stringValue)
+        #expect(digest == ResourceKey.sha256(Array("resource \(n) v1".utf8)))
+        let wrong = String(repeating: "0", count: 64)
+        let mismatch = try await engine.run(resource("/resource/\(n)?v=2", #","sha256":"\#(wrong)""#))
+        #expect(mismatch.error?.kind == .invalid && mismatch.error?.message.hasPrefix("sha256:") == true)
+        #expect(try await engine.run(resource("/resource/\(n)?v=2", #","mode":"only""#)).error?.message == "not in repository")
+        let matching = try await engine.run(resource("/resource/\(n)", #","sha256":"\#(digest)""#))
+        #expect(matching.result?["source"] == "memory")
+    }
+
+    @Test func aCorruptCopyOnDiskIsFetchedAgain() async throws {
+        let engine = try engine(#"{"memoryBytes": 0}"#)
+        defer { engine.shutdown() }
+        let n = name()
+        let first = try await engine.run(resource("/resource/\(n)"))
+        let path = state + "/" + (try #require(first.result?["path"]?.stringValue))
+        var bytes = try #require(FileManager.default.contents(atPath: path))
+        bytes[0] ^= 1
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let again = try await engine.run(resource("/resource/\(n)", #","as":"text""#))
+        #expect(again.result?["source"] == "network")
+        #expect(again.result?["content"]?.stringValue == "resource \(n) v1")
+        #expect(try await counter(engine, "res-\(n)") == 2)
+    }
+
+    @Test func theIndexInTheStateStoreOutlivesTheEngine() async throws {
+        let n = name()
+        do {
+            let store = try SQLiteStore(directory: state)
+            let engine = try engine(#"{"memoryBytes": 0}"#, index: store)
+            #expect(try await engine.run(resource("/resource/\(n)")).result?["source"] == "network")
+            engine.shutdown()
+            store.close()
+        }
+        let store = try SQLiteStore(directory: state)
+        defer { store.close() }
+        let engine = try engine(index: store)
+        defer { engine.shutdown() }
+        let again = try await engine.run(resource("/resource/\(n)", #","mode":"only","as":"text""#))
+        #expect(again.result?["source"] == "disk")
+        #expect(again.result?["content"]?.stringValue == "resource \(n) v1")
+        #expect(try store.resource(key: try #require(again.result?["key"]?.stringValue))?.url == TestServer.url("/resource/\(n)"))
+        // `as json` of a body that is not JSON fails the job, kind decode.
+        let json = try await engine.run(resource("/resource/\(n)", #","as":"json""#))
+        #expect(json.error?.kind == .decode)
+        #expect(try await counter(engine, "res-\(n)") == 1)
+    }
+
+    @Test func badSpecsNameTheirField() throws {
+        let engine = try engine()
+        defer { engine.shutdown() }
+        let url = TestServer.url("/resource/x")
+        let cases: [(String, String)] = [
+            (#"{"type":"resource","url":"\#(url)","mode":"sometimes"}"#, "mode"),
+            (#"{"type":"resource","url":"\#(url)","method":"POST"}"#, "method"),
+            (#"{"type":"resource","url":"\#(url)","saveAs":"x"}"#, "saveAs"),
+            (#"{"type":"resource","url":"\#(url)","sha256":"abc"}"#, "sha256"),
+            (#"{"type":"resource","url":"\#(url)","cipher":"rot13"}"#, "cipher"),
+            (#"{"type":"resource","url":"\#(url)","cipher":"aes-gcm","as":"text"}"#, "as"),
+            (#"{"type":"resource","url":"\#(url)","as":"pdf"}"#, "as"),
+            (#"{"type":"resource","url":"\#(url)","remaker":"sharpen"}"#, "remaker"),
+            (#"{"type":"resource","url":"\#(url)","remakeOptions":{}}"#, "remakeOptions"),
+            (#"{"type":"resource","url":"ftp://x/y"}"#, "url"),
+            (#"{"type":"resource","server":"nope","endpoint":"/a"}"#, "server"),
+            (#"{"type":"resource","url":"\#(url)","maxAgeSec":-1}"#, "maxAgeSec"),
+        ]
+        for (text, field) in cases {
+            let json = try JSONParser.parse(text)
+            do throws(ValidationError) {
+                _ = try engine.submit(json: json)
+                Issue.record("accepted: \(text)")
+            } catch {
+                #expect(error.path == field, "\(text): \(error)")
+            }
+        }
+    }
+}
+
+/// The embedding API (resources.md §5) and the repository's upkeep.
+@Suite final class ResourceEmbeddingTests: Sendable {
+    let state = NSTemporaryDirectory() + "hydra-resemb-\(UUID().uuidString)"
+
+    deinit { try? FileManager.default.removeItem(atPath: state) }
+
+    @Test func fetchStatReadRemovePurgeFromSwift() async throws {
+        let config = try Configuration(json: try JSONParser.parse(#"{"resources": {"memoryBytes": 64}}"#))
+        let engine = try HydraEngine(configuration: config, stateDirectory: state)
+        defer { engine.shutdown() }
+        let n = "e" + UUID().uuidString.prefix(8).lowercased()
+        let url = TestServer.url("/resource/\(n)")
+        var options = ResourceSpec(RemoteSpec(url: url))
+        options.presentation = .text
+        let result = try await engine.fetchResource(url, options: options)
+        #expect(result["content"]?.stringValue == "resource \(n) v1")
+        #expect(try engine.resourceData(url) == Data("resource \(n) v1".utf8))
+        let file = try #require(try engine.resourceFile(url))
+        #expect(FileManager.default.contents(atPath: file.path) == Data("resource \(n) v1".utf8))
+        #expect(try engine.statResource(url)?["url"] == .string(url))
+        // Bigger than the 64-byte memory tier: served from disk, and the tier evicts by bytes.
+        let big = TestServer.url("/resource/\(n)?size=100")
+        #expect(try await engine.fetchResource(big)["source"] == "network")
+        #expect(try await engine.fetchResource(big)["source"] == "disk")
+        #expect(try await engine.fetchResource(url)["source"] == "memory")
+        #expect(try await engine.removeResources(url: url)["removed"] == 1)
+        #expect(try engine.resourceData(url) == nil)
+        #expect(try await engine.purgeResources(maxBytes: 0) == ["removed": 1, "bytes": 100])
+        do {
+            _ = try await engine.fetchResource(url, options: { var o = ResourceSpec(RemoteSpec()); o.mode = .only; return o }())
+            Issue.record("served")
+        } catch let error as JobError {
+            #expect(error.message == "not in repository")
+        }
+    }
+
+    @Test func startupReconciliationMakesFilesAndIndexAgree() async throws {
+        let store = try SQLiteStore(directory: state)
+        defer { store.close() }
+        let engine = try HydraEngine(configuration: Configuration(), stateDirectory: state, resourceIndex: store)
+        defer { engine.shutdown() }
+        let n = "g" + UUID().uuidString.prefix(8).lowercased()
+        let kept = try await engine.fetchResource(TestServer.url("/resource/\(n)a"))
+        let lost = try await engine.fetchResource(TestServer.url("/resource/\(n)b"))
+        // A file the index does not know, and an entry whose file went.
+        let stray = state + "/resources/ab/" + String(repeating: "ab", count: 32) + ".bin"
+        try FileManager.default.createDirectory(atPath: state + "/resources/ab", withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: stray, contents: Data("stray".utf8)))
+        try FileManager.default.removeItem(atPath: state + "/" + lost["path"]!.stringValue!)
+        let (files, entries) = try engine.resources.reconcile()
+        #expect(files == 1 && entries == 1)
+        #expect(!FileManager.default.fileExists(atPath: stray))
+        #expect(try store.resource(key: lost["key"]!.stringValue!) == nil)
+        #expect(try store.resource(key: kept["key"]!.stringValue!) != nil)
+        #expect(try engine.resources.reconcile() == (0, 0))
+    }
+}
+
+/// Transfers that break (resources.md §1, issue 13 §2): nothing partial is
+/// ever visible, and a good copy survives a failed refresh.
+@Suite final class ResourceFaultTests: Sendable {
+    let state = NSTemporaryDirectory() + "hydra-resfault-\(UUID().uuidString)"
+
+    deinit { try? FileManager.default.removeItem(atPath: state) }
+
+    func files() -> [String] {
+        (FileManager.default.enumerator(atPath: state + "/resources")?.allObjects as? [String] ?? [])
+            .filter { $0.hasSuffix(".bin") || $0.contains(".hydra-download-") }
+    }
+
+    @Test func aCutConnectionIsRetriedAndLeavesNothingPartial() async throws {
+        let engine = try HydraEngine(configuration: Configuration(), stateDirectory: state)
+        defer { engine.shutdown() }
+        let n = "f" + UUID().uuidString.prefix(8).lowercased()
+        let url = TestServer.url("/resource/\(n)?size=4000&cut=first")
+        let noRetry = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","retry":{"maxAttempts":1}}"#))
+        #expect(noRetry.error?.kind == .network, "\(String(describing: noRetry.error))")
+        #expect(files().isEmpty)
+        let retried = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","retry":{"maxAttempts":2,"backoffMs":1},"as":"text"}"#))
+        #expect(retried.result?["content"]?.stringValue?.count == 4000, "\(String(describing: retried.error))")
+        #expect(files().count == 1)
+    }
+
+    @Test func aFailedRefreshKeepsTheGoodCopy() async throws {
+        let config = try Configuration(json: try JSONParser.parse(#"{"resources": {"memoryBytes": 0}}"#))
+        let engine = try HydraEngine(configuration: config, stateDirectory: state)
+        defer { engine.shutdown() }
+        let n = "h" + UUID().uuidString.prefix(8).lowercased()
+        // No validators: a refresh fetches the body again, and the server cuts it.
+        let url = TestServer.url("/resource/\(n)?size=4000&cut=after1&validators=0")
+        let good = try await engine.run(spec(#"{"type":"resource","url":"\#(url)"}"#))
+        #expect(good.result?["source"] == "network")
+        for mode in ["refresh", "use"] {
+            let failed = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","mode":"\#(mode)","maxAgeSec":0,"retry":{"maxAttempts":1}}"#))
+            #expect(failed.error?.kind == .network, "\(mode): \(String(describing: failed.error))")
+        }
+        let kept = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","mode":"only","as":"text"}"#))
+        #expect(kept.result?["source"] == "disk" && kept.result?["content"]?.stringValue?.count == 4000)
+        #expect(files().count == 1)
+    }
+}
+
+/// Remakers and gzip at rest (resources.md §1).
+@Suite final class ResourceRemakerTests: Sendable {
+    let state = NSTemporaryDirectory() + "hydra-resremake-\(UUID().uuidString)"
+
+    deinit { try? FileManager.default.removeItem(atPath: state) }
+
+    @Test func gunzipAndSwiftRemakers() async throws {
+        let engine = try HydraEngine(configuration: Configuration(), stateDirectory: state)
+        defer { engine.shutdown() }
+        engine.resources.register(remaker: "upper") { data, options in
+            let suffix = options["suffix"]?.stringValue ?? ""
+            return Data((String(decoding: data, as: UTF8.self).uppercased() + suffix).utf8)
+        }
+        let n = "m" + UUID().uuidString.prefix(8).lowercased()
+        let url = TestServer.url("/resource/\(n)?gz=1&size=500")
+        let plain = String("resource \(n) v1" + String(repeating: ".", count: 500)).prefix(500)
+        let unzipped = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","remaker":"gunzip","as":"text"}"#))
+        #expect(unzipped.result?["content"]?.stringValue == String(plain), "\(String(describing: unzipped.error))")
+        let raw = try await engine.run(spec(#"{"type":"resource","url":"\#(url)"}"#))
+        #expect(raw.result?["key"] != unzipped.result?["key"] && raw.result?["bytes"]?.intValue ?? 0 < 500)
+        let upper = try await engine.run(spec(#"{"type":"resource","url":"\#(TestServer.url("/resource/\(n)"))","remaker":"upper","remakeOptions":{"suffix":"!"},"as":"text"}"#))
+        #expect(upper.result?["content"]?.stringValue == "RESOURCE \(n.uppercased()) V1!")
+        #expect(upper.result?["source"] == "network")
+        // Another options object is another resource.
+        let other = try await engine.run(spec(#"{"type":"resource","url":"\#(TestServer.url("/resource/\(n)"))","remaker":"upper","as":"text"}"#))
+        #expect(other.result?["content"]?.stringValue == "RESOURCE \(n.uppercased()) V1" && other.result?["key"] != upper.result?["key"])
+        // A body that is not gzip: the job fails, nothing stored.
+        let bad = try await engine.run(spec(#"{"type":"resource","url":"\#(TestServer.url("/resource/\(n)?gz=bad"))","remaker":"gunzip"}"#))
+        #expect(bad.error?.kind == .invalid && bad.error?.message.hasPrefix("remaker: gunzip failed") == true)
+        let none = try await engine.run(spec(#"{"type":"resource","url":"\#(TestServer.url("/resource/\(n)?gz=bad"))","remaker":"gunzip","mode":"only"}"#))
+        #expect(none.error?.message == "not in repository")
+    }
+
+    @Test func gzipAtRest() async throws {
+        let config = try Configuration(json: try JSONParser.parse(#"{"resources": {"memoryBytes": 0}}"#))
+        let engine = try HydraEngine(configuration: config, stateDirectory: state)
+        defer { engine.shutdown() }
+        let n = "z" + UUID().uuidString.prefix(8).lowercased()
+        let url = TestServer.url("/resource/\(n)?size=5000")
+        let first = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","cipher":"gzip","as":"text"}"#))
+        #expect(first.result?["content"]?.stringValue?.count == 5000 && first.result?["path"] == nil)
+        let key = try #require(first.result?["key"]?.stringValue)
+        let file = try #require(FileManager.default.contents(atPath: state + "/resources/\(key.prefix(2))/\(key).bin"))
+        #expect(file.count < 1000 && file.range(of: Data("resource \(n)".utf8)) == nil)
+        let disk = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","as":"base64"}"#))
+        #expect(disk.result?["source"] == "disk" && Data(base64Encoded: disk.result?["content"]?.stringValue ?? "")?.count == 5000)
+        #expect(try engine.resourceData(url)?.count == 5000)
+    }
+}
+
+/// The README's Swift example of the resource manager, compiled here, run against the test server.
+@Suite struct ResourceReadmeTests {
+    @Test func readmeShowsTheExampleAndItRuns() async throws {
+        let root = RunCommandTests.root
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let example = try String(contentsOf: root.appendingPathComponent("Tests/HydraTests/ResourceReadmeExample.swift"), encoding: .utf8)
+        #expect(readme.contains("```swift\n" + example + "```"))
+        let state = NSTemporaryDirectory() + "hydra-resreadme-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let n = "d" + UUID().uuidString.prefix(8).lowercased()
+        let data = try await cachedData(from: TestServer.url("/resource/\(n)"), state: state)
+        #expect(data == Data("resource \(n) v1".utf8))
+    }
+}
+
+/// The purge timer (resources.md §4): past `maxBytes`, the least recently used copies go.
+@Suite final class ResourceUpkeepTests: Sendable {
+    let state = NSTemporaryDirectory() + "hydra-resupkeep-\(UUID().uuidString)"
+
+    deinit { try? FileManager.default.removeItem(atPath: state) }
+
+    @Test func theTimerEvictsTheLeastRecentlyUsedPastMaxBytes() async throws {
+        let config = try Configuration(json: try JSONParser.parse(#"{"resources": {"maxBytes": 250, "purgeIntervalSec": 1}}"#))
+        let engine = try HydraEngine(configuration: config, stateDirectory: state)
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let n = "u" + UUID().uuidString.prefix(8).lowercased()
+        var keys: [String] = []
+        for i in 0..<3 {
+            let result = try await engine.fetchResource(TestServer.url("/resource/\(n)\(i)?size=100"))
+            keys.append(result["key"]!.stringValue!)
+            try await Task.sleep(for: .milliseconds(20))  // distinct lastUsedAt
+        }
+        // Within 1 s the timer removes the oldest-used copy: 300 bytes > 250.
+        let deadline = Date().addingTimeInterval(5)
+        while try engine.resources.stat(key: keys[0]) != nil, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(try engine.resources.stat(key: keys[0]) == nil)
+        #expect(try engine.resources.stat(key: keys[1]) != nil && engine.resources.stat(key: keys[2]) != nil)
+        engine.bus.waitForEmits()
+        #expect(log.all.contains { $0.name == "resource.removed" && $0.fields["key"] == .string(keys[0]) && $0.fields["reason"] == "evicted" })
+    }
+}

@@ -1,0 +1,215 @@
+import Crypto
+import Foundation
+import HydraCore
+import HydraRPC
+import Testing
+
+/// The `resource.*` methods, events and counters (resources.md §2–3) on the
+/// real server binary, its index in the SQLite state store.
+@Suite struct ResourceServerTests {
+    func code(_ client: RPCClient, _ method: String, _ params: JSONValue) -> Int? {
+        do {
+            _ = try client.call(method, params)
+            return nil
+        } catch {
+            return error.code
+        }
+    }
+
+    @Test func everyMethodAndEvent() throws {
+        let server = try ServerProcess()
+        defer { _ = server.terminate() }
+        let client = try server.client()
+        let watcher = try server.client()
+        _ = try watcher.call("events.subscribe", ["events": ["resource.stored", "resource.removed"]])
+        let n = "s" + UUID().uuidString.prefix(8).lowercased()
+        let urlA = TestServer.url("/resource/\(n)a")
+        let urlB = TestServer.url("/resource/\(n)b?size=100")
+        var keys: [String] = []
+        for url in [urlA, urlB] {
+            let id = try client.call("job.submit", ["job": ["type": "resource", "url": .string(url)]])["jobId"]!
+            let result = try client.call("job.result", ["jobId": id, "waitMs": 10_000])
+            #expect(result["result"]?["source"] == "network", "\(result)")
+            keys.append(try #require(result["result"]?["key"]?.stringValue))
+        }
+        // A memory hit, counted by hydra.stats and resource.stats.
+        let hit = try client.call("job.result", ["jobId": client.call("job.submit", ["job": ["type": "resource", "url": .string(urlA), "as": "text"]])["jobId"]!, "waitMs": 10_000])
+        #expect(hit["result"]?["source"] == "memory" && hit["result"]?["content"] == .string("resource \(n)a v1"))
+        #expect(try client.call("hydra.stats")["resources"]?["hits"]?["memory"] == 1)
+
+        let stat = try client.call("resource.stat", ["url": .string(urlA)])
+        #expect(stat["key"] == .string(keys[0]) && stat["bytes"] == .int("resource \(n)a v1".utf8.count))
+        #expect(stat["path"] == .string("resources/\(keys[0].prefix(2))/\(keys[0]).bin"))
+        #expect(try client.call("resource.stat", ["key": .string(keys[1])])["url"] == .string(urlB))
+        #expect(code(client, "resource.stat", ["url": .string(TestServer.url("/resource/never"))]) == -32002)
+        #expect(code(client, "resource.stat", [:]) == -32602)
+
+        let read = try client.call("resource.read", ["url": .string(urlA), "as": "text", "offset": 9, "length": 4])
+        #expect(read["content"] == .string(String("resource \(n)a v1".dropFirst(9).prefix(4))) && read["eof"] == false)
+        let whole = try client.call("resource.read", ["key": .string(keys[0])])
+        #expect(whole["content"] == .string(Data("resource \(n)a v1".utf8).base64EncodedString()) && whole["eof"] == true)
+        #expect(code(client, "resource.read", ["url": .string(urlA), "as": "pdf"]) == -32602)
+
+        let listed = try client.call("resource.list", ["prefix": .string(TestServer.url("/resource/\(n)"))])
+        #expect(listed["resources"]?.arrayValue?.compactMap { $0["key"]?.stringValue } == [keys[1], keys[0]])
+        let page = try client.call("resource.list", ["prefix": .string(TestServer.url("/resource/\(n)")), "limit": 1])
+        #expect(page["resources"]?.arrayValue?.count == 1 && page["next"] == .string(keys[1]))
+
+        let stats = try client.call("resource.stats")
+        #expect(stats["count"] == 2 && stats["hits"]?["memory"] == 1 && stats["misses"] == 2)
+        #expect(stats["bytes"]?.intValue == "resource \(n)a v1".utf8.count + 100)
+
+        let removed = try client.call("resource.remove", ["url": .string(urlA)])
+        #expect(removed["removed"] == 1)
+        #expect(code(client, "resource.stat", ["key": .string(keys[0])]) == -32002)
+        #expect(!FileManager.default.fileExists(atPath: server.stateDirectory + "/resources/\(keys[0].prefix(2))/\(keys[0]).bin"))
+        // Removed from the memory tier too: `only` finds nothing.
+        let only = try client.call("job.result", ["jobId": client.call("job.submit", ["job": ["type": "resource", "url": .string(urlA), "mode": "only"]])["jobId"]!, "waitMs": 10_000])
+        #expect(only["error"]?["message"] == "not in repository")
+        #expect(code(client, "resource.remove", [:]) == -32602)
+
+        let purged = try client.call("resource.purge", ["maxBytes": 0])
+        #expect(purged["removed"] == 1 && purged["bytes"] == 100)
+        #expect(try client.call("resource.stats")["count"] == 0)
+
+        var seen: [String] = []
+        while let note = try watcher.nextNotification(timeout: .milliseconds(500)) {
+            guard let event = note["params"], let name = event["event"]?.stringValue else { continue }
+            seen.append(name + " " + (event["reason"]?.stringValue ?? event["source"]?.stringValue ?? ""))
+        }
+        #expect(seen == ["resource.stored network", "resource.stored network", "resource.removed remove", "resource.removed purge"])
+    }
+
+    @Test func badResourceJobsAreRefusedNamingTheField() throws {
+        let server = try ServerProcess()
+        defer { _ = server.terminate() }
+        let client = try server.client()
+        do {
+            _ = try client.call("job.submit", ["job": ["type": "resource", "url": "http://x/y", "cipher": "aes-gcm", "as": "text"]])
+            Issue.record("accepted")
+        } catch {
+            #expect(error.code == -32602 && error.message.hasPrefix("job.as:"), "\(error.message)")
+        }
+        do {
+            _ = try client.call("job.submit", ["job": ["type": "resource", "url": "http://x/y", "remaker": "nope"]])
+            Issue.record("accepted")
+        } catch {
+            #expect(error.code == -32602 && error.message.hasPrefix("job.remaker:"), "\(error.message)")
+        }
+    }
+
+    @Test func theResourceCommands() throws {
+        let server = try ServerProcess()
+        defer { _ = server.terminate() }
+        let cli = RunCommandTests()
+        let connect = ["--connect", server.address.description]
+        let n = "c" + UUID().uuidString.prefix(8).lowercased()
+        let url = TestServer.url("/resource/\(n)")
+        let got = try cli.hydra(["resource", "get", url, "--as", "text"] + connect)
+        #expect(got.status == 0 && got.out == "resource \(n) v1\n", "\(got.err)")
+        let refreshed = try cli.hydra(["resource", "get", url, "--refresh"] + connect)
+        #expect(refreshed.status == 0 && refreshed.out.contains(#""source":"revalidated""#), "\(refreshed.out)")
+        let stat = try cli.hydra(["resource", "stat", url] + connect)
+        #expect(stat.status == 0 && stat.out.contains(#""bytes":\#("resource \(n) v1".utf8.count)"#))
+        let cat = try cli.hydra(["resource", "cat", url] + connect)
+        #expect(cat.status == 0 && cat.out == "resource \(n) v1")
+        let ls = try cli.hydra(["resource", "ls", "--prefix", url] + connect)
+        #expect(ls.status == 0 && ls.out.contains(url))
+        let failed = try cli.hydra(["resource", "get", TestServer.url("/resource/\(n)x?status=404")] + connect)
+        #expect(failed.status == 1 && failed.err.contains("HTTP 404"))
+        let rm = try cli.hydra(["resource", "rm", url] + connect)
+        #expect(rm.status == 0 && rm.out.contains(#""removed":1"#))
+        #expect(try cli.hydra(["resource", "stat", url] + connect).status == 1)  // not found
+        #expect(try cli.hydra(["resource", "rm"] + connect).status == 2)
+        #expect(try cli.hydra(["resource", "get", url, "--as", "pdf"] + connect).status == 2)
+        let purge = try cli.hydra(["resource", "purge", "--older-than", "0"] + connect)
+        #expect(purge.status == 0 && purge.out.contains(#""removed":0"#))
+    }
+
+    @Test func aesGCMCopiesAreNeverStoredInClear() throws {
+        let server = try ServerProcess(environment: ["HYDRA_SHARED_KEY": "a passphrase of 16+ chars"])
+        defer { _ = server.terminate() }
+        let client = try server.client()
+        let n = "k" + UUID().uuidString.prefix(8).lowercased()
+        let url = TestServer.url("/resource/\(n)?size=3000")
+        let clear = "resource \(n) v1"
+        let id = try client.call("job.submit", ["job": ["type": "resource", "url": .string(url), "cipher": "aes-gcm"]])["jobId"]!
+        let result = try client.call("job.result", ["jobId": id, "waitMs": 10_000])
+        #expect(result["result"]?["source"] == "network" && result["result"]?["path"] == nil, "\(result)")
+        let key = try #require(result["result"]?["key"]?.stringValue)
+        // Readable with resource.read, and by a job from disk after the memory tier forgot it.
+        let read = try client.call("resource.read", ["key": .string(key), "as": "text", "length": 40])
+        #expect(read["content"]?.stringValue?.hasPrefix(clear) == true && read["bytes"] == 3000)
+        _ = try client.call("hydra.stats")
+        // No byte in clear: not in the repository, the database or its WAL.
+        let file = try #require(FileManager.default.contents(atPath: server.stateDirectory + "/resources/\(key.prefix(2))/\(key).bin"))
+        #expect(file.count > 3000 && file.range(of: Data(clear.utf8)) == nil && file.range(of: Data(String(repeating: ".", count: 64).utf8)) == nil)
+        for name in ["hydra.db", "hydra.db-wal"] {
+            if let bytes = FileManager.default.contents(atPath: server.stateDirectory + "/" + name) {
+                #expect(bytes.range(of: Data(clear.utf8)) == nil, "\(name)")
+            }
+        }
+        // A job asking for another cipher's copy by its expected sha256 of the clear content still checks it.
+        let digest = ResourceKeyDigest.sha256(Array(clear.utf8) + Array(repeating: UInt8(ascii: "."), count: 3000 - clear.utf8.count))
+        let checked = try client.call("job.result", ["jobId": client.call("job.submit", ["job": ["type": "resource", "url": .string(url), "sha256": .string(digest)]])["jobId"]!, "waitMs": 10_000])
+        #expect(checked["result"]?["source"] == "memory", "\(checked)")
+    }
+
+    @Test func aesGCMWithoutTheKeyIsRefusedNamingIt() throws {
+        let server = try ServerProcess()
+        defer { _ = server.terminate() }
+        let client = try server.client()
+        do {
+            _ = try client.call("job.submit", ["job": ["type": "resource", "url": "http://x/y", "cipher": "aes-gcm"]])
+            Issue.record("accepted")
+        } catch {
+            #expect(error.code == -32602 && error.message.contains("HYDRA_SHARED_KEY"), "\(error.message)")
+        }
+    }
+}
+
+/// `kill -9` in the middle of 100 downloads (issue 13 §2).
+@Suite struct ResourceCrashTests {
+    @Test func killNineDuringDownloads() throws {
+        let state = NSTemporaryDirectory() + "hydra-rescrash-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let n = "x" + UUID().uuidString.prefix(8).lowercased()
+        var server = try ServerProcess(state: state)
+        var client = try server.client()
+        var ids: [JSONValue] = []
+        for i in 0..<100 {
+            let url = TestServer.url("/resource/\(n)\(i)?size=20000&delay=\(100 + i % 7 * 20)")
+            ids.append(try client.call("job.submit", ["job": ["type": "resource", "url": .string(url)]])["jobId"]!)
+        }
+        // Killed once some copies are stored and others are in flight.
+        try waitUntilBlocking(timeout: .seconds(10)) {
+            ((try? client.call("resource.stats"))?["count"]?.intValue ?? 0) >= 5
+        }
+        server.kill9()
+
+        server = try ServerProcess(state: state)
+        defer { _ = server.terminate() }
+        client = try server.client()
+        for id in ids {
+            let result = try client.call("job.result", ["jobId": id, "waitMs": 20_000], timeout: .seconds(30))
+            #expect(result["state"] == "succeeded", "\(result)")
+        }
+        // No partial file anywhere, and the index and the files agree.
+        let all = FileManager.default.enumerator(atPath: state + "/resources")?.allObjects as? [String] ?? []
+        #expect(!all.contains { $0.contains(".hydra-download-") })
+        let files = Set(all.filter { $0.hasSuffix(".bin") }.map { String($0.split(separator: "/").last!.dropLast(4)) })
+        let listed = try client.call("resource.list", ["limit": 1000])["resources"]?.arrayValue ?? []
+        #expect(files.count == 100 && Set(listed.compactMap { $0["key"]?.stringValue }) == files)
+        for key in files {
+            let data = try #require(FileManager.default.contents(atPath: state + "/resources/\(key.prefix(2))/\(key).bin"))
+            #expect(data.count == 20000)
+        }
+    }
+}
+
+/// SHA-256 hex, for expected digests in tests.
+enum ResourceKeyDigest {
+    static func sha256(_ bytes: [UInt8]) -> String {
+        SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+    }
+}
