@@ -55,7 +55,7 @@ import Testing
                 ["type": "local", "name": "fail", "input": ["message": "no \"luck\""]],
             ],
         ])
-        let (id, result) = try runJournaled(spec, on: engine)
+        let (id, result) = try await runJournaled(spec, on: engine)
         #expect(result.state == .failed)
         #expect(store.calls.withLock { $0 } == [
             .started(id), .step(id, "0", .succeeded), .step(id, "1", .failed),
@@ -76,7 +76,7 @@ import Testing
             #"{"servers": {"testsvr": "\#(TestServer.base)"}, "defaults": {"server": "testsvr", "timeoutMs": 10000}}"#))
         let engine = try HydraEngine(configuration: config, journal: StoreJobJournal(store: store))
         defer { engine.shutdown() }
-        let (_, final) = try runJournaled(try JobSpec(json: [
+        let (_, final) = try await runJournaled(try JobSpec(json: [
             "type": "concurrent", "steps": [["type": "remote", "endpoint": "/items"], ["type": "remote", "endpoint": "/text"]],
         ]), on: engine)
         let results = try #require(final.result?["results"]?.arrayValue)
@@ -87,17 +87,16 @@ import Testing
         }
     }
 
-    /// Queues `spec` as a journaled job (as the server does) and waits for its end.
-    private func runJournaled(_ spec: JobSpec, on engine: HydraEngine) throws -> (id: String, result: JobResult) {
+    /// Queues `spec` as a journaled job (as the server does) and waits for its
+    /// end without blocking a thread of the cooperative pool.
+    private func runJournaled(_ spec: JobSpec, on engine: HydraEngine) async throws -> (id: String, result: JobResult) {
         let prepared = try engine.prepare(spec)
-        let final = Locked<JobResult?>(nil)
-        let done = DispatchSemaphore(value: 0)
         try engine.reserve(1)
-        engine.enqueue([QueuedJob(prepared: prepared, input: .null, priority: 0, createdAt: 1, completion: { result in
-            final.withLock { $0 = result }
-            done.signal()
-        })])
-        #expect(done.wait(timeout: .now() + 30) == .success)
-        return (prepared.jobId, try #require(final.withLock { $0 }))
+        let result: JobResult = await withCheckedContinuation { continuation in
+            engine.enqueue([QueuedJob(prepared: prepared, input: .null, priority: 0, createdAt: 1, completion: { result in
+                continuation.resume(returning: result)
+            })])
+        }
+        return (prepared.jobId, result)
     }
 }
