@@ -12,6 +12,8 @@ public struct Configuration: Sendable {
     public var apis: OrderedDictionary<String, API> = [:]
     public var defaults = Defaults()
     public var dummy = Dummy()
+    /// Auth sessions by name (rest.md §1); apis, servers and jobs opt in with `"auth": NAME`.
+    public var auth: OrderedDictionary<String, AuthScheme> = [:]
     /// The resource repository (resources.md §4).
     public var resources = Resources()
     public var jobsPath = "jobs"
@@ -88,6 +90,8 @@ public struct Configuration: Sendable {
         public var caFile: String?
         /// Headers sent with every request to this server (between defaults and api).
         public var headers: OrderedDictionary<String, String> = [:]
+        /// The auth session every request to this server uses, unless its api or job names another.
+        public var auth: String?
         public init(url: String) { self.url = url }
     }
 
@@ -102,6 +106,8 @@ public struct Configuration: Sendable {
         public var cacheIgnoreQuery = false
         /// Merged requests (rest.md §4): an identical GET in flight is shared.
         public var coalesce = false
+        /// The auth session of this api's requests (over the server's).
+        public var auth: String?
         public var retry: RetryPolicy?
         public var timeoutMs: Int?
     }
@@ -242,8 +248,15 @@ extension Configuration {
                 server.caFile = try s.string("caFile")
                 server.headers = try s.stringMap("headers") ?? [:]
                 try HeaderSyntax.check(server.headers, path: s.path("headers"))
+                server.auth = try s.string("auth")
                 try s.rejectUnknownKeys()
                 servers[key] = server
+            }
+        }
+        if let o = try r.object("auth") {
+            let environment = ProcessInfo.processInfo.environment
+            for (key, value) in o.members {
+                auth[key] = try AuthScheme(json: value, path: o.path(key), environment: environment)
             }
         }
         if let o = try r.object("apis") {
@@ -260,6 +273,7 @@ extension Configuration {
                 api.invalidates = try a.stringArray("invalidates") ?? []
                 api.cacheIgnoreQuery = try a.bool("cacheIgnoreQuery") ?? false
                 api.coalesce = try a.bool("coalesce") ?? false
+                api.auth = try a.string("auth")
                 if var retry = try a.object("retry") { api.retry = try RetryPolicy(reader: &retry) }
                 api.timeoutMs = try a.int("timeoutMs", min: 1)
                 try a.rejectUnknownKeys()
@@ -330,6 +344,12 @@ extension Configuration {
         }
         for (key, api) in apis where servers[api.server] == nil {
             throw ValidationError(path: "apis.\(key).server", "unknown server '\(api.server)'")
+        }
+        for (key, api) in apis {
+            if let name = api.auth, auth[name] == nil { throw ValidationError(path: "apis.\(key).auth", "unknown auth '\(name)'") }
+        }
+        for (key, server) in servers {
+            if let name = server.auth, auth[name] == nil { throw ValidationError(path: "servers.\(key).auth", "unknown auth '\(name)'") }
         }
         if let server = defaults.server, servers[server] == nil {
             throw ValidationError(path: "defaults.server", "unknown server '\(server)'")

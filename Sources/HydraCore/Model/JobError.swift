@@ -7,6 +7,10 @@ public struct JobError: Error, Sendable, Equatable, CustomStringConvertible {
         case network, timeout, http, decode, invalid, cancelled, tooLarge, `internal`
         /// A polled request whose condition never held within `repeat.maxTimes` (rest.md §5).
         case condition
+        /// An auth session could not get a token (rest.md §1).
+        case auth
+        /// A TLS failure: certificate verification, a pin mismatch, a client certificate (rest.md §7).
+        case tls
     }
 
     public var kind: Kind

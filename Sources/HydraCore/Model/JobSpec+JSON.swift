@@ -172,6 +172,7 @@ extension RemoteSpec {
         maxRedirects = try r.int("maxRedirects", min: 0, max: 50)
         label = try r.string("label")
         coalesce = try r.bool("coalesce")
+        auth = try r.string("auth")
         if var polling = try r.object("repeat") {
             self.repeat = try RepeatSpec(reader: &polling)
         }
@@ -212,6 +213,7 @@ extension RemoteSpec {
         if let maxRedirects { o["maxRedirects"] = .int(maxRedirects) }
         if let label { o["label"] = .string(label) }
         if let coalesce { o["coalesce"] = .bool(coalesce) }
+        if let auth { o["auth"] = .string(auth) }
         if let polling = self.repeat { o["repeat"] = polling.json }
     }
 

@@ -28,6 +28,8 @@ public struct RemoteSpec: Sendable {
     public var `repeat`: RepeatSpec?
     /// Merged requests (rest.md §4): nil follows the api.
     public var coalesce: Bool?
+    /// The auth session (rest.md §1) this request uses, over its api's and server's.
+    public var auth: String?
 
     public init(method: String? = nil, url: String? = nil, server: String? = nil, endpoint: String? = nil,
                 api: String? = nil) {
