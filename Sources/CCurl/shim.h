@@ -38,4 +38,9 @@ static inline CURLMcode hydra_multi_setopt_timer_cb(CURLM *m, hydra_timer_cb v) 
 /// The `data.result` of a CURLMsg (a union Swift imports awkwardly).
 static inline CURLcode hydra_msg_result(const CURLMsg *m) { return m->data.result; }
 
+// glibc's memmem (a GNU extension Swift's Glibc module leaves out), for
+// finding secrets in response bytes (HydraHTTP's SecretMasking).
+extern void *memmem(const void *haystack, size_t haystacklen, const void *needle, size_t needlelen);
+static inline const void *hydra_memmem(const void *h, size_t hl, const void *n, size_t nl) { return memmem(h, hl, n, nl); }
+
 #endif

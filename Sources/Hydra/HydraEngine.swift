@@ -38,7 +38,9 @@ public final class HydraEngine: Sendable {
     ///   - journal: hears each finished step of jobs queued with `Scheduler.enqueue` (durable servers).
     ///   - responseCache: where responses of apis with a `cacheTTL` are kept (none: no caching).
     ///   - resourceIndex: where the resource repository's index lives (none: in memory, see `MemoryResourceIndex`).
-    ///   - sharedKey: the `HYDRA_SHARED_KEY` passphrase, for `aes-gcm` resources.
+    ///   - sharedKey: the `HYDRA_SHARED_KEY` passphrase, for `aes-gcm` resources and auth tokens at rest.
+    ///   - authTokens: where auth sessions keep their tokens (sealed with `sharedKey`;
+    ///     without both they live in memory only).
     ///   - lastSeq: the seq of the last event already issued (events continue after it).
     ///   - retainFinished: how many finished jobs (status and result) stay in memory for
     ///     ``status(of:)`` and ``result(of:)``, oldest forgotten first. Each costs its
@@ -47,11 +49,12 @@ public final class HydraEngine: Sendable {
                 jobsDirectory: String? = nil, shared: (any SharedDataReader)? = nil,
                 journal: (any JobJournal)? = nil, responseCache: (any ResponseCache)? = nil,
                 resourceIndex: (any ResourceIndexStore)? = nil, sharedKey: String? = nil,
-                lastSeq: UInt64 = 0, retainFinished: Int = Scheduler.defaultRetainFinished) throws(ValidationError) {
+                authTokens: (any AuthTokenStore)? = nil, lastSeq: UInt64 = 0, retainFinished: Int = Scheduler.defaultRetainFinished) throws(ValidationError) {
         HTTPClient.initializeLibrary()
         self.configuration = configuration
         self.stateDirectory = stateDirectory ?? configuration.state.path
-        rest = RESTManager(configuration: configuration, stateDirectory: self.stateDirectory, cache: responseCache)
+        rest = RESTManager(configuration: configuration, stateDirectory: self.stateDirectory, cache: responseCache,
+                           authTokens: authTokens, sharedKey: sharedKey)
         resources = ResourceManager(rest: rest, index: resourceIndex ?? MemoryResourceIndex(),
                                     stateDirectory: self.stateDirectory, sharedKey: sharedKey)
         localJobs = LocalJobRegistry()

@@ -21,6 +21,9 @@ public struct HTTPHeaderBlock: Sendable, Equatable {
         }
     }
 
+    /// A block of raw CRLF-terminated lines (a block's ``bytes``, rewritten).
+    init(raw: [UInt8]) { bytes = raw }
+
     var isEmpty: Bool { bytes.isEmpty }
 
     mutating func append(line: UnsafeBufferPointer<UInt8>) {

@@ -40,6 +40,11 @@ final class RESTExecutor: JobExecutor {
         @exclusivity(unchecked) var mergeKey: String?
         /// True while this call waits for another call's identical request.
         @exclusivity(unchecked) var following = false
+        /// The OAuth2 token the request carries now, and whether it waits for one.
+        @exclusivity(unchecked) var token: String?
+        @exclusivity(unchecked) var waitingForToken = false
+        /// Set once a 401 made the call get a new token and send again (once only).
+        @exclusivity(unchecked) var reauthorized = false
 
         init(task: WorkTask, handle: TaskHandle, request: PreparedRequest, polling: RepeatSpec?) {
             self.task = task
@@ -138,7 +143,8 @@ final class RESTExecutor: JobExecutor {
         var url = request.http.url
         if api?.cacheIgnoreQuery == true, let q = url.firstIndex(of: "?") { url = String(url[..<q]) }
         var key = "GET " + url
-        if let digest = RESTExecutor.credentialDigest(request.http.headers) { key += " auth=" + digest }
+        if let digest = RESTExecutor.credentialDigest(request.http.headers, secrets: request.secrets) { key += " auth=" + digest }
+        if let session = request.authSession { key += " session=" + session }
         return (spec.cache?.mode ?? .use, Double(ttl ?? 0), key)
     }
 
@@ -148,10 +154,10 @@ final class RESTExecutor: JobExecutor {
     /// A digest (SHA-256, 24 hex digits) of a request's credential headers, or
     /// nil without any. The key names no secret, and a URL cannot contain the
     /// space before it, so `GET URL` and its variants never collide.
-    static func credentialDigest(_ headers: [HTTPHeader]) -> String? {
+    static func credentialDigest(_ headers: [HTTPHeader], secrets: [String] = []) -> String? {
         var hash = SHA256()
         var found = false
-        for header in headers where credentialHeaders.contains(header.name.lowercased()) {
+        for header in headers where credentialHeaders.contains(header.name.lowercased()) || secrets.contains(header.value) {
             hash.update(data: Array("\(header.name.lowercased()):\(header.value)\n".utf8))
             found = true
         }
@@ -166,6 +172,12 @@ final class RESTExecutor: JobExecutor {
 
     func cancel(_ task: WorkTask, handle: TaskHandle) {
         guard let call = calls[task.token] else { return }
+        if call.waitingForToken {
+            // Its token request goes on for the others; the call ends now and ignores the answer.
+            call.waitingForToken = false
+            finish(call, .failure(JobError(.cancelled, "cancelled")))
+            return
+        }
         if call.following, let key = call.mergeKey {
             // Waiting for another call's request: it leaves the queue, the request goes on.
             inFlight[key]?.removeAll { $0 === call }
@@ -202,6 +214,7 @@ final class RESTExecutor: JobExecutor {
         guard spec.coalesce ?? api?.coalesce ?? false, request.http.method == "GET", request.http.body == nil,
               request.saveAs == nil else { return nil }
         var key = "GET " + request.http.url
+        if let session = request.authSession { key += "\nsession " + session }
         for header in request.http.headers.sorted(by: { $0.name.lowercased() < $1.name.lowercased() }) {
             key += "\n" + header.name.lowercased() + ": " + header.value
         }
@@ -210,6 +223,39 @@ final class RESTExecutor: JobExecutor {
 
     private func attempt(_ call: RemoteCall) {
         call.attempts += 1
+        if let name = call.request.authSession, let session = manager.sessions.session(name) {
+            if let token = session.freshToken() {
+                authorize(call, token)
+            } else {
+                // One token request for every call that needs it, wherever it runs.
+                call.waitingForToken = true
+                session.withToken(on: loop, send: RESTManager.sender(client)) { [unowned self] result in
+                    guard call.waitingForToken, self.calls[call.task.token] === call else { return }
+                    call.waitingForToken = false
+                    switch result {
+                    case .success(let token):
+                        self.authorize(call, token)
+                        self.transmit(call)
+                    case .failure(let error):
+                        self.manager.statistics.countFailure()
+                        self.finish(call, .failure(error))
+                    }
+                }
+                return
+            }
+        }
+        transmit(call)
+    }
+
+    /// Puts `token` in the call's request (`Authorization: Bearer`), in place of any it had.
+    private func authorize(_ call: RemoteCall, _ token: String) {
+        call.token = token
+        call.request.http.headers.removeAll { $0.name.lowercased() == "authorization" }
+        call.request.http.headers.append(HTTPHeader("Authorization", "Bearer " + token))
+    }
+
+    /// Sends the call's request, or joins an identical one in flight (`coalesce`).
+    private func transmit(_ call: RemoteCall) {
         if let key = call.mergeKey {
             if inFlight[key] != nil {
                 // An identical request is under way: its response is this call's too.
@@ -269,7 +315,20 @@ final class RESTExecutor: JobExecutor {
         let outcome: StepOutcome
         var retryAfterMs: Int?
         switch result {
-        case .success(let response):
+        case .success(var response):
+            if response.status == 401, let token = call.token, !call.reauthorized, !call.handle.isCancelled,
+               let session = call.request.authSession.flatMap(manager.sessions.session) {
+                // Once on a 401 (rest.md §1): a new token, and the same request again.
+                call.reauthorized = true
+                session.reject(token)
+                call.attempts -= 1
+                attempt(call)
+                return
+            }
+            if !call.request.secrets.isEmpty || call.token != nil {
+                // A server that echoes the credentials must not put them in a result or an event.
+                response.mask(call.request.secrets + (call.token.map { [$0] } ?? []))
+            }
             switch judge(response: response, call: call) {
             case .success(let built):
                 if let polling = call.polling, pollAgain(call, polling, result: built) { return }

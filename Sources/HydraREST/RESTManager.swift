@@ -22,6 +22,10 @@ public final class RESTManager: JobManager {
     let statistics = RESTStatistics()
     /// Where cached responses live; nil: caching is off (the embedded default).
     let cache: (any ResponseCache)?
+    /// The auth sessions of the configuration's `auth` section.
+    let sessions: AuthSessions
+    /// A remote worker this manager runs on: where `auth.login` sends its token request.
+    let loginWorker = Locked<WorkerContext?>(nil)
 
     /// Removes what interrupted `saveAs` downloads left in `stateDirectory`
     /// (their temporary files); a server calls it at startup, before recovery.
@@ -31,9 +35,17 @@ public final class RESTManager: JobManager {
         DownloadFile.removeLeftovers(in: stateDirectory)
     }
 
-    public init(configuration: Configuration, stateDirectory: String, cache: (any ResponseCache)? = nil) {
+    /// - Parameters:
+    ///   - cache: where responses are cached (none: no caching).
+    ///   - authTokens: where auth sessions keep their tokens, sealed with `sharedKey`
+    ///     (without both, tokens live in memory only).
+    ///   - sharedKey: the `HYDRA_SHARED_KEY` passphrase.
+    public init(configuration: Configuration, stateDirectory: String, cache: (any ResponseCache)? = nil,
+                authTokens: (any AuthTokenStore)? = nil, sharedKey: String? = nil) {
         resolver = RouteResolver(configuration: configuration, stateDirectory: stateDirectory)
         self.cache = cache
+        sessions = AuthSessions(configuration: configuration, resolver: resolver, store: authTokens,
+                                key: AtRestKey(passphrase: sharedKey))
         dummyControl = Locked((configuration.dummy.enabled, []))
         dummiesEnabled = Atomic(configuration.dummy.enabled)
         let builtIn: [any Dogma] = [JSONDogma(), TextDogma(), RawDogma()]
@@ -106,6 +118,9 @@ public final class RESTManager: JobManager {
         if let api = remote.api, !Template.containsReference(api) {
             guard let route = config.apis[api] else { throw ValidationError(path: at("api"), "unknown api '\(api)'") }
             endpoint = route.endpoint
+        }
+        if let name = remote.auth, !Template.containsReference(name), config.auth[name] == nil {
+            throw ValidationError(path: at("auth"), "unknown auth '\(name)'")
         }
         if let server = remote.server, !Template.containsReference(server), config.servers[server] == nil {
             throw ValidationError(path: at("server"), "unknown server '\(server)'")
@@ -182,7 +197,8 @@ public final class RESTManager: JobManager {
     }
 
     public func makeExecutor(for worker: WorkerContext) -> any JobExecutor {
-        RESTExecutor(manager: self, worker: worker)
+        loginWorker.withLock { if $0 == nil { $0 = worker } }
+        return RESTExecutor(manager: self, worker: worker)
     }
 }
 

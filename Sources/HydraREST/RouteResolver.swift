@@ -27,6 +27,11 @@ struct PreparedRequest: Sendable {
     /// file's path as the result shows it; the file is opened per call (``DownloadFile``).
     var saveAs: SaveAsPath?
     var savedFile: String?
+    /// The OAuth2 session whose token the request carries (added per attempt by the executor).
+    var authSession: String?
+    /// Credential texts the request carries (a fixed scheme's token, key or
+    /// password), masked in whatever the server sends back.
+    var secrets: [String] = []
 }
 
 /// Turns a remote spec (references already resolved) into an HTTP request:
@@ -50,7 +55,8 @@ final class RouteResolver: Sendable {
 
     /// - Parameter encodeWithDogma: encodes a body with the named dogma; nil when that
     ///   dogma leaves encoding to `bodyEncoding`.
-    func prepare(_ spec: RemoteSpec, timeoutMs: Int?,
+    ///   - applyAuth: false for the token requests of auth sessions themselves.
+    func prepare(_ spec: RemoteSpec, timeoutMs: Int?, applyAuth: Bool = true,
                  encodeWithDogma: (String, JSONValue) throws -> (bytes: [UInt8], contentType: String)? = { _, _ in nil })
         throws(JobError) -> PreparedRequest {
         let api = spec.api.map { configuration.apis[$0] } ?? nil
@@ -95,6 +101,19 @@ final class RouteResolver: Sendable {
                 throw JobError(.invalid, "headers.\(name): \(HeaderSyntax.valueProblem)")
             }
             add(name, text)
+        }
+
+        // Auth (rest.md §1): the job's session, else its api's, else its server's.
+        var authSession: String?
+        var secrets: [String] = []
+        if applyAuth, let name = spec.auth ?? api?.auth ?? server?.auth {
+            guard let scheme = configuration.auth[name] else { throw JobError(.invalid, "auth: unknown auth '\(name)'") }
+            if scheme.oauth2 != nil {
+                authSession = name
+            } else {
+                for (header, value) in scheme.fixedHeaders { add(header, value) }
+                secrets = scheme.secretTexts
+            }
         }
 
         // Body.
@@ -147,7 +166,8 @@ final class RouteResolver: Sendable {
                                dogma: dogma,
                                expect: spec.expect, retry: RouteResolver.retry(spec.retry, api: api?.retry, defaults: configuration.defaults.retry),
                                api: spec.api, saveAs: saveAs,
-                               savedFile: saveAs.map { RouteResolver.join(stateDirectory, $0.relative) })
+                               savedFile: saveAs.map { RouteResolver.join(stateDirectory, $0.relative) },
+                               authSession: authSession, secrets: secrets)
     }
 
     private func encode(body: JSONValue, encoding: BodyEncoding) throws(JobError) -> ([UInt8], String) {

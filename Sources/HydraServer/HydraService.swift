@@ -55,7 +55,8 @@ public final class HydraService: Sendable {
         let cache = StoreResponseCache(store: store, events: EventRelay())
         engine = try HydraEngine(configuration: configuration, stateDirectory: stateDirectory,
                                  jobsDirectory: jobsDirectory, shared: shared, journal: journal,
-                                 responseCache: cache, resourceIndex: store, sharedKey: sharedKey, lastSeq: lastSeq + seqReserve,
+                                 responseCache: cache, resourceIndex: store, sharedKey: sharedKey, authTokens: store,
+                                 lastSeq: lastSeq + seqReserve,
                                  retainFinished: retainFinished)
         cache.events.bus.withLock { $0 = engine.bus }
         _ = engine.subscribe(sink: StoreEventLog(store: store))
@@ -457,6 +458,38 @@ public final class HydraService: Sendable {
     /// or a reserved member is `-32602` naming the field.
     public func emit(custom name: String, fields: OrderedDictionary<String, JSONValue>) throws(ServiceError) -> UInt64 {
         do { return try engine.emit(custom: name, fields: fields) } catch { throw ServiceError(error) }
+    }
+
+    // MARK: - Auth sessions
+
+    /// `auth.status {name}`; without a name (an extension), every session.
+    public func authStatus(_ name: String?) throws(ServiceError) -> JSONValue {
+        do throws(JobError) {
+            if let name { return try engine.authStatus(name).json }
+            return ["sessions": .array(try engine.rest.authNames.map { name throws(JobError) in try engine.authStatus(name).json })]
+        } catch {
+            throw ServiceError.auth(error)
+        }
+    }
+
+    /// `auth.login {name, username?, password?}` → `{"ok": true, "expiresAt"?}`.
+    public func authLogin(_ name: String, username: String?, password: String?,
+                          reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+        engine.rest.login(name, username: username, password: password) { result in
+            switch result {
+            case .success(let expiresAt):
+                var o: OrderedDictionary<String, JSONValue> = ["ok": true]
+                if let expiresAt { o["expiresAt"] = .double(expiresAt) }
+                reply(.success(.object(o)))
+            case .failure(let error):
+                reply(.failure(ServiceError.auth(error)))
+            }
+        }
+    }
+
+    /// `auth.logout {name}` → `{"ok": true}`.
+    public func authLogout(_ name: String) throws(ServiceError) {
+        do { try engine.logout(auth: name) } catch { throw ServiceError.auth(error) }
     }
 
     /// `dummy.set`: replaces the runtime dummy responses; replies how many there are.

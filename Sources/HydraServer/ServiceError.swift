@@ -1,3 +1,4 @@
+import Foundation
 import HydraCore
 
 /// Why the service refused or failed a call; each kind has its JSON-RPC code (protocol §2).
@@ -50,6 +51,23 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
     /// (protocol §2: errors never carry the server's file system paths).
     public init(_ error: StoreError) {
         self.init(.internalError, "state store: \(ServiceError.withoutPath(error.description))")
+    }
+
+    /// A refused `auth.*` call: `-32602` naming the field for a bad name or
+    /// missing credentials; `-32602` with `data.kind` `auth` when the token
+    /// endpoint refused the credentials or could not be reached (the message
+    /// says which, never what was sent).
+    public static func auth(_ error: JobError) -> ServiceError {
+        switch error.kind {
+        case .invalid:
+            let field = error.message.prefix { $0 != ":" }
+            let reason = error.message.dropFirst(field.count + 1).trimmingCharacters(in: .whitespaces)
+            return ServiceError(.invalidParams, error.message, data: ["field": .string(String(field)), "reason": .string(reason)])
+        case .cancelled:
+            return ServiceError(.shuttingDown, error.message)
+        default:
+            return ServiceError(.invalidParams, error.message, data: ["kind": .string(error.kind.rawValue), "reason": .string(error.message)])
+        }
     }
 
     /// `-32002` naming the field that named the missing thing, as `-32602` does:

@@ -111,6 +111,14 @@ enum Migrations {
         CREATE INDEX resources_by_stored ON resources (stored_at DESC, key DESC);
         CREATE INDEX resources_by_use ON resources (last_used_at, key);
         """,
+        // 5: the auth sessions' sealed tokens (rest.md §1; ``AuthTokenStore``).
+        """
+        CREATE TABLE auth_tokens (
+            name TEXT PRIMARY KEY,
+            sealed BLOB NOT NULL,
+            updated_at REAL NOT NULL
+        );
+        """,
     ]
 
     /// Applies the migrations `connection` has not seen yet, all in one

@@ -82,6 +82,8 @@ enum WriteOperation: Sendable {
     /// A write to the resource index (its SQL is in `SQLiteStore+ResourceIndex.swift`);
     /// `done` receives the rows it changed.
     case resourceIndex(ResourceIndexWrite, done: (@Sendable (Result<Int, StoreError>) -> Void)?)
+    /// Replaces (nil: removes) the sealed tokens of one auth session.
+    case authTokens(name: String, sealed: [UInt8]?)
     /// A marker: `reached` runs once every write queued before it is committed (or failed).
     case barrier(reached: @Sendable () -> Void)
 
@@ -98,7 +100,7 @@ enum WriteOperation: Sendable {
         switch self {
         case .insert, .setShared, .removeShared, .removeResponses: return true
         case .finish(_, _, _, _, let done), .step(_, _, _, let done): return done != nil
-        case .markStarted, .storeResponse, .prune, .barrier: return false
+        case .markStarted, .storeResponse, .prune, .barrier, .authTokens: return false
         case .resourceIndex(_, let done): return done != nil
         }
     }
@@ -128,7 +130,7 @@ enum WriteOperation: Sendable {
             reached()
         case .resourceIndex(_, let done?):
             done(outcome.map { if case .count(let n) = $0 { return n } else { return 0 } })
-        case .finish, .step, .markStarted, .storeResponse, .prune, .resourceIndex:
+        case .finish, .step, .markStarted, .storeResponse, .prune, .resourceIndex, .authTokens:
             break
         }
     }
@@ -283,6 +285,13 @@ enum WriteOperation: Sendable {
 
         case .resourceIndex(let write, _):
             return .count(try write.apply(on: db))
+
+        case .authTokens(let name, let sealed?):
+            try db.run("INSERT OR REPLACE INTO auth_tokens (name, sealed, updated_at) VALUES (?, ?, ?)",
+                       [.text(name), .blob(sealed), .double(Date().timeIntervalSince1970)])
+
+        case .authTokens(let name, nil):
+            try db.run("DELETE FROM auth_tokens WHERE name = ?", [.text(name)])
 
         case .barrier:
             break

@@ -105,6 +105,18 @@ public enum AuthScheme: Sendable, CustomStringConvertible {
         }
     }
 
+    /// The texts a fixed scheme's requests carry that must never come back
+    /// out in a result or an event (masked as `***` wherever a server echoes them).
+    public var secretTexts: [String] {
+        switch self {
+        case .bearer(let token): [token]
+        case .basic(let user, let password):
+            [Data("\(user):\(password)".utf8).base64EncodedString(), password].filter { $0.count >= 4 }
+        case .apiKey(_, let value): [value]
+        case .clientCredentials, .password: []
+        }
+    }
+
     /// `text` with every `${env.NAME}` replaced by that variable's value.
     static func expand(_ text: String, path: String, environment: [String: String]) throws(ValidationError) -> String {
         guard text.contains("${env.") else { return text }

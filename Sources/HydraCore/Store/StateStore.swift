@@ -1,7 +1,8 @@
 /// Durable state for `hydra serve`, as slices: jobs and steps
 /// (``JobStore``), events (``EventStore``), shared data (``SharedDataStore``)
-/// the response cache (``ResponseCacheStore``) and the resource repository's
-/// index (``ResourceIndexStore``), plus upkeep.
+/// the response cache (``ResponseCacheStore``), the resource repository's
+/// index (``ResourceIndexStore``) and the auth sessions' sealed tokens
+/// (``AuthTokenStore``), plus upkeep.
 ///
 /// The core defines the slices and a higher layer implements them (SQLite
 /// today, ``SQLiteStore``; a PostgreSQL backend shared by several nodes is
@@ -16,7 +17,7 @@
 /// caller that must not answer before the data is durable waits for it, and
 /// everyone else fires and forgets. Reads run on the calling thread on a
 /// connection of their own and see every write whose `done` already ran.
-public protocol StateStore: JobStore, EventStore, SharedDataStore, ResponseCacheStore, ResourceIndexStore {
+public protocol StateStore: JobStore, EventStore, SharedDataStore, ResponseCacheStore, ResourceIndexStore, AuthTokenStore {
     /// Deletes finished jobs, their steps and events older than `time`. Fire and forget.
     func prune(before time: Double)
 

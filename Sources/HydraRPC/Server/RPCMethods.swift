@@ -107,6 +107,24 @@ extension RPCServerRuntime {
                                           maxHostConnections: try params.int("maxHostConnections"))
                 })
 
+            case "auth.login":
+                try params.only(["name", "username", "password"])
+                service.authLogin(try params.requiredString("name"), username: try params.string("username"),
+                                  password: try params.string("password"), reply: later)
+
+            case "auth.logout":
+                try params.only(["name"])
+                let name = try params.requiredString("name")
+                now(Result { () throws(ServiceError) in
+                    try service.authLogout(name)
+                    return ["ok": true]
+                })
+
+            case "auth.status":
+                try params.only(["name"])
+                let name = try params.string("name")
+                now(Result { () throws(ServiceError) in try service.authStatus(name) })
+
             case "dummy.set":
                 try params.only(["responses"])
                 guard case .array(let responses)? = params.values["responses"] else {

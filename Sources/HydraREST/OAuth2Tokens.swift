@@ -1,0 +1,85 @@
+import Foundation
+import HydraCore
+import HydraHTTP
+
+/// The tokens of one OAuth2 session, as a token endpoint issued them
+/// (RFC 6749 §5.1), with the times Hydra derives from `expires_in`.
+struct OAuth2Tokens: Sendable, Equatable {
+    var access: String
+    var refresh: String?
+    /// When the access token runs out (seconds since 1970); nil: never said.
+    var expiresAt: Double?
+    /// When to get a new one before it does: 30 s before `expiresAt`, or
+    /// halfway for a lifetime under a minute (a 20 s token is still used for 10 s).
+    var refreshAt: Double?
+
+    init(access: String, refresh: String?, expiresIn: Double?, now: Double) {
+        self.access = access
+        self.refresh = refresh
+        if let expiresIn {
+            expiresAt = now + expiresIn
+            refreshAt = now + expiresIn - min(30, expiresIn / 2)
+        }
+    }
+
+    /// Usable as it is at `now` (not yet in its refresh window).
+    func isFresh(at now: Double) -> Bool { refreshAt.map { now < $0 } ?? true }
+
+    /// Still accepted by its issuer at `now`, refresh window or not.
+    func isUnexpired(at now: Double) -> Bool { expiresAt.map { now < $0 } ?? true }
+
+    /// A token endpoint's successful answer, or why it is not one. The
+    /// message never quotes the body (an identity provider's page may echo
+    /// what was sent); only the OAuth2 `error` code, which is a fixed word.
+    static func parse(_ response: HTTPResponse, now: Double) -> Result<OAuth2Tokens, JobError> {
+        let json = try? JSONParser.parse(response.body)
+        guard (200...299).contains(response.status) else {
+            var message = "the token endpoint answered HTTP \(response.status)"
+            if let code = json?["error"]?.stringValue, code.utf8.count <= 64,
+               code.utf8.allSatisfy({ $0 == UInt8(ascii: "_") || ($0 >= 0x61 && $0 <= 0x7A) }) {
+                message += " (\(code))"
+            }
+            return .failure(JobError(.auth, message))
+        }
+        guard let json, case .object = json else {
+            let type = response.header("content-type").map { " (Content-Type \($0.prefix(64)))" } ?? ""
+            return .failure(JobError(.auth, "the token endpoint's answer is not a JSON token response\(type)"))
+        }
+        guard let access = json["access_token"]?.stringValue, !access.isEmpty, HeaderSyntax.isValidValue(access) else {
+            return .failure(JobError(.auth, "the token endpoint's answer has no usable access_token"))
+        }
+        if let type = json["token_type"]?.stringValue, type.lowercased() != "bearer" {
+            return .failure(JobError(.auth, "the token endpoint issued a token of type '\(type.prefix(32))'; only bearer tokens are supported"))
+        }
+        var expiresIn: Double?
+        switch json["expires_in"] {
+        case .int(let n)?: expiresIn = Double(n)
+        case .double(let d)?: expiresIn = d
+        case .string(let s)?: expiresIn = Double(s)  // some providers send it quoted
+        default: break
+        }
+        if let value = expiresIn, !(value.isFinite && value >= 0) { expiresIn = nil }
+        if let value = expiresIn { expiresIn = min(value, 10 * 365 * 86_400) }
+        let refresh = json["refresh_token"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
+        return .success(OAuth2Tokens(access: access, refresh: refresh, expiresIn: expiresIn, now: now))
+    }
+
+    // MARK: - At rest
+
+    /// The tokens as JSON, to be sealed before they are stored.
+    var encoded: [UInt8] {
+        var o: [String: JSONValue] = ["access": .string(access)]
+        if let refresh { o["refresh"] = .string(refresh) }
+        if let expiresAt { o["expiresAt"] = .double(expiresAt) }
+        if let refreshAt { o["refreshAt"] = .double(refreshAt) }
+        return JSONWriter.bytes(.object(.init(uniqueKeysWithValues: o.sorted { $0.key < $1.key })))
+    }
+
+    init?(encoded bytes: [UInt8]) {
+        guard let json = try? JSONParser.parse(bytes), let access = json["access"]?.stringValue else { return nil }
+        self.access = access
+        refresh = json["refresh"]?.stringValue
+        expiresAt = json["expiresAt"]?.doubleValue
+        refreshAt = json["refreshAt"]?.doubleValue
+    }
+}

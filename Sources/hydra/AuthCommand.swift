@@ -1,0 +1,72 @@
+import ArgumentParser
+import Foundation
+import HydraCore
+
+/// `hydra auth login|status|logout`: the auth sessions of a running server (rest.md §1).
+struct AuthCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "auth", abstract: "Log auth sessions in and out, and show their state.",
+        discussion: """
+            Examples:
+              hydra auth login user --user alice     (asks for the password without echo; or pipe it on stdin)
+              hydra auth login svc                   (client credentials: fetch a token now)
+              hydra auth status                      (every session; never a token)
+              hydra auth logout user
+            """,
+        subcommands: [Login.self, Status.self, Logout.self])
+
+    struct Login: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Log a session in: the password grant for oauth2-password, a token now for client credentials.")
+        @Argument(help: "The session's name in the server's auth section.") var name: String
+        @Option(name: [.customLong("user"), .customShort("u")], help: "The user name (oauth2-password).") var user: String?
+        @OptionGroup var connection: ConnectOptions
+        func run() {
+            var params: OrderedJSON = ["name": .string(name)]
+            if let user {
+                params["username"] = .string(user)
+                params["password"] = .string(PasswordPrompt.read("password for \(user): "))
+            }
+            writeLine(JSONWriter.string(call(connection.client(), "auth.login", .object(params))))
+        }
+    }
+
+    struct Status: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show a session's state (or every session's).")
+        @Argument(help: "The session's name; all when left out.") var name: String?
+        @OptionGroup var connection: ConnectOptions
+        func run() {
+            let params: JSONValue = name.map { ["name": .string($0)] } ?? [:]
+            writeLine(JSONWriter.string(call(connection.client(), "auth.status", params)))
+        }
+    }
+
+    struct Logout: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Forget a session's tokens, in memory and at rest.")
+        @Argument(help: "The session's name.") var name: String
+        @OptionGroup var connection: ConnectOptions
+        func run() { writeLine(JSONWriter.string(call(connection.client(), "auth.logout", ["name": .string(name)]))) }
+    }
+}
+
+/// Reads a password: from the terminal with echo off (the prompt on stderr),
+/// else the first line of stdin (for scripts: `echo "$PW" | hydra auth login ...`).
+enum PasswordPrompt {
+    static func read(_ prompt: String) -> String {
+        guard isatty(STDIN_FILENO) == 1 else { return readLine(strippingNewline: true) ?? "" }
+        FileHandle.standardError.write(Data(prompt.utf8))
+        var saved = termios()
+        let haveTerminal = tcgetattr(STDIN_FILENO, &saved) == 0
+        if haveTerminal {
+            var quiet = saved
+            quiet.c_lflag &= ~tcflag_t(ECHO)
+            tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
+        }
+        let line = readLine(strippingNewline: true) ?? ""
+        if haveTerminal {
+            tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
+            FileHandle.standardError.write(Data("\n".utf8))
+        }
+        return line
+    }
+}
