@@ -82,6 +82,27 @@ Endpoints (methods GET/POST/PUT/PATCH/DELETE/HEAD/OPTIONS unless noted)
                             bytes, gzipped (about 1 KiB per MiB), always with
                             "Content-Encoding: gzip" and the compressed
                             Content-Length; a compression bomb for body limits
+/oauth/token (POST)         an OAuth2 token endpoint (RFC 6749): form body with
+                            grant_type client_credentials (client "app" with
+                            secret "s3cret" in HTTP Basic, or client_id=app in
+                            the body for a public client), password (user
+                            "alice", password "wonderland") or refresh_token.
+                            ?key=K keeps one test's tokens apart: counters
+                            "token:K" and "token:K:<grant_type>" count every
+                            request; answers {"access_token",
+                            "token_type": "bearer", "expires_in", "refresh_token"}
+                            with ?ttl=S (default 60) and ?delayMs=N (sleep
+                            first); ?refresh=0 issues no refresh token.  Bad
+                            client: 401 {"error": "invalid_client"}; bad grant:
+                            400 {"error": "invalid_grant"}
+/oauth/html                 200 text/html "<html>login page</html>" (a token
+                            endpoint that answers garbage)
+/oauth/revoke?key=K          every access token issued so far under K stops working
+/protected/...              200 {"ok": true, "authorization": <the header>}
+                            with "Authorization: Bearer <token>" of a live
+                            token issued by /oauth/token (counter "protected:K"
+                            for ?key=K counts them), else 401 with
+                            "WWW-Authenticate: Bearer" (counter "protected-401:K")
 /abort                      resets the connection (RST) without answering
 anything else               404 {"error": "not found", "path": <path>}
 
@@ -145,6 +166,11 @@ _ITEMS = {
     ],
     "count": 3,
 }
+
+# OAuth2 test tokens: access token -> (expiry (time.time()), key), refresh tokens issued.
+_TOKENS: dict[str, tuple] = {}
+_REFRESH: set[str] = set()
+_TOKENS_LOCK = threading.Lock()
 
 _BOMBS: dict[int, bytes] = {}
 _BOMBS_LOCK = threading.Lock()
@@ -635,6 +661,79 @@ _ROUTES = {
     "abort": (Handler.abort, 0),
     "resource": (Handler.resource, 1),
 }
+
+
+def _oauth(self, action):
+    if action == "html":
+        return self._send(200, b"<html>login page</html>", "text/html")
+    if action == "revoke":
+        key = self.query.get("key", "")
+        with _TOKENS_LOCK:
+            for token in [t for t, (_, k) in _TOKENS.items() if k == key]:
+                del _TOKENS[token]
+        return self._json(200, {"revoked": True})
+    if action != "token":
+        return self._not_found()
+    if self.command != "POST":
+        return self._json(405, {"error": "method not allowed"})
+    form = dict(urllib.parse.parse_qsl(self.body.decode("utf-8", errors="replace"), keep_blank_values=True))
+    grant = form.get("grant_type", "")
+    key = self.query.get("key", "")
+    _increment("token:" + key)
+    _increment("token:" + key + ":" + grant)
+    delay = _int(self.query.get("delayMs", "0"), "delayMs")
+    if delay > 0:
+        time.sleep(delay / 1000)
+    auth = self.headers.get("Authorization", "")
+    if auth.startswith("Basic "):
+        import base64
+        try:
+            client, _, secret = base64.b64decode(auth[6:]).decode().partition(":")
+        except ValueError:
+            client, secret = "", ""
+        client, secret = urllib.parse.unquote_plus(client), urllib.parse.unquote_plus(secret)
+        if client != "app" or secret != "s3cret":
+            return self._json(401, {"error": "invalid_client"})
+    elif form.get("client_id") != "app":
+        return self._json(401, {"error": "invalid_client"})
+    with _TOKENS_LOCK:
+        if grant == "password":
+            if form.get("username") != "alice" or form.get("password") != "wonderland":
+                return self._json(400, {"error": "invalid_grant"})
+        elif grant == "refresh_token":
+            if form.get("refresh_token") not in _REFRESH:
+                return self._json(400, {"error": "invalid_grant"})
+            _REFRESH.discard(form.get("refresh_token"))
+        elif grant != "client_credentials":
+            return self._json(400, {"error": "unsupported_grant_type"})
+        ttl = _int(self.query.get("ttl", "60"), "ttl")
+        n = _read_counter("token:" + key)
+        access = f"tok-{n}-{os.urandom(6).hex()}"
+        _TOKENS[access] = (time.time() + ttl, key)
+        answer = {"access_token": access, "token_type": "bearer", "expires_in": ttl}
+        if self.query.get("refresh", "1") != "0":
+            refresh = f"ref-{n}-{os.urandom(6).hex()}"
+            _REFRESH.add(refresh)
+            answer["refresh_token"] = refresh
+    self._json(200, answer)
+
+
+def _protected(self):
+    auth = self.headers.get("Authorization", "")
+    token = auth[7:] if auth.startswith("Bearer ") else ""
+    with _TOKENS_LOCK:
+        live = token in _TOKENS and _TOKENS[token][0] > time.time()
+    if not live:
+        _increment("protected-401:" + self.query.get("key", ""))
+        return self._json(401, {"error": "unauthorized"}, [("WWW-Authenticate", "Bearer")])
+    _increment("protected:" + self.query.get("key", ""))
+    self._json(200, {"ok": True, "authorization": auth})
+
+
+Handler.oauth = _oauth
+Handler.protected = _protected
+_ROUTES["oauth"] = (Handler.oauth, 1)
+_ROUTES["protected"] = (Handler.protected, None)
 
 
 # ---------------------------------------------------------------------------

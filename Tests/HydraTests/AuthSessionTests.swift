@@ -1,0 +1,258 @@
+import Foundation
+import Testing
+
+@testable import Hydra
+@testable import HydraRPC
+
+/// Auth sessions (rest.md §1) against the test server's OAuth2 token
+/// endpoint (`/oauth/token`) and its bearer-protected `/protected` routes.
+/// Each test keys its tokens and counters apart (`?key=`), so tests run side by side.
+@Suite struct AuthSessionTests {
+    /// An engine whose `svc` session (client credentials) guards the api `guarded`.
+    func engine(_ key: String, tokenQuery: String = "", type: String = "oauth2-client-credentials",
+                secret: String? = "s3cret", extraAuth: String = "") throws -> HydraEngine {
+        let secretMember = secret.map { #", "clientSecret": "\#($0)""# } ?? ""
+        return try makeEngine("""
+            , "auth": {"svc": {"type": "\(type)", "tokenUrl": "\(TestServer.base)/oauth/token?key=\(key)\(tokenQuery)",
+                               "clientId": "app"\(secretMember), "scope": "read write"}\(extraAuth)}
+            """)
+    }
+
+    func guarded(_ key: String, auth: String = "svc") throws -> JobSpec {
+        try spec(#"{"type":"remote","endpoint":"/protected/x","query":{"key":"\#(key)"},"auth":"\#(auth)"}"#)
+    }
+
+    func counter(_ engine: HydraEngine, _ name: String) async throws -> Int {
+        let done = try await engine.run(spec(#"{"type":"remote","endpoint":"/count/\#(name)"}"#))
+        return try #require(done.result?["body"]?["count"]?.intValue)
+    }
+
+    @Test func manyJobsWaitForOneTokenRequestAndTheTokenNeverShows() async throws {
+        let key = UUID().uuidString
+        let engine = try engine(key, tokenQuery: "&delayMs=300")
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let steps = (0..<50).map { _ in #"{"type":"remote","endpoint":"/protected/x","query":{"key":"\#(key)"},"auth":"svc"}"# }
+        let fan = try await engine.run(spec(#"{"type":"concurrent","steps":[\#(steps.joined(separator: ","))]}"#))
+        #expect(fan.state == .succeeded, "\(String(describing: fan.error))")
+        #expect(try await counter(engine, "token:\(key)") == 1)
+        #expect(try await counter(engine, "protected:\(key)") == 50)
+        // The server echoes the Authorization header: the result shows it masked.
+        let first = try #require(fan.result?["results"]?[0])
+        #expect(first["body"]?["authorization"] == "Bearer ***")
+        let status = try engine.authStatus("svc")
+        #expect(status.state == "valid" && status.tokenRequests == 1 && status.expiresAt != nil)
+        #expect(!JSONWriter.string(status.json).contains("tok-"))
+        let text = log.all.map { JSONWriter.string($0.json) }.joined()
+        #expect(!text.contains("tok-") && !text.contains("s3cret"))
+    }
+
+    @Test func aTokenIsRefreshedBeforeItRunsOut() async throws {
+        let key = UUID().uuidString
+        // A 3 s token is renewed after half its life (30 s before the end for longer ones).
+        let engine = try engine(key, tokenQuery: "&ttl=3")
+        defer { engine.shutdown() }
+        #expect(try await engine.run(guarded(key)).state == .succeeded)
+        try await Task.sleep(for: .milliseconds(1_700))
+        let later = try await engine.run(guarded(key))
+        #expect(later.state == .succeeded, "\(String(describing: later.error))")
+        // Renewed with the refresh token (however slow the machine, at least once), never by starting over,
+        // and never sent once it had run out.
+        #expect(try await counter(engine, "token:\(key):refresh_token") >= 1)
+        #expect(try await counter(engine, "token:\(key):client_credentials") == 1)
+        #expect(try await counter(engine, "protected-401:\(key)") == 0)
+    }
+
+    @Test func a401GetsANewTokenAndSendsOnceMore() async throws {
+        let key = UUID().uuidString
+        let engine = try engine(key)
+        defer { engine.shutdown() }
+        #expect(try await engine.run(guarded(key)).state == .succeeded)
+        // The provider revokes the token Hydra holds: the next request gets a 401, then a new token.
+        _ = try await engine.run(spec(#"{"type":"remote","endpoint":"/oauth/revoke","query":{"key":"\#(key)"}}"#))
+        let again = try await engine.run(guarded(key))
+        #expect(again.state == .succeeded, "\(String(describing: again.error))")
+        #expect(again.result?["attempts"] == 1)
+        #expect(try await counter(engine, "protected-401:\(key)") == 1)
+        #expect(try await counter(engine, "token:\(key)") == 2)
+
+        // Tokens that are dead on arrival: one new token, then the second 401 fails with kind http.
+        let deadKey = UUID().uuidString
+        let dead = try self.engine(deadKey, tokenQuery: "&ttl=0")
+        defer { dead.shutdown() }
+        let refused = try await dead.run(guarded(deadKey))
+        #expect(refused.state == .failed)
+        #expect(refused.error?.kind == .http && refused.error?.status == 401)
+        #expect(try await counter(dead, "protected-401:\(deadKey)") == 2)
+    }
+
+    @Test func aTokenEndpointThatFailsFailsTheWaitingJobsWithKindAuth() async throws {
+        let key = UUID().uuidString
+        let wrong = try engine(key, secret: "not-the-secret")
+        defer { wrong.shutdown() }
+        let jobs = (0..<5).map { _ in #"{"type":"remote","endpoint":"/protected/x","query":{"key":"\#(key)"},"auth":"svc"}"# }
+        let refused = try await wrong.run(spec(#"{"type":"concurrent","steps":[\#(jobs.joined(separator: ","))]}"#))
+        #expect(refused.state == .failed)
+        #expect(refused.error?.kind == .auth)
+        #expect(refused.error?.message.contains("HTTP 401 (invalid_client)") == true)
+        #expect(refused.error?.message.contains("not-the-secret") == false)
+        #expect(try await counter(wrong, "token:\(key)") == 1)
+        #expect(try wrong.authStatus("svc").state == "failed")
+
+        // A token endpoint that answers a web page.
+        let html = try makeEngine("""
+            , "auth": {"svc": {"type": "oauth2-client-credentials", "tokenUrl": "\(TestServer.base)/oauth/html", "clientId": "app"}}
+            """)
+        defer { html.shutdown() }
+        let garbage = try await html.run(guarded(key))
+        #expect(garbage.error?.kind == .auth)
+        #expect(garbage.error?.message.contains("not a JSON token response (Content-Type text/html)") == true)
+
+        // One that cannot be reached.
+        let closed = try makeEngine("""
+            , "auth": {"svc": {"type": "oauth2-client-credentials", "tokenUrl": "http://127.0.0.1:\(TestServer.closedPort)/t", "clientId": "app"}}
+            """)
+        defer { closed.shutdown() }
+        let unreachable = try await closed.run(guarded(key))
+        #expect(unreachable.error?.kind == .auth)
+        #expect(unreachable.error?.message.contains("the token request failed") == true)
+    }
+
+    @Test func aPasswordSessionLogsInRefreshesAndLogsOut() async throws {
+        let key = UUID().uuidString
+        let engine = try engine(key, tokenQuery: "&ttl=3", type: "oauth2-password")
+        defer { engine.shutdown() }
+        let before = try await engine.run(guarded(key))
+        #expect(before.error?.kind == .auth && before.error?.message.contains("not logged in") == true)
+        #expect(try engine.authStatus("svc").state == "none")
+
+        await #expect(throws: JobError.self) { try await engine.login(auth: "svc", username: "alice", password: "guess") }
+        do {
+            try await engine.login(auth: "svc", username: "alice", password: "guess")
+        } catch {
+            #expect(error.kind == .auth && error.message.contains("invalid_grant") && !error.message.contains("guess"))
+        }
+        let expiresAt = try await engine.login(auth: "svc", username: "alice", password: "wonderland")
+        #expect(expiresAt.map { $0 > Date().timeIntervalSince1970 } == true)
+        #expect(try engine.authStatus("svc").state == "valid")
+        #expect(try await engine.run(guarded(key)).state == .succeeded)
+        // The refresh token renews it without the password.
+        try await Task.sleep(for: .milliseconds(1_700))
+        #expect(try await engine.run(guarded(key)).state == .succeeded)
+        #expect(try await counter(engine, "token:\(key):refresh_token") >= 1)
+        #expect(try await counter(engine, "token:\(key):password") == 3)
+
+        try engine.logout(auth: "svc")
+        #expect(try engine.authStatus("svc").state == "none")
+        #expect(try await engine.run(guarded(key)).error?.kind == .auth)
+        #expect(throws: JobError.self) { try engine.logout(auth: "nobody") }
+    }
+
+    @Test func fixedSchemesSendTheirHeaderAndNeverShowIt() async throws {
+        let engine = try makeEngine("""
+            , "auth": {"ci": {"type": "bearer", "token": "ci-token-123"},
+                       "old": {"type": "basic", "username": "u", "password": "pw-secret-9"},
+                       "key": {"type": "api-key", "header": "X-Api-Key", "value": "key-value-77"}}
+            """)
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let bearer = try await engine.run(spec(#"{"type":"remote","endpoint":"/echo/c","auth":"ci"}"#))
+        #expect(bearer.state == .succeeded && bearer.result?["body"]?["headers"]?["authorization"] == "Bearer ***")
+        let basic = try await engine.run(spec(#"{"type":"remote","endpoint":"/echo/b","auth":"old"}"#))
+        #expect(basic.result?["body"]?["headers"]?["authorization"] == "Basic ***")
+        let apiKey = try await engine.run(spec(#"{"type":"remote","endpoint":"/echo/k","auth":"key"}"#))
+        #expect(apiKey.result?["body"]?["headers"]?["x-api-key"] == "***")
+        let text = log.all.map { JSONWriter.string($0.json) }.joined()
+        for secret in ["ci-token-123", "pw-secret-9", "key-value-77", Data("u:pw-secret-9".utf8).base64EncodedString()] {
+            #expect(!text.contains(secret), "\(secret) in an event")
+        }
+        #expect(try engine.authStatus("ci").state == "valid")
+        #expect(throws: JobError.self) { try engine.authStatus("nobody") }
+    }
+
+    @Test func namesAndValuesAreCheckedWhereTheyAreWritten() async throws {
+        let engine = try makeEngine(#", "auth": {"ci": {"type": "bearer", "token": "t"}}"#)
+        defer { engine.shutdown() }
+        #expect(throws: ValidationError.self) { _ = try engine.prepare(spec(#"{"type":"remote","endpoint":"/x","auth":"nobody"}"#)) }
+        do {
+            _ = try engine.prepare(spec(#"{"type":"remote","endpoint":"/x","auth":"nobody"}"#))
+        } catch let error as ValidationError {
+            #expect(error.path == "auth" && error.reason.contains("unknown auth 'nobody'"))
+        }
+        func configError(_ members: String) -> String {
+            do {
+                _ = try Configuration(json: try JSONParser.parse("{\(members)}"))
+                return ""
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(configError(#""auth": {"a": {"type": "kerberos"}}"#).contains("auth.a.type"))
+        #expect(configError(#""auth": {"a": {"type": "bearer"}}"#).contains("auth.a.token"))
+        #expect(configError(#""auth": {"a": {"type": "oauth2-password", "tokenUrl": "ftp://x", "clientId": "c"}}"#)
+            .contains("auth.a.tokenUrl"))
+        let missing = configError(#""auth": {"a": {"type": "bearer", "token": "${env.HYDRA_TEST_NEVER_SET_42}"}}"#)
+        #expect(missing.contains("auth.a.token") && missing.contains("HYDRA_TEST_NEVER_SET_42 is not set"))
+        #expect(configError(#""servers": {"s": {"url": "http://h", "auth": "nope"}}"#).contains("servers.s.auth"))
+        #expect(configError(#""servers": {"s": "http://h"}, "apis": {"a": {"server": "s", "endpoint": "/", "auth": "nope"}}"#)
+            .contains("apis.a.auth"))
+        // An env value is read, and an api that opts in uses it.
+        setenv("HYDRA_TEST_AUTH_TOKEN", "from-env-55", 1)
+        let fromEnv = try makeEngine("""
+            , "auth": {"ci": {"type": "bearer", "token": "${env.HYDRA_TEST_AUTH_TOKEN}"}},
+              "apis": {"me": {"server": "testsvr", "endpoint": "/bearer/from-env-55", "auth": "ci"}}
+            """)
+        defer { fromEnv.shutdown() }
+        #expect(try await fromEnv.run(spec(#"{"type":"remote","api":"me"}"#)).result?["body"] == ["authenticated": true])
+    }
+
+    /// Over the real server: `auth.*` methods, the CLI, and tokens sealed at rest across a restart.
+    @Test func theServerLogsInOverRPCAndKeepsTokensSealed() throws {
+        let key = UUID().uuidString
+        let auth = #""auth": {"user": {"type": "oauth2-password", "tokenUrl": "\#(TestServer.base)/oauth/token?key=\#(key)", "clientId": "app", "clientSecret": "s3cret"}}"#
+        let sharedKey = "a passphrase of sixteen+ characters"
+        let server = try ServerProcess(config: auth, environment: ["HYDRA_SHARED_KEY": sharedKey])
+        let client = try server.client()
+        func error(_ method: String, _ params: JSONValue) -> (Int?, String) {
+            do { _ = try client.call(method, params); return (nil, "") } catch { return (error.code, error.message) }
+        }
+        #expect(try client.call("auth.status", ["name": "user"])["state"] == "none")
+        let refused = error("auth.login", ["name": "user", "username": "alice", "password": "wrong-pw"])
+        #expect(refused.0 == -32602 && refused.1.contains("invalid_grant") && !refused.1.contains("wrong-pw"))
+        #expect(error("auth.login", ["name": "nobody", "username": "a", "password": "b"]).1.contains("unknown auth"))
+        #expect(error("auth.login", ["name": "user", "password": "b"]).1.contains("username"))
+        #expect(error("auth.status", ["name": 3]).0 == -32602)
+
+        // The CLI reads the password from stdin when it is not a terminal.
+        let cli = RunCommandTests()
+        let connect = ["--connect", "\(server.address!)"]
+        let login = try cli.hydra(["auth", "login", "user", "--user", "alice"] + connect, stdin: "wonderland\n")
+        #expect(login.status == 0, "\(login.err)")
+        #expect(try JSONParser.parse(login.out.trimmingCharacters(in: .whitespacesAndNewlines))["ok"] == true)
+        let shown = try cli.hydra(["auth", "status"] + connect)
+        #expect(shown.out.contains(#""state":"valid""#) && !shown.out.contains("tok-"))
+
+        let job: JSONValue = ["type": "remote", "endpoint": "/protected/x", "query": ["key": .string(key)], "auth": "user"]
+        let id = try client.call("job.submit", ["job": job])["jobId"]!
+        #expect(try client.call("job.result", ["jobId": id, "waitMs": 10_000])["state"] == "succeeded")
+
+        // Restart with the same key: the sealed token is still there, and never in clear on disk.
+        #expect(server.terminate().status == 0)
+        for file in ["hydra.db", "hydra.db-wal"] {
+            guard let bytes = FileManager.default.contents(atPath: server.stateDirectory + "/" + file) else { continue }
+            #expect(bytes.range(of: Data("tok-".utf8)) == nil && bytes.range(of: Data("ref-".utf8)) == nil, "\(file)")
+        }
+        let again = try ServerProcess(config: auth, state: server.stateDirectory, environment: ["HYDRA_SHARED_KEY": sharedKey])
+        defer { again.terminate() }
+        let client2 = try again.client()
+        #expect(try client2.call("auth.status", ["name": "user"])["state"] == "valid")
+        let id2 = try client2.call("job.submit", ["job": job])["jobId"]!
+        #expect(try client2.call("job.result", ["jobId": id2, "waitMs": 10_000])["state"] == "succeeded")
+        #expect(try client2.call("auth.logout", ["name": "user"])["ok"] == true)
+        #expect(try client2.call("auth.status", ["name": "user"])["state"] == "none")
+        let all = try client2.call("auth.status", [:])
+        #expect(all["sessions"]?.arrayValue?.count == 1)
+    }
+}
