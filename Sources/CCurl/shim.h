@@ -38,6 +38,9 @@ static inline CURLMcode hydra_multi_setopt_timer_cb(CURLM *m, hydra_timer_cb v) 
 /// The `data.result` of a CURLMsg (a union Swift imports awkwardly).
 static inline CURLcode hydra_msg_result(const CURLMsg *m) { return m->data.result; }
 
+typedef int (*hydra_seek_cb)(void *userdata, curl_off_t offset, int origin);
+static inline CURLcode hydra_easy_setopt_seek_cb(CURL *h, hydra_seek_cb v) { return curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, v); }
+
 // glibc's memmem (a GNU extension Swift's Glibc module leaves out), for
 // finding secrets in response bytes (HydraHTTP's SecretMasking).
 extern void *memmem(const void *haystack, size_t haystacklen, const void *needle, size_t needlelen);

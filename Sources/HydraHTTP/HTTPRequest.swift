@@ -9,6 +9,8 @@ public struct HTTPRequest: Sendable {
     public var headers: [HTTPHeader]
     /// The request body, if any.
     public var body: [UInt8]?
+    /// A body read while it is sent (files, multipart forms), instead of ``body``.
+    public var bodyStream: HTTPBodyStream?
     /// Limit for the whole transfer (connect, redirects, body), in milliseconds.
     public var timeoutMilliseconds: Int?
     /// Limit for establishing the connection, in milliseconds.

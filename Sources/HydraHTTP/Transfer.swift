@@ -28,6 +28,9 @@ final class Transfer {
     @exclusivity(unchecked) private var body: [UInt8] = []
     @exclusivity(unchecked) private var bodyBytes = 0
     @exclusivity(unchecked) private var fileError: String?
+    /// The streamed request body, read as curl asks (see ``HTTPBodyStream``).
+    @exclusivity(unchecked) private var bodyReader: HTTPBodyReader?
+    @exclusivity(unchecked) private var uploadError: String?
     /// The request's ``HTTPRequest/maxBodyBytes`` (`Int.max`: none) and whether it was passed.
     @exclusivity(unchecked) private var maxBodyBytes = Int.max
     @exclusivity(unchecked) private var tooLarge = false
@@ -50,6 +53,7 @@ final class Transfer {
     private struct Shape: Equatable {
         var method: String
         var hasBody: Bool
+        var streamsBody: Bool
         var headers: [HTTPHeader]
         var timeoutMilliseconds: Int?
         var connectTimeoutMilliseconds: Int?
@@ -62,7 +66,8 @@ final class Transfer {
 
         init(_ request: HTTPRequest, reportsProgress: Bool) {
             method = request.method
-            hasBody = request.body != nil
+            hasBody = request.body != nil || request.bodyStream != nil
+            streamsBody = request.bodyStream != nil
             headers = request.headers
             timeoutMilliseconds = request.timeoutMilliseconds
             connectTimeoutMilliseconds = request.connectTimeoutMilliseconds
@@ -129,6 +134,8 @@ final class Transfer {
         body = []
         bodyBytes = 0
         fileError = nil
+        bodyReader = nil
+        uploadError = nil
         maxBodyBytes = Int.max
         tooLarge = false
         declaredLength = -1
@@ -166,7 +173,11 @@ final class Transfer {
             appliedURL = code == CURLE_OK ? request.url : ""
         }
         hydra_easy_setopt_ptr(easy, CURLOPT_PRIVATE, UnsafeRawPointer(bitPattern: UInt(id)))
-        if let body = request.body {
+        if let stream = request.bodyStream {
+            bodyReader = HTTPBodyReader(stream)
+            // -1: unknown (gzip on the way), sent chunked.
+            if code == CURLE_OK { code = hydra_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(stream.length ?? -1)) }
+        } else if let body = request.body {
             set(CURLOPT_POSTFIELDSIZE, body.count)
             body.withUnsafeBytes { raw in
                 if code == CURLE_OK {
@@ -212,6 +223,18 @@ final class Transfer {
         case "HEAD": set(CURLOPT_NOBODY, 1)
         case "POST": set(CURLOPT_POST, 1)
         default: set(CURLOPT_CUSTOMREQUEST, shape.method)
+        }
+        if shape.streamsBody {
+            // A body from the read callback: POST semantics (any method keeps its name above).
+            if shape.method != "POST" { set(CURLOPT_POST, 1) }
+            hydra_easy_setopt_ptr(easy, CURLOPT_READDATA, me)
+            hydra_easy_setopt_data_cb(easy, CURLOPT_READFUNCTION) { data, size, count, userdata in
+                Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue().send(data!, size * count)
+            }
+            hydra_easy_setopt_ptr(easy, CURLOPT_SEEKDATA, me)
+            hydra_easy_setopt_seek_cb(easy) { userdata, offset, origin in
+                Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue().rewind(offset, origin)
+            }
         }
         if !shape.hasBody && shape.method == "POST" { set(CURLOPT_POSTFIELDSIZE, 0) }
 
@@ -284,6 +307,25 @@ final class Transfer {
             }
         }
         return count
+    }
+
+    /// The next bytes of a streamed request body; `CURL_READFUNC_ABORT` on a failure.
+    private func send(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
+        guard let reader = bodyReader else { return 0 }
+        let n = reader.read(into: UnsafeMutableRawBufferPointer(start: data, count: count))
+        guard n >= 0 else {
+            uploadError = reader.failure
+            return Int(CURL_READFUNC_ABORT)
+        }
+        return n
+    }
+
+    /// Back to the body's start when curl sends it again (a redirect, an auth
+    /// round): the only seek a stream allows.
+    private func rewind(_ offset: curl_off_t, _ origin: Int32) -> Int32 {
+        guard let reader = bodyReader, offset == 0, origin == SEEK_SET else { return Int32(CURL_SEEKFUNC_CANTSEEK) }
+        reader.rewind()
+        return Int32(CURL_SEEKFUNC_OK)
     }
 
     /// One header line (curl passes them whole, CRLF included), kept as bytes.
@@ -378,6 +420,7 @@ final class Transfer {
             return HTTPFailure(.tooLarge, "the response body is larger than \(maxBodyBytes) bytes (counted after decoding)")
         }
         if let fileError { return HTTPFailure(.invalid, "cannot write the response body: \(fileError)") }
+        if let uploadError { return HTTPFailure(.invalid, uploadError) }
         var detail = String(cString: errorBuffer)
         if detail.isEmpty { detail = String(cString: curl_easy_strerror(code)) }
         switch code {

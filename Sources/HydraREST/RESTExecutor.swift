@@ -45,6 +45,11 @@ final class RESTExecutor: JobExecutor {
         @exclusivity(unchecked) var waitingForToken = false
         /// Set once a 401 made the call get a new token and send again (once only).
         @exclusivity(unchecked) var reauthorized = false
+        /// The files a streamed body reads, closed when the call ends.
+        @exclusivity(unchecked) var uploads: [UploadFile] = []
+        /// True while the body's `Content-MD5` is computed off the loop; a cancel then waits for it.
+        @exclusivity(unchecked) var digesting = false
+        @exclusivity(unchecked) var cancelledWhileDigesting = false
 
         init(task: WorkTask, handle: TaskHandle, request: PreparedRequest, polling: RepeatSpec?) {
             self.task = task
@@ -126,7 +131,115 @@ final class RESTExecutor: JobExecutor {
                 call.cacheTTL = plan.ttl
             }
         }
+        if let plan = prepared.upload {
+            do {
+                call.request.http.bodyStream = try openUpload(plan, call: call)
+            } catch {
+                finish(call, .failure(error))
+                return
+            }
+            if prepared.digestUpload {
+                digest(call)
+                return
+            }
+        }
         attempt(call)
+    }
+
+    // MARK: - Uploads
+
+    /// Opens the files of a streamed body and lays the body out (rest.md §2).
+    /// A file that is missing, a link, or not under the state folder fails the
+    /// call with kind `invalid` naming the field.
+    private func openUpload(_ plan: UploadPlan, call: RemoteCall) throws(JobError) -> HTTPBodyStream {
+        let gzip = call.request.gzipUpload
+        func open(_ text: String, field: String) throws(JobError) -> UploadFile {
+            do {
+                let file = try UploadFile(text, stateDirectory: manager.resolver.stateDirectory,
+                                          reserved: manager.resolver.reservedPaths)
+                call.uploads.append(file)
+                return file
+            } catch {
+                throw JobError(.invalid, "\(field): \(error.message)")
+            }
+        }
+        switch plan {
+        case .file(let text):
+            let file = try open(text, field: "bodyFile")
+            return HTTPBodyStream([.file(descriptor: file.descriptor, length: file.length)], gzip: gzip)
+        case .multipart(let boundary, let parts):
+            var segments: [HTTPBodyStream.Segment] = []
+            var text: [UInt8] = []
+            func quoted(_ value: String) -> String { value.replacingOccurrences(of: "\"", with: "%22") }
+            for (i, part) in parts.enumerated() {
+                text += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(quoted(part.name))\"".utf8)
+                switch part.content {
+                case .value(let value):
+                    text += Array("\r\n".utf8)
+                    if case .string(let string) = value {
+                        if let type = part.contentType { text += Array("Content-Type: \(type)\r\n".utf8) }
+                        text += Array("\r\n".utf8) + Array(string.utf8)
+                    } else {
+                        text += Array("Content-Type: \(part.contentType ?? "application/json")\r\n\r\n".utf8) + JSONWriter.bytes(value)
+                    }
+                case .file(let path):
+                    let file = try open(path, field: "body.parts[\(i)].file")
+                    text += Array("; filename=\"\(quoted(part.filename ?? file.name))\"\r\n".utf8)
+                    text += Array("Content-Type: \(part.contentType ?? "application/octet-stream")\r\n\r\n".utf8)
+                    segments.append(.bytes(text))
+                    text = []
+                    segments.append(.file(descriptor: file.descriptor, length: file.length))
+                }
+                text += Array("\r\n".utf8)
+            }
+            text += Array("--\(boundary)--\r\n".utf8)
+            segments.append(.bytes(text))
+            return HTTPBodyStream(segments, gzip: gzip)
+        }
+    }
+
+    /// Computes a streamed body's `Content-MD5` on a thread of its own (a
+    /// 1 GiB file takes seconds to read; the loop goes on meanwhile), then
+    /// sends the request.
+    private func digest(_ call: RemoteCall) {
+        guard let stream = call.request.http.bodyStream else {
+            attempt(call)
+            return
+        }
+        call.digesting = true
+        let loop = self.loop
+        let resume = LoopBound({ [unowned self] (result: Result<String, JobError>) in
+            call.digesting = false
+            if call.cancelledWhileDigesting {
+                self.finish(call, .failure(JobError(.cancelled, "cancelled")))
+                return
+            }
+            switch result {
+            case .success(let md5):
+                call.request.http.headers.append(HTTPHeader("Content-MD5", md5))
+                self.attempt(call)
+            case .failure(let error):
+                self.finish(call, .failure(error))
+            }
+        }, loop: loop)
+        Thread.detachNewThread {
+            let reader = HTTPBodyReader(stream)
+            var hash = Insecure.MD5()
+            var buffer = [UInt8](repeating: 0, count: 256 << 10)
+            var result: Result<String, JobError>?
+            while result == nil {
+                let n = buffer.withUnsafeMutableBytes { reader.read(into: $0) }
+                if n < 0 {
+                    result = .failure(JobError(.invalid, reader.failure ?? "cannot read the body"))
+                } else if n == 0 {
+                    result = .success(Data(hash.finalize()).base64EncodedString())
+                } else {
+                    buffer.withUnsafeBytes { hash.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[..<n])) }
+                }
+            }
+            let outcome = result!
+            _ = loop.execute { resume.value(outcome) }
+        }
     }
 
     /// How a job uses the cache: its `cache` spec, else its api's `cacheTTL`
@@ -172,6 +285,11 @@ final class RESTExecutor: JobExecutor {
 
     func cancel(_ task: WorkTask, handle: TaskHandle) {
         guard let call = calls[task.token] else { return }
+        if call.digesting {
+            // Its files are being read off the loop: the call ends when that thread is done with them.
+            call.cancelledWhileDigesting = true
+            return
+        }
         if call.waitingForToken {
             // Its token request goes on for the others; the call ends now and ignores the answer.
             call.waitingForToken = false
@@ -199,6 +317,8 @@ final class RESTExecutor: JobExecutor {
         for call in calls.values {
             call.timer?.cancel()
             call.download?.discard()
+            // A file a digest thread still reads stays open until that thread is done (it holds the call).
+            if !call.digesting { for file in call.uploads { file.close() } }
         }
         calls.removeAll()
         client.close()
@@ -400,6 +520,7 @@ final class RESTExecutor: JobExecutor {
     private func finish(_ call: RemoteCall, _ outcome: StepOutcome) {
         calls[call.task.token] = nil
         call.download?.discard()  // nothing once committed
+        for file in call.uploads { file.close() }
         if case .success(let result) = outcome, let cache = manager.cache {
             if let key = call.cacheKey {
                 var stored = result
@@ -427,6 +548,7 @@ final class RESTExecutor: JobExecutor {
             return
         }
         calls[call.task.token] = nil
+        for file in call.uploads { file.close() }
         if let cache = manager.cache, let apis = apisInvalidated(by: call) {
             afterInvalidating(apis, in: cache) { call.handle.succeed(building: result) }
             return

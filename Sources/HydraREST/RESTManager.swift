@@ -166,6 +166,21 @@ public final class RESTManager: JobManager {
                 throw ValidationError(path: at("saveAs"), error.message)
             }
         }
+        // Upload files named literally must be there now (-32602); one from a reference is checked as the job runs.
+        func checkUpload(_ text: String, field: String) throws(ValidationError) {
+            guard !Template.containsReference(text) else { return }
+            do {
+                try UploadFile(text, stateDirectory: resolver.stateDirectory, reserved: resolver.reservedPaths).close()
+            } catch {
+                throw ValidationError(path: at(field), error.message)
+            }
+        }
+        if let file = remote.bodyFile { try checkUpload(file, field: "bodyFile") }
+        if remote.bodyEncoding == .multipart, let body = remote.body, !Template.containsReference(body) {
+            for (i, part) in try MultipartPart.parts(of: body, path: at("body")).enumerated() {
+                if case .file(let file) = part.content { try checkUpload(file, field: "body.parts[\(i)].file") }
+            }
+        }
         if let body = remote.body, !Template.containsReference(body) {
             switch remote.bodyEncoding {
             case .form? where body.objectValue == nil:

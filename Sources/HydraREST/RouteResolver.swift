@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HydraCore
 import HydraHTTP
@@ -29,9 +30,23 @@ struct PreparedRequest: Sendable {
     var savedFile: String?
     /// The OAuth2 session whose token the request carries (added per attempt by the executor).
     var authSession: String?
+    /// A body streamed from files (`bodyFile`, a multipart form), opened when the call starts.
+    var upload: UploadPlan?
+    /// `contentMD5` of a streamed body: digested before it is sent.
+    var digestUpload = false
+    /// `gzipBody` of a streamed body: compressed as it is read.
+    var gzipUpload = false
     /// Credential texts the request carries (a fixed scheme's token, key or
     /// password), masked in whatever the server sends back.
     var secrets: [String] = []
+}
+
+/// A request body that is read from files while it is sent (rest.md §2).
+enum UploadPlan: Sendable {
+    /// `bodyFile`: the file's bytes, as they are.
+    case file(String)
+    /// `bodyEncoding: multipart`: the parts between `boundary` lines.
+    case multipart(boundary: String, parts: [MultipartPart])
 }
 
 /// Turns a remote spec (references already resolved) into an HTTP request:
@@ -125,7 +140,21 @@ final class RouteResolver: Sendable {
         }
         let dogma = spec.dogma ?? api?.dogma ?? configuration.defaults.dogma
         var body: [UInt8]?
-        if let value = spec.body {
+        var upload: UploadPlan?
+        if let file = spec.bodyFile {
+            upload = .file(file)
+            if headers["content-type"] == nil { add("Content-Type", "application/octet-stream") }
+        } else if spec.bodyEncoding == .multipart, let value = spec.body {
+            let parts: [MultipartPart]
+            do {
+                parts = try MultipartPart.parts(of: value, path: "body")
+            } catch {
+                throw JobError(.invalid, error.description)
+            }
+            let boundary = "hydra-" + (0..<12).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+            upload = .multipart(boundary: boundary, parts: parts)
+            add("Content-Type", "multipart/form-data; boundary=\(boundary)")
+        } else if let value = spec.body {
             var encoded: (bytes: [UInt8], contentType: String)?
             if spec.bodyEncoding == nil, let dogma {
                 do {
@@ -143,6 +172,17 @@ final class RouteResolver: Sendable {
             }
             body = bytes
             if headers["content-type"] == nil { add("Content-Type", contentType) }
+        }
+
+        if spec.gzipBody == true {
+            if let plain = body {
+                do { body = try Gzip.compress(plain) } catch { throw JobError(.invalid, "gzipBody: \(error)") }
+            }
+            if body != nil || upload != nil { add("Content-Encoding", "gzip") }
+        }
+        let digestUpload = spec.contentMD5 == true && upload != nil
+        if spec.contentMD5 == true, upload == nil {
+            add("Content-MD5", Data(Insecure.MD5.hash(data: body ?? [])).base64EncodedString())
         }
 
         var saveAs: SaveAsPath?
@@ -167,7 +207,8 @@ final class RouteResolver: Sendable {
                                expect: spec.expect, retry: RouteResolver.retry(spec.retry, api: api?.retry, defaults: configuration.defaults.retry),
                                api: spec.api, saveAs: saveAs,
                                savedFile: saveAs.map { RouteResolver.join(stateDirectory, $0.relative) },
-                               authSession: authSession, secrets: secrets)
+                               authSession: authSession, upload: upload, digestUpload: digestUpload,
+                               gzipUpload: upload != nil && spec.gzipBody == true, secrets: secrets)
     }
 
     private func encode(body: JSONValue, encoding: BodyEncoding) throws(JobError) -> ([UInt8], String) {
@@ -184,6 +225,8 @@ final class RouteResolver: Sendable {
                 throw JobError(.invalid, "bodyEncoding base64 needs a base64 string body")
             }
             return ([UInt8](data), "application/octet-stream")
+        case .multipart:
+            throw JobError(.invalid, "bodyEncoding multipart needs {\"parts\": [...]}")
         }
     }
 

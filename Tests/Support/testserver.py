@@ -103,6 +103,16 @@ Endpoints (methods GET/POST/PUT/PATCH/DELETE/HEAD/OPTIONS unless noted)
                             token issued by /oauth/token (counter "protected:K"
                             for ?key=K counts them), else 401 with
                             "WWW-Authenticate: Bearer" (counter "protected-401:K")
+/upload                     parses the request body with Python's email parser:
+                            200 {"method", "contentType", "contentEncoding",
+                            "bytes" (as received), "md5ok" (Content-MD5 checked
+                            against the bytes received; null without one),
+                            "sha256" (of the body after gunzip when
+                            Content-Encoding is gzip), "parts" (multipart only:
+                            [{"name", "filename", "contentType", "bytes",
+                            "sha256", "text" (first 200 characters)}])}
+/sink                       reads the body as it comes (Content-Length or
+                            chunked) without keeping it: 200 {"bytes", "sha256"}
 /abort                      resets the connection (RST) without answering
 anything else               404 {"error": "not found", "path": <path>}
 
@@ -297,7 +307,8 @@ class Handler(BaseHTTPRequestHandler):
     def _dispatch(self):
         self._headers_sent = False
         try:
-            self.body = self._read_body()
+            # /sink reads its body itself, as it comes.
+            self.body = b"" if self.path.split("?")[0] == "/sink" else self._read_body()
         except (ValueError, OSError):
             self.close_connection = True
             self._json(400, {"error": "unreadable request body"})
@@ -718,6 +729,67 @@ def _oauth(self, action):
     self._json(200, answer)
 
 
+def _upload(self):
+    import base64
+    import hashlib
+    from email.parser import BytesParser
+    from email import policy
+    raw = self.body
+    md5 = self.headers.get("Content-MD5")
+    md5ok = None if md5 is None else base64.b64encode(hashlib.md5(raw).digest()).decode() == md5
+    encoding = self.headers.get("Content-Encoding", "")
+    body = gzip.decompress(raw) if encoding == "gzip" else raw
+    content_type = self.headers.get("Content-Type", "")
+    answer = {"method": self.command, "contentType": content_type, "contentEncoding": encoding,
+              "bytes": len(raw), "md5ok": md5ok, "sha256": hashlib.sha256(body).hexdigest()}
+    if content_type.startswith("multipart/"):
+        message = BytesParser(policy=policy.HTTP).parsebytes(
+            b"Content-Type: " + content_type.encode() + b"\r\nMIME-Version: 1.0\r\n\r\n" + body)
+        if not message.is_multipart():
+            raise BadRequest("not a multipart body")
+        parts = []
+        for part in message.iter_parts():
+            data = part.get_payload(decode=True) or b""
+            parts.append({"name": part.get_param("name", header="content-disposition"),
+                          "filename": part.get_filename(), "contentType": part.get_content_type()
+                          if part.get("Content-Type") else None,
+                          "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+                          "text": data[:200].decode("utf-8", errors="replace")})
+        answer["parts"] = parts
+    self._json(200, answer)
+
+
+def _sink(self):
+    import hashlib
+    digest = hashlib.sha256()
+    total = 0
+    if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+        while True:
+            size = int(self.rfile.readline(65537).split(b";", 1)[0].strip() or b"0", 16)
+            if size == 0:
+                while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                    pass
+                break
+            while size > 0:
+                piece = self.rfile.read(min(size, 1 << 20))
+                if not piece:
+                    raise BadRequest("the body ended early")
+                digest.update(piece)
+                total += len(piece)
+                size -= len(piece)
+            self.rfile.readline(65537)
+    else:
+        left = int(self.headers.get("Content-Length", "0"))
+        while left > 0:
+            piece = self.rfile.read(min(left, 1 << 20))
+            if not piece:
+                raise BadRequest("the body ended early")
+            digest.update(piece)
+            total += len(piece)
+            left -= len(piece)
+    self._json(200, {"bytes": total, "sha256": digest.hexdigest()})
+
+
 def _protected(self):
     auth = self.headers.get("Authorization", "")
     token = auth[7:] if auth.startswith("Bearer ") else ""
@@ -732,6 +804,10 @@ def _protected(self):
 
 Handler.oauth = _oauth
 Handler.protected = _protected
+Handler.upload = _upload
+Handler.sink = _sink
+_ROUTES["upload"] = (Handler.upload, 0)
+_ROUTES["sink"] = (Handler.sink, 0)
 _ROUTES["oauth"] = (Handler.oauth, 1)
 _ROUTES["protected"] = (Handler.protected, None)
 

@@ -140,7 +140,7 @@ extension RemoteSpec {
         body = r.value("body")
         if let encoding = try r.string("bodyEncoding") {
             guard let e = BodyEncoding(rawValue: encoding) else {
-                throw ValidationError(path: r.path("bodyEncoding"), "expected one of json, form, text, base64")
+                throw ValidationError(path: r.path("bodyEncoding"), "expected one of json, form, text, base64, multipart")
             }
             bodyEncoding = e
         }
@@ -173,6 +173,16 @@ extension RemoteSpec {
         label = try r.string("label")
         coalesce = try r.bool("coalesce")
         auth = try r.string("auth")
+        bodyFile = try r.string("bodyFile")
+        contentMD5 = try r.bool("contentMD5")
+        gzipBody = try r.bool("gzipBody")
+        if bodyFile != nil && body != nil {
+            throw ValidationError(path: r.path("bodyFile"), "give body or bodyFile, not both")
+        }
+        if bodyEncoding == .multipart {
+            guard let body else { throw ValidationError(path: r.path("body"), "required for bodyEncoding multipart") }
+            if !Template.containsReference(body) { _ = try MultipartPart.parts(of: body, path: r.path("body")) }
+        }
         if var polling = try r.object("repeat") {
             self.repeat = try RepeatSpec(reader: &polling)
         }
@@ -214,12 +224,15 @@ extension RemoteSpec {
         if let label { o["label"] = .string(label) }
         if let coalesce { o["coalesce"] = .bool(coalesce) }
         if let auth { o["auth"] = .string(auth) }
+        if let bodyFile { o["bodyFile"] = .string(bodyFile) }
+        if let contentMD5 { o["contentMD5"] = .bool(contentMD5) }
+        if let gzipBody { o["gzipBody"] = .bool(gzipBody) }
         if let polling = self.repeat { o["repeat"] = polling.json }
     }
 
     var hasReferences: Bool {
         func has(_ s: String?) -> Bool { s.map(Template.containsReference) ?? false }
-        return has(url) || has(server) || has(endpoint) || has(api) || has(method) || has(saveAs) || has(dogma)
+        return has(url) || has(server) || has(endpoint) || has(api) || has(method) || has(saveAs) || has(dogma) || has(bodyFile) || has(auth)
             || pathVars.values.contains(where: Template.containsReference)
             || query.values.contains(where: Template.containsReference)
             || headers.values.contains(where: Template.containsReference)

@@ -66,7 +66,7 @@ enum ReferenceCheck {
     private static func checkRemote(_ r: RemoteSpec, path: String, scope: Scope) throws(ValidationError) {
         let texts: [(String, String?)] = [("method", r.method), ("url", r.url), ("server", r.server),
                                           ("endpoint", r.endpoint), ("api", r.api), ("dogma", r.dogma),
-                                          ("saveAs", r.saveAs)]
+                                          ("saveAs", r.saveAs), ("bodyFile", r.bodyFile), ("auth", r.auth)]
         for case let (key, text?) in texts { try check(text, path: FieldReader.join(path, key), scope: scope) }
         for (key, map) in [("pathVars", r.pathVars), ("query", r.query), ("headers", r.headers)] {
             for (name, value) in map {

@@ -30,6 +30,12 @@ public struct RemoteSpec: Sendable {
     public var coalesce: Bool?
     /// The auth session (rest.md §1) this request uses, over its api's and server's.
     public var auth: String?
+    /// A raw body streamed from this file under the state folder (rest.md §2).
+    public var bodyFile: String?
+    /// Adds `Content-MD5` (of the body as sent).
+    public var contentMD5: Bool?
+    /// Compresses the body with gzip and sends `Content-Encoding: gzip`.
+    public var gzipBody: Bool?
 
     public init(method: String? = nil, url: String? = nil, server: String? = nil, endpoint: String? = nil,
                 api: String? = nil) {

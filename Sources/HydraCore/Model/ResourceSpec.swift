@@ -26,7 +26,7 @@ public struct ResourceSpec: Sendable {
     public init(_ request: RemoteSpec) { self.request = request }
 
     /// The fields of a remote job that a resource job refuses: a resource is a GET of a URL.
-    static let refusedRemoteFields = ["method", "body", "bodyEncoding", "dogma", "cache", "saveAs"]
+    static let refusedRemoteFields = ["method", "body", "bodyEncoding", "dogma", "cache", "saveAs", "bodyFile", "contentMD5", "gzipBody"]
 
     init(reader r: inout FieldReader) throws(ValidationError) {
         for name in ResourceSpec.refusedRemoteFields where r.value(name) != nil {

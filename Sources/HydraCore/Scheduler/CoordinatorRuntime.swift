@@ -573,6 +573,8 @@ final class CoordinatorRuntime {
         r.method = try text(r.method)
         r.saveAs = try text(r.saveAs)
         r.dogma = try text(r.dogma)
+        r.bodyFile = try text(r.bodyFile)
+        r.auth = try text(r.auth)
         for (k, v) in r.pathVars { r.pathVars[k] = try Template.resolve(v, in: scope) }
         for (k, v) in r.query { r.query[k] = try Template.resolve(v, in: scope) }
         for (k, v) in r.headers { r.headers[k] = try Template.resolve(v, in: scope) }
