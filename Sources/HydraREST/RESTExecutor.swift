@@ -31,6 +31,13 @@ final class RESTExecutor: JobExecutor {
         /// Where a successful response is cached, and for how long.
         @exclusivity(unchecked) var cacheKey: String?
         @exclusivity(unchecked) var cacheTTL: Double = 0
+        /// `"http"` lifetimes: the response says how long it is fresh (rest.md §3).
+        @exclusivity(unchecked) var cacheFromHTTP = false
+        /// `staleIfErrorSec`, and the stored response that may answer when every attempt fails.
+        @exclusivity(unchecked) var staleIfErrorSec: Double?
+        @exclusivity(unchecked) var staleFallback: CachedResponse?
+        /// The stale stored response a conditional request (`If-None-Match`) revalidates.
+        @exclusivity(unchecked) var revalidating: CachedResponse?
         /// The temporary file a `saveAs` body goes to across attempts, until committed or discarded.
         @exclusivity(unchecked) var download: DownloadFile?
         /// Polling (`repeat`), and the round under way (from 1).
@@ -111,8 +118,9 @@ final class RESTExecutor: JobExecutor {
             return
         }
         if let cache = manager.cache, let plan = cachePlan(spec, prepared) {
-            if plan.mode == .use || plan.mode == .only,
-               case .object(var hit)? = cache.cachedResponse(plan.key, now: Date().timeIntervalSince1970) {
+            let now = Date().timeIntervalSince1970
+            let entry = plan.mode == .bypass ? nil : cache.storedResponse(plan.key)
+            if plan.mode == .use || plan.mode == .only, let entry, now < entry.expiresAt, case .object(var hit) = entry.value {
                 manager.statistics.countCacheHit()
                 handle.skipped(reason: "cache")
                 hit["fromCache"] = true
@@ -126,9 +134,22 @@ final class RESTExecutor: JobExecutor {
                 finish(call, .failure(JobError(.invalid, "cache: no fresh cached response (cache.mode only)")))
                 return
             }
-            if plan.mode != .bypass, plan.ttl > 0 {
+            if plan.mode != .bypass, plan.ttl > 0 || plan.fromHTTP {
                 call.cacheKey = plan.key
                 call.cacheTTL = plan.ttl
+                call.cacheFromHTTP = plan.fromHTTP
+                call.staleIfErrorSec = plan.staleIfErrorSec
+            }
+            if let entry, plan.mode != .bypass {
+                if plan.staleIfErrorSec != nil { call.staleFallback = entry }
+                if plan.mode == .use, let validators = HTTPCachePolicy.validators(entry.value["headers"]) {
+                    // Stale, with validators: ask whether it is still good (a 304 renews it).
+                    if let etag = validators.etag { call.request.http.headers.append(HTTPHeader("If-None-Match", etag)) }
+                    if let modified = validators.lastModified {
+                        call.request.http.headers.append(HTTPHeader("If-Modified-Since", modified))
+                    }
+                    call.revalidating = entry
+                }
             }
         }
         if let plan = prepared.upload {
@@ -248,17 +269,20 @@ final class RESTExecutor: JobExecutor {
     /// a digest of the request's credentials when it has any (see
     /// ``credentialDigest(_:)``): one caller's response is never another's.
     private func cachePlan(_ spec: RemoteSpec, _ request: PreparedRequest)
-        -> (mode: CacheSpec.Mode, ttl: Double, key: String)?
+        -> (mode: CacheSpec.Mode, ttl: Double, fromHTTP: Bool, staleIfErrorSec: Double?, key: String)?
     {
         let api = request.api.flatMap { manager.configuration.apis[$0] }
+        let fromHTTP = spec.cache.map { $0.ttlFromHTTP || ($0.ttlSec == nil && api?.cacheTTLFromHTTP == true) }
+            ?? api?.cacheTTLFromHTTP ?? false
         let ttl = spec.cache?.ttlSec ?? api?.cacheTTL
-        guard request.http.method == "GET", spec.cache != nil || (ttl ?? 0) > 0 else { return nil }
+        guard request.http.method == "GET", spec.cache != nil || (ttl ?? 0) > 0 || fromHTTP else { return nil }
+        let stale = (spec.cache?.staleIfErrorSec ?? api?.staleIfErrorSec).map(Double.init)
         var url = request.http.url
         if api?.cacheIgnoreQuery == true, let q = url.firstIndex(of: "?") { url = String(url[..<q]) }
         var key = "GET " + url
         if let digest = RESTExecutor.credentialDigest(request.http.headers, secrets: request.secrets) { key += " auth=" + digest }
         if let session = request.authSession { key += " session=" + session }
-        return (spec.cache?.mode ?? .use, Double(ttl ?? 0), key)
+        return (spec.cache?.mode ?? .use, Double(ttl ?? 0), fromHTTP, stale, key)
     }
 
     /// The headers that tell callers apart, by lowercased name.
@@ -436,6 +460,10 @@ final class RESTExecutor: JobExecutor {
         var retryAfterMs: Int?
         switch result {
         case .success(var response):
+            if response.status == 304, let entry = call.revalidating {
+                revalidated(call, entry, response)
+                return
+            }
             if response.status == 401, let token = call.token, !call.reauthorized, !call.handle.isCancelled,
                let session = call.request.authSession.flatMap(manager.sessions.session) {
                 // Once on a 401 (rest.md §1): a new token, and the same request again.
@@ -490,8 +518,53 @@ final class RESTExecutor: JobExecutor {
             }
             return
         }
+        if case .failure(let error, _) = outcome, let entry = call.staleFallback, let stale = call.staleIfErrorSec,
+           RESTExecutor.allowsStaleAnswer(error), Date().timeIntervalSince1970 <= entry.expiresAt + stale,
+           case .object(var answer) = entry.value {
+            // Offline answer (rest.md §3): the stored response, marked stale, and not stored again.
+            call.cacheKey = nil
+            answer["fromCache"] = true
+            answer["stale"] = true
+            answer["attempts"] = .int(call.attempts)
+            answer["elapsedMs"] = .double(call.elapsedMs)
+            call.handle.skipped(reason: "stale")
+            finish(call, .success(.object(answer)))
+            return
+        }
         if case .failure = outcome { manager.statistics.countFailure() }
         finish(call, outcome)
+    }
+
+    /// Failures a stale stored response may stand in for: the network, a timeout, a 5xx.
+    static func allowsStaleAnswer(_ error: JobError) -> Bool {
+        switch error.kind {
+        case .network, .timeout: true
+        case .http: (error.status ?? 0) >= 500
+        default: false
+        }
+    }
+
+    /// A `304 Not Modified` to a conditional request: the stored response is
+    /// still good. It answers (`fromCache`, `revalidated`) and is stored again,
+    /// fresh from now (its lifetime from the 304's headers when they give one).
+    private func revalidated(_ call: RemoteCall, _ entry: CachedResponse, _ response: HTTPResponse) {
+        guard case .object(var answer) = entry.value else {
+            finish(call, .failure(JobError(.internal, "cache: a stored response is not an object")))
+            return
+        }
+        if call.cacheFromHTTP, case .object(var headers)? = answer["headers"] {
+            // The 304's caching headers replace the stored ones (RFC 9111 §4.3.4).
+            for name in ["cache-control", "expires", "date", "etag", "last-modified"] {
+                if let value = response.header(name) { headers[name] = .string(value) }
+            }
+            answer["headers"] = .object(headers)
+        }
+        answer["fromCache"] = true
+        answer["revalidated"] = true
+        answer["attempts"] = .int(call.attempts)
+        answer["elapsedMs"] = .double(call.elapsedMs)
+        manager.statistics.countCacheHit()
+        finish(call, .success(.object(answer)))
     }
 
     /// A polled call's response: true when another round follows (scheduled
@@ -522,15 +595,21 @@ final class RESTExecutor: JobExecutor {
         call.download?.discard()  // nothing once committed
         for file in call.uploads { file.close() }
         if case .success(let result) = outcome, let cache = manager.cache {
-            if let key = call.cacheKey {
-                var stored = result
-                if case .object(var o) = result {
-                    o["attempts"] = nil
-                    o["elapsedMs"] = nil
-                    stored = .object(o)
+            if let key = call.cacheKey, case .object(var stored) = result {
+                let headers = stored["headers"]
+                let now = Date().timeIntervalSince1970
+                // `no-store` and `private` are honoured whatever the lifetime's source.
+                let ttl = HTTPCachePolicy.forbidsStoring(headers) ? nil
+                    : call.cacheFromHTTP ? HTTPCachePolicy.lifetime(headers, now: now) : call.cacheTTL
+                if let ttl {
+                    stored["attempts"] = nil
+                    stored["elapsedMs"] = nil
+                    stored["revalidated"] = nil
+                    stored["fromCache"] = false
+                    // Kept past its lifetime while it can be revalidated (a day) or answer offline.
+                    let keep = max(call.staleIfErrorSec ?? 0, HTTPCachePolicy.validators(headers) != nil ? 86_400 : 0)
+                    cache.storeResponse(key, api: call.request.api, value: .object(stored), ttl: ttl, keep: keep, now: now)
                 }
-                cache.storeResponse(key, api: call.request.api, value: stored, ttl: call.cacheTTL,
-                                    now: Date().timeIntervalSince1970)
             }
             if let apis = apisInvalidated(by: call) {
                 afterInvalidating(apis, in: cache) { call.handle.finish(outcome) }

@@ -435,6 +435,26 @@ public final class HydraService: Sendable {
 
     // MARK: - Cache, workers, stats
 
+    /// `cache.get {url}` (or, an extension, `{key}` for a credential variant):
+    /// the stored response, fresh or stale, never asking the network; `-32002` when none.
+    public func cachedResponse(url: String?, key: String?) throws(ServiceError) -> JSONValue {
+        guard let key = key ?? url.map({ "GET " + $0 }) else {
+            throw ServiceError(.invalidParams, "url: required", data: ["field": "url", "reason": "required"])
+        }
+        let entry: CachedResponse?
+        // Cache writes are queued: what a finished job stored is committed first (a millisecond or two).
+        store.flush()
+        do { entry = try store.storedResponse(key) } catch { throw ServiceError(error) }
+        guard let entry else {
+            throw ServiceError.notFound(field: url == nil ? "key" : "url", "nothing cached under '\(ServiceError.clip(key))'")
+        }
+        var o: OrderedDictionary<String, JSONValue> = ["key": .string(key), "storedAt": .double(entry.storedAt),
+                                                       "expiresAt": .double(entry.expiresAt)]
+        if let etag = entry.value["headers"]?["etag"] { o["etag"] = etag }
+        o["result"] = entry.value
+        return .object(o)
+    }
+
     /// `cache.remove`: replies with how many cached responses were removed.
     public func removeCached(api: String?, url: String?, prefix: String?,
                              reply: @escaping @Sendable (Result<Int, ServiceError>) -> Void) {

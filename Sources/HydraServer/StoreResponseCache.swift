@@ -18,8 +18,12 @@ final class StoreResponseCache: ResponseCache {
         (try? store.cachedResponse(key, now: now)) ?? nil
     }
 
-    func storeResponse(_ key: String, api: String?, value: JSONValue, ttl: Double, now: Double) {
-        store.storeResponse(key, api: api, value: value, ttl: ttl, now: now)
+    func storedResponse(_ key: String) -> CachedResponse? {
+        (try? store.storedResponse(key)) ?? nil
+    }
+
+    func storeResponse(_ key: String, api: String?, value: JSONValue, ttl: Double, keep: Double, now: Double) {
+        store.storeResponse(key, api: api, value: value, ttl: ttl, keep: keep, now: now)
         events.emit(EventName.cacheUpdated, ["key": .string(key)])
     }
 

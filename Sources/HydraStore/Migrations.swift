@@ -119,6 +119,8 @@ enum Migrations {
             updated_at REAL NOT NULL
         );
         """,
+        // 6: cached responses kept past their lifetime, for revalidation and stale-if-error (rest.md §3).
+        "ALTER TABLE cache ADD COLUMN keep REAL NOT NULL DEFAULT 0",
     ]
 
     /// Applies the migrations `connection` has not seen yet, all in one

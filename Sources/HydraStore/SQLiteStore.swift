@@ -331,10 +331,22 @@ public final class SQLiteStore: StateStore {
         // Expired rows stay until `prune`: a read never writes.
     }
 
+    /// The entry under `key`, fresh or not, until `prune` removes it. Caller's thread.
+    public func storedResponse(_ key: String) throws(StoreError) -> CachedResponse? {
+        try reader.use { db throws(StoreError) in
+            var entry: CachedResponse?
+            try db.query("SELECT value, stored_at, ttl FROM cache WHERE key = ?", [.text(key)]) { row throws(StoreError) in
+                entry = CachedResponse(value: try row.json(0) ?? .null, storedAt: row.double(1), expiresAt: row.double(1) + row.double(2))
+            }
+            return entry
+        }
+    }
+
     /// Stores (or replaces) a response under `key`, with the api it belongs
-    /// to, for `ttl` seconds from `now`. Fire and forget. Any thread.
-    public func storeResponse(_ key: String, api: String?, value: JSONValue, ttl: Double, now: Double) {
-        writer.enqueue(.storeResponse(key: key, api: api, value: value, ttl: ttl, now: now))
+    /// to, fresh for `ttl` seconds from `now` and kept `keep` seconds past
+    /// that (for revalidation and stale-if-error). Fire and forget. Any thread.
+    public func storeResponse(_ key: String, api: String?, value: JSONValue, ttl: Double, keep: Double = 0, now: Double) {
+        writer.enqueue(.storeResponse(key: key, api: api, value: value, ttl: ttl, keep: keep, now: now))
     }
 
     /// Removes cached responses matching every criterion given (api, key with

@@ -76,7 +76,7 @@ enum WriteOperation: Sendable {
     case setShared(key: String, bytes: [UInt8], cipher: SharedCipher, value: JSONValue,
                    done: @Sendable (Result<Void, StoreError>) -> Void)
     case removeShared(key: String, done: @Sendable (Result<Bool, StoreError>) -> Void)
-    case storeResponse(key: String, api: String?, value: JSONValue, ttl: Double, now: Double)
+    case storeResponse(key: String, api: String?, value: JSONValue, ttl: Double, keep: Double, now: Double)
     case removeResponses(api: String?, key: String?, prefix: String?, done: @Sendable (Result<[String], StoreError>) -> Void)
     case prune(before: Double)
     /// A write to the resource index (its SQL is in `SQLiteStore+ResourceIndex.swift`);
@@ -239,9 +239,9 @@ enum WriteOperation: Sendable {
             try db.run("DELETE FROM shared WHERE key = ?", [.text(key)])
             return .count(db.changes)
 
-        case .storeResponse(let key, let api, let value, let ttl, let now):
-            try db.run("INSERT OR REPLACE INTO cache (key, api, value, stored_at, ttl) VALUES (?, ?, ?, ?, ?)",
-                       [.text(key), SQLValue(api), .json(value), .double(now), .double(ttl)])
+        case .storeResponse(let key, let api, let value, let ttl, let keep, let now):
+            try db.run("INSERT OR REPLACE INTO cache (key, api, value, stored_at, ttl, keep) VALUES (?, ?, ?, ?, ?, ?)",
+                       [.text(key), SQLValue(api), .json(value), .double(now), .double(ttl), .double(keep)])
 
         case .removeResponses(let api, let key, let prefix, _):
             var conditions: [String] = []
@@ -281,7 +281,7 @@ enum WriteOperation: Sendable {
                 DELETE FROM events WHERE seq < COALESCE(
                     (SELECT seq FROM events WHERE time >= ? ORDER BY seq LIMIT 1), (SELECT MAX(seq) FROM events))
                 """, [.double(time)])
-            try db.run("DELETE FROM cache WHERE stored_at + ttl <= ?", [.double(Date().timeIntervalSince1970)])
+            try db.run("DELETE FROM cache WHERE stored_at + ttl + keep <= ?", [.double(Date().timeIntervalSince1970)])
 
         case .resourceIndex(let write, _):
             return .count(try write.apply(on: db))

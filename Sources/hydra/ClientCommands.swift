@@ -380,3 +380,37 @@ struct DummyCommand: ParsableCommand {
         func run() { writeLine(JSONWriter.string(call(connection.client(), "dummy.enable", ["enabled": false]))) }
     }
 }
+
+struct CacheCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cache", abstract: "Look into the server's response cache (never asks the network).",
+        discussion: """
+            Examples:
+              hydra cache get http://api.example/v1/items     (prints {"key", "storedAt", "expiresAt", "etag"?, "result"})
+              hydra cache rm --url http://api.example/v1/items
+            Nothing cached under the URL: -32002, exit status 1.
+            """,
+        subcommands: [Get.self, Remove.self])
+
+    struct Get: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print the cached response of a GET URL, fresh or stale.")
+        @Argument(help: "The URL, exactly as requested (query included).") var url: String
+        @OptionGroup var connection: ConnectOptions
+        func run() { writeLine(JSONWriter.string(call(connection.client(), "cache.get", ["url": .string(url)]))) }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove cached responses by api, URL or URL prefix.")
+        @Option(help: "Every response of this api.") var api: String?
+        @Option(help: "The response of this URL (and its credential variants).") var url: String?
+        @Option(help: "Every response whose URL starts with this.") var prefix: String?
+        @OptionGroup var connection: ConnectOptions
+        func run() {
+            var params: OrderedJSON = [:]
+            if let api { params["api"] = .string(api) }
+            if let url { params["url"] = .string(url) }
+            if let prefix { params["prefix"] = .string(prefix) }
+            writeLine(JSONWriter.string(call(connection.client(), "cache.remove", .object(params))))
+        }
+    }
+}

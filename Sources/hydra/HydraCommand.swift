@@ -20,7 +20,7 @@ struct HydraCommand: AsyncParsableCommand {
             2 invalid input (spec, JSON, config, address, unknown option or command).
             """,
         version: HydraVersion.string,
-        subcommands: [RunCommand.self, ServeCommand.self, SubmitCommand.self, StatusCommand.self, AuthCommand.self,
+        subcommands: [RunCommand.self, ServeCommand.self, SubmitCommand.self, StatusCommand.self, AuthCommand.self, CacheCommand.self,
                       ResultCommand.self, CancelCommand.self, JobsCommand.self, EventsCommand.self,
                       SharedCommand.self, ResourceCommand.self, WorkersCommand.self, EmitCommand.self,
                       DummyCommand.self, PingCommand.self])

@@ -14,27 +14,33 @@ enum TestServer {
     static var port: Int {
         state.withLock { s in
             if s.port != 0 { return s.port }
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-                .deletingLastPathComponent().appendingPathComponent("Support/testserver.py").path
-            process.arguments = ["python3", script]
-            let output = Pipe(), input = Pipe()
-            process.standardOutput = output
-            process.standardInput = input
-            try! process.run()
-            var line = Data()
-            while !line.contains(UInt8(ascii: "\n")) {
-                let chunk = output.fileHandleForReading.availableData
-                precondition(!chunk.isEmpty, "test server did not start")
-                line.append(chunk)
-            }
-            let text = String(decoding: line, as: UTF8.self)
-            s.port = Int(text.split(separator: " ")[1].trimmingCharacters(in: .whitespacesAndNewlines))!
+            let (port, process, input) = start()
+            s.port = port
             s.process = process
             s.stdin = input
             return s.port
         }
+    }
+
+    /// Starts a test server process; returns its port, the process and its stdin pipe.
+    static func start() -> (Int, Process, Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Support/testserver.py").path
+        process.arguments = ["python3", script]
+        let output = Pipe(), input = Pipe()
+        process.standardOutput = output
+        process.standardInput = input
+        try! process.run()
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            precondition(!chunk.isEmpty, "test server did not start")
+            line.append(chunk)
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        return (Int(text.split(separator: " ")[1].trimmingCharacters(in: .whitespacesAndNewlines))!, process, input)
     }
 
     static var base: String { "http://127.0.0.1:\(port)" }
@@ -58,6 +64,33 @@ enum TestServer {
         close(fd)
         return Int(UInt16(bigEndian: address.sin_port))
     }()
+}
+
+/// A test server of one test's own, for tests that take it away (its
+/// listening socket closed) while the engine still has its responses.
+final class OwnTestServer: @unchecked Sendable {
+    let port: Int
+    private let process: Process
+    private let stdin: Pipe
+
+    init() {
+        (port, process, stdin) = TestServer.start()
+    }
+
+    var base: String { "http://127.0.0.1:\(port)" }
+
+    /// Ends the server and waits: from now on, connections to its port are refused.
+    func stop() {
+        guard process.isRunning else { return }
+        // EOF on its stdin ends it (os._exit); SIGKILL if it has not gone within 5 s.
+        try? stdin.fileHandleForWriting.close()
+        let deadline = Date().addingTimeInterval(5)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        while process.isRunning { usleep(10_000) }
+    }
+
+    deinit { stop() }
 }
 
 /// An engine configured for the test server; shut down by the caller.

@@ -113,6 +113,13 @@ Endpoints (methods GET/POST/PUT/PATCH/DELETE/HEAD/OPTIONS unless noted)
                             "sha256", "text" (first 200 characters)}])}
 /sink                       reads the body as it comes (Content-Length or
                             chunked) without keeping it: 200 {"bytes", "sha256"}
+/cacheable/<key>            counter "cacheable:<key>" += 1; 200 {"n": count,
+                            "key"} with the caching headers the query asks
+                            for: ?cc= (Cache-Control), ?expires=S (Expires S
+                            seconds from now, with Date), ?etag= (ETag), ?lm=
+                            (Last-Modified).  A matching If-None-Match or
+                            If-Modified-Since answers 304 with those headers
+                            (counter "304:<key>")
 /abort                      resets the connection (RST) without answering
 anything else               404 {"error": "not found", "path": <path>}
 
@@ -790,6 +797,27 @@ def _sink(self):
     self._json(200, {"bytes": total, "sha256": digest.hexdigest()})
 
 
+def _cacheable(self, key):
+    from email.utils import formatdate
+    count = _increment("cacheable:" + key)
+    headers = []
+    if "cc" in self.query:
+        headers.append(("Cache-Control", self.query["cc"]))
+    if "expires" in self.query:
+        now = time.time()
+        headers.append(("Expires", formatdate(now + _int(self.query["expires"], "expires"), usegmt=True)))
+    etag = self.query.get("etag")
+    modified = self.query.get("lm")
+    if etag:
+        headers.append(("ETag", etag))
+    if modified:
+        headers.append(("Last-Modified", modified))
+    if (etag and self.headers.get("If-None-Match") == etag) or (modified and self.headers.get("If-Modified-Since") == modified):
+        _increment("304:" + key)
+        return self._send(304, b"", None, headers)
+    self._json(200, {"n": count, "key": key}, headers)
+
+
 def _protected(self):
     auth = self.headers.get("Authorization", "")
     token = auth[7:] if auth.startswith("Bearer ") else ""
@@ -805,6 +833,8 @@ def _protected(self):
 Handler.oauth = _oauth
 Handler.protected = _protected
 Handler.upload = _upload
+Handler.cacheable = _cacheable
+_ROUTES["cacheable"] = (Handler.cacheable, 1)
 Handler.sink = _sink
 _ROUTES["upload"] = (Handler.upload, 0)
 _ROUTES["sink"] = (Handler.sink, 0)

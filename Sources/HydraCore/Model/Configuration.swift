@@ -102,6 +102,10 @@ public struct Configuration: Sendable {
         public var headers: OrderedDictionary<String, String> = [:]
         public var dogma: String?
         public var cacheTTL: Int?
+        /// `"cacheTTL": "http"` (rest.md §3): lifetimes from the responses.
+        public var cacheTTLFromHTTP = false
+        /// How long past its lifetime a stored response answers when every attempt failed (rest.md §3).
+        public var staleIfErrorSec: Int?
         public var invalidates: [String] = []
         public var cacheIgnoreQuery = false
         /// Merged requests (rest.md §4): an identical GET in flight is shared.
@@ -269,7 +273,8 @@ extension Configuration {
                 api.headers = try a.stringMap("headers") ?? [:]
                 try HeaderSyntax.check(api.headers, path: a.path("headers"))
                 api.dogma = try a.string("dogma")
-                api.cacheTTL = try a.int("cacheTTL", min: 0)
+                (api.cacheTTL, api.cacheTTLFromHTTP) = try CacheSpec.lifetime(&a, "cacheTTL")
+                api.staleIfErrorSec = try a.int("staleIfErrorSec", min: 0, max: 31_536_000)
                 api.invalidates = try a.stringArray("invalidates") ?? []
                 api.cacheIgnoreQuery = try a.bool("cacheIgnoreQuery") ?? false
                 api.coalesce = try a.bool("coalesce") ?? false

@@ -164,7 +164,9 @@ extension RemoteSpec {
             guard let mode = CacheSpec.Mode(rawValue: modeText) else {
                 throw ValidationError(path: c.path("mode"), "expected one of use, refresh, bypass, only")
             }
-            cache = CacheSpec(mode: mode, ttlSec: try c.int("ttlSec", min: 0))
+            let (ttl, fromHTTP) = try CacheSpec.lifetime(&c, "ttlSec")
+            cache = CacheSpec(mode: mode, ttlSec: ttl, ttlFromHTTP: fromHTTP,
+                              staleIfErrorSec: try c.int("staleIfErrorSec", min: 0, max: 31_536_000))
             try c.rejectUnknownKeys()
         }
         saveAs = try r.string("saveAs")
@@ -216,6 +218,8 @@ extension RemoteSpec {
         if let cache {
             var c: OrderedDictionary<String, JSONValue> = ["mode": .string(cache.mode.rawValue)]
             if let ttl = cache.ttlSec { c["ttlSec"] = .int(ttl) }
+            if cache.ttlFromHTTP { c["ttlSec"] = "http" }
+            if let stale = cache.staleIfErrorSec { c["staleIfErrorSec"] = .int(stale) }
             o["cache"] = .object(c)
         }
         if let saveAs { o["saveAs"] = .string(saveAs) }

@@ -5,8 +5,11 @@
 public protocol ResponseCache: Sendable {
     /// The stored result for `key` when younger than its TTL, else nil.
     func cachedResponse(_ key: String, now: Double) -> JSONValue?
-    /// Keeps `value` under `key` for `ttl` seconds.
-    func storeResponse(_ key: String, api: String?, value: JSONValue, ttl: Double, now: Double)
+    /// The stored entry for `key`, fresh or stale; nil when there is none.
+    func storedResponse(_ key: String) -> CachedResponse?
+    /// Keeps `value` under `key`, fresh for `ttl` seconds and kept `keep`
+    /// seconds longer (for revalidation and stale-if-error answers).
+    func storeResponse(_ key: String, api: String?, value: JSONValue, ttl: Double, keep: Double, now: Double)
     /// Forgets every response of `apis` (listed in the `invalidates` of an api
     /// that succeeded). `done` runs, on any thread, once no later
     /// `cachedResponse` can return them: the job that made them stale finishes

@@ -5,8 +5,12 @@ public protocol ResponseCacheStore: Sendable {
     /// The cached response for `key` when not older than its TTL, else nil.
     func cachedResponse(_ key: String, now: Double) throws(StoreError) -> JSONValue?
 
-    /// Stores a response under `key` (with the api it belongs to) for `ttl` seconds. Fire and forget.
-    func storeResponse(_ key: String, api: String?, value: JSONValue, ttl: Double, now: Double)
+    /// The entry for `key`, fresh or stale (until `prune` removes it); nil if absent.
+    func storedResponse(_ key: String) throws(StoreError) -> CachedResponse?
+
+    /// Stores a response under `key` (with the api it belongs to), fresh for
+    /// `ttl` seconds and kept `keep` seconds past that. Fire and forget.
+    func storeResponse(_ key: String, api: String?, value: JSONValue, ttl: Double, keep: Double, now: Double)
 
     /// Removes cached responses by api, key (with its variants for other
     /// credentials, `KEY auth=…`), or key prefix; `done` receives their keys.

@@ -167,6 +167,11 @@ extension RPCServerRuntime {
                 try params.only(["key"])
                 service.removeShared(try params.requiredString("key")) { later($0.map { ["removed": .bool($0)] }) }
 
+            case "cache.get":
+                try params.only(["url", "key"])
+                let url = try params.string("url"), key = try params.string("key")
+                now(Result { () throws(ServiceError) in try service.cachedResponse(url: url, key: key) })
+
             case "cache.remove":
                 try params.only(["api", "url", "prefix"])
                 service.removeCached(api: try params.string("api"), url: try params.string("url"),

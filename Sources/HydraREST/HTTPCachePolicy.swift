@@ -1,0 +1,60 @@
+import Foundation
+import HydraCore
+import HydraHTTP
+
+/// What a response's headers say about caching it (RFC 9111, as a shared
+/// cache reads them; rest.md §3): whether it may be stored, for how long it
+/// is fresh, and its validators. Works on a result's `headers` object
+/// (names lowercased). Pure; any thread.
+enum HTTPCachePolicy {
+    /// The directives of `Cache-Control`, names lowercased, values unquoted.
+    static func directives(_ headers: JSONValue?) -> [String: String] {
+        guard let text = headers?["cache-control"]?.stringValue else { return [:] }
+        var out: [String: String] = [:]
+        for item in text.split(separator: ",") {
+            let parts = item.split(separator: "=", maxSplits: 1)
+            let name = parts[0].trimmingCharacters(in: .whitespaces).lowercased()
+            guard !name.isEmpty else { continue }
+            var value = parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : ""
+            if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 { value = String(value.dropFirst().dropLast()) }
+            out[name] = value
+        }
+        return out
+    }
+
+    /// True when a shared cache must not keep the response (`no-store`, `private`).
+    static func forbidsStoring(_ headers: JSONValue?) -> Bool {
+        let d = directives(headers)
+        return d["no-store"] != nil || d["private"] != nil
+    }
+
+    /// The freshness lifetime in seconds the response gives itself: `s-maxage`,
+    /// else `max-age`, else `Expires` minus `Date` (or minus `now`); 0 for
+    /// `no-cache` (stored, but revalidated before each use); nil when it says
+    /// nothing (then it is not stored) or must not be stored.
+    static func lifetime(_ headers: JSONValue?, now: Double) -> Double? {
+        let d = directives(headers)
+        if d["no-store"] != nil || d["private"] != nil { return nil }
+        if d["no-cache"] != nil { return 0 }
+        for name in ["s-maxage", "max-age"] {
+            if let text = d[name] {
+                guard let seconds = Int(text), seconds >= 0 else { return 0 }  // a malformed age is stale (RFC 9111 §4.2.1)
+                return Double(min(seconds, 31_536_000))
+            }
+        }
+        if let expires = headers?["expires"]?.stringValue {
+            guard let at = HTTPDate.parse(expires) else { return 0 }  // an invalid date means already expired
+            let base = headers?["date"]?.stringValue.flatMap(HTTPDate.parse) ?? now
+            return max(0, min(at - base, 31_536_000))
+        }
+        return nil
+    }
+
+    /// The validators of a stored response: its `ETag` and `Last-Modified`.
+    static func validators(_ headers: JSONValue?) -> (etag: String?, lastModified: String?)? {
+        let etag = headers?["etag"]?.stringValue
+        let modified = headers?["last-modified"]?.stringValue
+        guard etag != nil || modified != nil else { return nil }
+        return (etag, modified)
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import Testing
+
+@testable import Hydra
+@testable import HydraServer
+@testable import HydraStore
+
+/// The HTTP cache (rest.md §3): lifetimes from the response, revalidation
+/// with 304, offline answers from stale responses, `cache.get`. Against the
+/// test server's `/cacheable` route, with the server's store-backed cache.
+@Suite struct HTTPCacheTests {
+    /// A service (for its store-backed response cache) whose `c` api caches with `cacheTTL` `ttl`.
+    func service(base: String = TestServer.base, ttl: String = #""http""#, staleIfError: Int? = nil) throws -> (HydraService, String) {
+        let folder = NSTemporaryDirectory() + "hydra-cache-\(UUID().uuidString)"
+        let store = try SQLiteStore(directory: folder)
+        let stale = staleIfError.map { #", "staleIfErrorSec": \#($0)"# } ?? ""
+        let config = try Configuration(json: try JSONParser.parse("""
+            {"servers": {"s": "\(base)"}, "defaults": {"server": "s", "timeoutMs": 5000},
+             "apis": {"c": {"server": "s", "endpoint": "/cacheable/:key", "cacheTTL": \(ttl)\(stale)},
+                      "q": {"server": "s", "endpoint": "/cacheable/:key", "cacheTTL": \(ttl), "cacheIgnoreQuery": true}}}
+            """))
+        return (try HydraService(configuration: config, store: store, stateDirectory: folder), folder)
+    }
+
+    /// Runs a GET of the api; then waits for the store to commit what it cached
+    /// (cache writes are fire and forget: a request right after may miss them).
+    func get(_ service: HydraService, _ key: String, _ query: JSONValue, api: String = "c") async throws -> JobResult {
+        let done = try await service.engine.run(JobSpec(json: ["type": "remote", "api": .string(api), "pathVars": ["key": .string(key)], "query": query]))
+        service.store.flush()
+        return done
+    }
+
+    func counter(_ service: HydraService, _ name: String) async throws -> Int {
+        let done = try await service.engine.run(spec(#"{"type":"remote","url":"\#(TestServer.base)/count/\#(name)"}"#))
+        return try #require(done.result?["body"]?["count"]?.intValue)
+    }
+
+    @Test func lifetimesComeFromTheResponse() async throws {
+        let (service, _) = try service()
+        defer { service.engine.shutdown() }
+        let cases: [(JSONValue, Bool)] = [
+            (["cc": "max-age=60"], true), (["cc": "public, s-maxage=60, max-age=0"], true), (["expires": 60], true),
+            (["cc": "no-store, max-age=60"], false), (["cc": "private, max-age=60"], false), ([:], false),
+        ]
+        for (query, cached) in cases {
+            let key = UUID().uuidString
+            let first = try await get(service, key, query)
+            let second = try await get(service, key, query)
+            #expect(first.result?["fromCache"] == false)
+            #expect(second.result?["fromCache"] == .bool(cached), "\(query)")
+            #expect(second.result?["body"]?["n"] == (cached ? 1 : 2), "\(query)")
+            #expect(try await counter(service, "cacheable:\(key)") == (cached ? 1 : 2))
+        }
+        // A fixed lifetime honours no-store too.
+        let (fixed, _) = try self.service(ttl: "60")
+        defer { fixed.engine.shutdown() }
+        let key = UUID().uuidString
+        _ = try await get(fixed, key, ["cc": "no-store"])
+        #expect(try await get(fixed, key, ["cc": "no-store"]).result?["fromCache"] == false)
+        _ = try await get(fixed, key + "b", [:])
+        #expect(try await get(fixed, key + "b", [:]).result?["fromCache"] == true)
+    }
+
+    @Test func aStaleResponseIsRevalidatedWithItsValidators() async throws {
+        let (service, _) = try service()
+        defer { service.engine.shutdown() }
+        let key = UUID().uuidString
+        // max-age=0: stored, stale at once, and kept for revalidation by its ETag.
+        let query: JSONValue = ["cc": "max-age=0", "etag": "\"v1\""]
+        #expect(try await get(service, key, query).result?["fromCache"] == false)
+        let again = try await get(service, key, query)
+        #expect(again.state == .succeeded, "\(String(describing: again.error))")
+        #expect(again.result?["fromCache"] == true && again.result?["revalidated"] == true)
+        #expect(again.result?["body"]?["n"] == 1 && again.result?["status"] == 200)
+        #expect(try await counter(service, "304:\(key)") == 1)
+        // Last-Modified alone works too, and a 304 that gives a lifetime makes the copy fresh again.
+        let other = UUID().uuidString
+        let dated: JSONValue = ["cc": "max-age=0", "lm": "Tue, 24 Nov 2026 10:00:00 GMT"]
+        _ = try await get(service, other, dated)
+        #expect(try await get(service, other, dated).result?["revalidated"] == true)
+        let renewed = UUID().uuidString
+        // (The api `q` keys its cache without the query, so the server's next headers apply to the same copy.)
+        _ = try await get(service, renewed, ["cc": "max-age=0", "etag": "\"r\""], api: "q")
+        let revalidated = try await get(service, renewed, ["cc": "max-age=60", "etag": "\"r\""], api: "q")
+        #expect(revalidated.result?["revalidated"] == true)
+        let fresh = try await get(service, renewed, ["cc": "max-age=60", "etag": "\"r\""], api: "q")
+        #expect(fresh.result?["fromCache"] == true && fresh.result?["revalidated"] == nil)
+        #expect(try await counter(service, "cacheable:\(renewed)") == 2)
+    }
+
+    @Test func aServerThatGoesAwayIsAnsweredFromTheStaleCopy() async throws {
+        let own = OwnTestServer()
+        let (service, _) = try service(base: own.base, staleIfError: 60)
+        defer { service.engine.shutdown() }
+        let log = EventLog()
+        _ = service.engine.subscribe(sink: log)
+        let key = UUID().uuidString
+        let query: JSONValue = ["cc": "max-age=0", "etag": "\"v\""]
+        _ = try await get(service, key, query)
+        #expect(try await get(service, key, query).result?["revalidated"] == true)  // a 304, then it goes away
+        own.stop()
+        let offline = try await get(service, key, query)
+        #expect(offline.state == .succeeded, "\(String(describing: offline.error))")
+        #expect(offline.result?["fromCache"] == true && offline.result?["stale"] == true && offline.result?["body"]?["n"] == 1)
+        let names = log.all.filter { $0.rootJobId == offline.jobId }.map(\.name)
+        #expect(names.suffix(2) == ["job.skipped", "job.succeeded"])
+        #expect(log.all.first { $0.rootJobId == offline.jobId && $0.name == "job.skipped" }?.fields["reason"] == "stale")
+        // Nothing stored for a URL never fetched: the failure stands.
+        let never = try await get(service, UUID().uuidString, query)
+        #expect(never.state == .failed && never.error?.kind == .network)
+    }
+
+    @Test func aCopyTooFarPastItsLifetimeDoesNotAnswer() async throws {
+        let own = OwnTestServer()
+        let (service, _) = try service(base: own.base, staleIfError: 0)
+        defer { service.engine.shutdown() }
+        let key = UUID().uuidString
+        _ = try await get(service, key, ["cc": "max-age=0", "etag": "\"v\""])
+        own.stop()
+        try await Task.sleep(for: .milliseconds(20))
+        let offline = try await get(service, key, ["cc": "max-age=0", "etag": "\"v\""])
+        #expect(offline.state == .failed && offline.error?.kind == .network)
+    }
+
+    @Test func cacheGetReadsTheStoreAndNeverTheNetwork() throws {
+        let key = UUID().uuidString
+        let server = try ServerProcess(config: #""apis": {"c": {"server": "testsvr", "endpoint": "/cacheable/:key", "cacheTTL": "http"}}"#)
+        defer { server.terminate() }
+        let client = try server.client()
+        let job: JSONValue = ["type": "remote", "api": "c", "pathVars": ["key": .string(key)], "query": ["cc": "max-age=60", "etag": "\"e1\""]]
+        let id = try client.call("job.submit", ["job": job])["jobId"]!
+        #expect(try client.call("job.result", ["jobId": id, "waitMs": 10_000])["state"] == "succeeded")
+        let url = "\(TestServer.base)/cacheable/\(key)?cc=max-age%3D60&etag=%22e1%22"
+        let entry = try client.call("cache.get", ["url": .string(url)])
+        #expect(entry["key"] == .string("GET " + url) && entry["etag"] == "\"e1\"")
+        #expect(entry["result"]?["body"]?["n"] == 1)
+        let stored = try #require(entry["storedAt"]?.doubleValue), expires = try #require(entry["expiresAt"]?.doubleValue)
+        #expect(abs(expires - stored - 60) < 0.001)
+        do {
+            _ = try client.call("cache.get", ["url": "http://127.0.0.1:1/never"])
+            Issue.record("expected -32002")
+        } catch {
+            #expect(error.code == -32002)
+        }
+        let cli = try RunCommandTests().hydra(["cache", "get", url, "--connect", "\(server.address!)"])
+        #expect(cli.status == 0 && cli.out.contains(#""etag":"\"e1\"""#), "\(cli.err)")
+        let missing = try RunCommandTests().hydra(["cache", "get", "http://127.0.0.1:1/never", "--connect", "\(server.address!)"])
+        #expect(missing.status == 1 && missing.err.contains("nothing cached"))
+    }
+}
