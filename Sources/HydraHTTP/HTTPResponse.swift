@@ -11,6 +11,21 @@ public struct HTTPResponse: Sendable {
     /// Where the final response came from, when redirects led elsewhere; nil: the request's URL.
     public var redirectedURL: String? = nil
 
+    /// A response made elsewhere than a transfer (a dummy answer, a hook's rewrite).
+    public init(status: Int, headers: [HTTPHeader], body: [UInt8]) {
+        self.status = status
+        self.headers = HTTPHeaderBlock(headers)
+        self.body = body
+        bodyBytes = body.count
+    }
+
+    init(status: Int, headers: HTTPHeaderBlock, body: [UInt8], bodyBytes: Int) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.bodyBytes = bodyBytes
+    }
+
     /// The first value of header `name` (case-insensitive).
     public func header(_ name: String) -> String? { headers.first(name) }
 }

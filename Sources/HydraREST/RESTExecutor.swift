@@ -57,6 +57,10 @@ final class RESTExecutor: JobExecutor {
         /// True while the body's `Content-MD5` is computed off the loop; a cancel then waits for it.
         @exclusivity(unchecked) var digesting = false
         @exclusivity(unchecked) var cancelledWhileDigesting = false
+        /// The embedders' hooks for this call's api (rest.md §9); nil when none are registered.
+        @exclusivity(unchecked) var hooks: RESTHooks.Resolved?
+        /// The dummy reply that answers every attempt instead of the network.
+        @exclusivity(unchecked) var dummy: DummyReply?
 
         init(task: WorkTask, handle: TaskHandle, request: PreparedRequest, polling: RepeatSpec?) {
             self.task = task
@@ -98,23 +102,13 @@ final class RESTExecutor: JobExecutor {
         }
         let call = RemoteCall(task: task, handle: handle, request: prepared, polling: spec.repeat)
         call.mergeKey = mergeKey(spec, prepared)
+        call.hooks = manager.hooks(api: prepared.api)
         calls[task.token] = call
         if let reply = dummyReply(for: prepared) {
             manager.statistics.countDummy()
             handle.skipped(reason: "dummy")
-            call.attempts = 1
-            // A reply delayed past the job's timeout is a timeout, as it would be on the network.
-            if let timeout = prepared.http.timeoutMilliseconds, timeout > 0, timeout < reply.delayMs {
-                call.timer = loop.schedule(afterMilliseconds: UInt64(timeout)) { [unowned self] in
-                    call.timer = nil
-                    self.finish(call, .failure(JobError(.timeout, "timed out after \(timeout) ms (dummy response delayed \(reply.delayMs) ms)")))
-                }
-                return
-            }
-            call.timer = loop.schedule(afterMilliseconds: UInt64(reply.delayMs)) { [unowned self] in
-                call.timer = nil
-                self.finish(call, self.judge(dummy: reply, call: call))
-            }
+            call.dummy = reply
+            attempt(call)
             return
         }
         if let cache = manager.cache, let plan = cachePlan(spec, prepared) {
@@ -367,6 +361,10 @@ final class RESTExecutor: JobExecutor {
 
     private func attempt(_ call: RemoteCall) {
         call.attempts += 1
+        if let reply = call.dummy {
+            answer(call, with: reply)
+            return
+        }
         if let name = call.request.authSession, let session = manager.sessions.session(name) {
             if let token = session.freshToken() {
                 authorize(call, token)
@@ -389,6 +387,24 @@ final class RESTExecutor: JobExecutor {
             }
         }
         transmit(call)
+    }
+
+    /// One attempt answered by a dummy reply, after its delay: as a response
+    /// from the network, so processors, `expect`, the api's dogma and the retry
+    /// policy see it (HJ's behaviour). A delay past the job's timeout is a timeout.
+    private func answer(_ call: RemoteCall, with reply: DummyReply) {
+        if let timeout = call.request.http.timeoutMilliseconds, timeout > 0, timeout < reply.delayMs {
+            call.timer = loop.schedule(afterMilliseconds: UInt64(timeout)) { [unowned self] in
+                call.timer = nil
+                self.completed(call, .failure(HTTPFailure(.timeout,
+                    "timed out after \(timeout) ms (dummy response delayed \(reply.delayMs) ms)")))
+            }
+            return
+        }
+        call.timer = loop.schedule(afterMilliseconds: UInt64(reply.delayMs)) { [unowned self] in
+            call.timer = nil
+            self.completed(call, .success(RESTExecutor.response(of: reply)))
+        }
     }
 
     /// Puts `token` in the call's request (`Authorization: Bearer`), in place of any it had.
@@ -421,11 +437,24 @@ final class RESTExecutor: JobExecutor {
                 return
             }
         }
+        var outgoing = call.request.http
+        if let preparers = call.hooks?.preparers, !preparers.isEmpty {
+            // Embedders' preparers change this attempt's copy (a signature is made per attempt).
+            do throws(JobError) {
+                let context = hookContext(call)
+                for preparer in preparers { try preparer(&outgoing, context) }
+            } catch {
+                let followers = call.mergeKey.flatMap { inFlight.removeValue(forKey: $0) } ?? []
+                finish(call, .failure(error))
+                for follower in followers { shared(.failure(HTTPFailure(.invalid, error.message)), with: follower) }
+                return
+            }
+        }
         do {
             let handle = call.handle
-            // Passed as it is stored: no copy of the request per attempt.
+            // Passed as it is stored when no preparer changed it: no copy of the request per attempt.
             call.transfer = try client.start(
-                call.request.http,
+                outgoing,
                 progress: call.request.http.reportsProgress ? { progress in
                     handle.progress(bytes: progress.bytes, totalBytes: progress.totalBytes, upload: progress.upload)
                 } : nil,
@@ -477,6 +506,15 @@ final class RESTExecutor: JobExecutor {
                 // A server that echoes the credentials must not put them in a result or an event.
                 response.mask(call.request.secrets + (call.token.map { [$0] } ?? []))
             }
+            if let processors = call.hooks?.processors, !processors.isEmpty {
+                do throws(JobError) {
+                    let context = hookContext(call)
+                    for processor in processors { try processor(&response, context) }
+                } catch {
+                    rejected(call, error)
+                    return
+                }
+            }
             switch judge(response: response, call: call) {
             case .success(let built):
                 if let polling = call.polling, pollAgain(call, polling, result: built) { return }
@@ -488,7 +526,12 @@ final class RESTExecutor: JobExecutor {
                 }
                 succeed(call, built)
                 return
-            case .failure(let error):
+            case .failure(var error):
+                if error.kind == .http, let mapper = call.hooks?.mapper,
+                   let message = mapper(DogmaResponse(status: response.status, headers: response.headers, body: response.body),
+                                        hookContext(call)) {
+                    error.message = message
+                }
                 outcome = .failure(error)
                 if RESTExecutor.isRetryable(error), let value = response.header("retry-after") {
                     retryAfterMs = RetryAfter.milliseconds(value, cap: call.request.retry.maxBackoffMs)
@@ -533,6 +576,26 @@ final class RESTExecutor: JobExecutor {
         }
         if case .failure = outcome { manager.statistics.countFailure() }
         finish(call, outcome)
+    }
+
+    /// A response a processor rejected: retried or failed like a judged failure.
+    private func rejected(_ call: RemoteCall, _ error: JobError) {
+        if RESTExecutor.isRetryable(error), call.attempts < call.request.retry.maxAttempts, !call.handle.isCancelled {
+            let delay = max(0, min(call.request.retry.delayMs(afterAttempt: call.attempts), 600_000))
+            manager.statistics.countRetry()
+            call.handle.retrying(attempt: call.attempts + 1, delayMs: delay, error: error)
+            call.timer = loop.schedule(afterMilliseconds: UInt64(delay)) { [unowned self] in
+                call.timer = nil
+                self.attempt(call)
+            }
+            return
+        }
+        manager.statistics.countFailure()
+        finish(call, .failure(error))
+    }
+
+    private func hookContext(_ call: RemoteCall) -> RESTHookContext {
+        RESTHookContext(api: call.request.api, server: call.request.serverKey, jobId: call.task.jobId, attempt: call.attempts)
     }
 
     /// Failures a stale stored response may stand in for: the network, a timeout, a 5xx.
@@ -687,16 +750,23 @@ final class RESTExecutor: JobExecutor {
                                      elapsedMs: call.elapsedMs, url: response.redirectedURL ?? call.request.http.url))
     }
 
-    private func judge(dummy reply: DummyReply, call: RemoteCall) -> StepOutcome {
-        let expected = call.request.expect.map { $0.contains(reply.status) } ?? (200...299).contains(reply.status)
-        guard expected else { return .failure(httpError(reply.status, body: reply.body)) }
-        var headers = OrderedDictionary<String, JSONValue>()
-        for (name, value) in reply.headers { headers[name.lowercased()] = .string(value) }
-        return .success([
-            "status": .int(reply.status), "headers": .object(headers), "body": reply.body ?? .null,
-            "fromCache": false, "attempts": .int(call.attempts), "elapsedMs": .double(call.elapsedMs),
-            "url": .string(call.request.http.url),
-        ])
+    /// A dummy reply as the bytes a server would send: a string body as it
+    /// is (`text/plain` unless a header says), any other JSON as JSON text
+    /// (`application/json` unless a header says).
+    static func response(of reply: DummyReply) -> HTTPResponse {
+        var headers = reply.headers.map { HTTPHeader($0.key, $0.value) }
+        var body: [UInt8] = []
+        if let value = reply.body, !value.isNull {
+            let hasType = headers.contains { $0.name.lowercased() == "content-type" }
+            if case .string(let text) = value {
+                body = Array(text.utf8)
+                if !hasType { headers.append(HTTPHeader("Content-Type", "text/plain; charset=utf-8")) }
+            } else {
+                body = JSONWriter.bytes(value)
+                if !hasType { headers.append(HTTPHeader("Content-Type", "application/json")) }
+            }
+        }
+        return HTTPResponse(status: reply.status, headers: headers, body: body)
     }
 
     private func httpError(_ status: Int, body: JSONValue?) -> JobError {

@@ -24,6 +24,9 @@ public final class RESTManager: JobManager {
     let cache: (any ResponseCache)?
     /// The auth sessions of the configuration's `auth` section.
     let sessions: AuthSessions
+    /// Embedders' hooks (rest.md §9), and whether there are any (read per call without the lock).
+    private let hooks = Locked(RESTHooks())
+    private let hasHooks = Atomic<Bool>(false)
     /// A remote worker this manager runs on: where `auth.login` sends its token request.
     let loginWorker = Locked<WorkerContext?>(nil)
 
@@ -53,6 +56,19 @@ public final class RESTManager: JobManager {
     }
 
     public var configuration: Configuration { resolver.configuration }
+
+    func updateHooks(_ change: (inout RESTHooks) -> Void) {
+        hooks.withLock {
+            change(&$0)
+            hasHooks.store(!$0.isEmpty, ordering: .releasing)
+        }
+    }
+
+    /// The hooks a call of `api` runs; nil when there are none (the common case: no lock taken).
+    func hooks(api: String?) -> RESTHooks.Resolved? {
+        guard hasHooks.load(ordering: .acquiring) else { return nil }
+        return hooks.withLock { $0.resolved(api: api) }
+    }
 
     /// Adds or replaces a dogma; specs name it with `"dogma": name`.
     public func register(dogma: any Dogma) {
