@@ -21,6 +21,14 @@ public struct HTTPRequest: Sendable {
     public var verifyTLS: Bool
     /// A PEM bundle of trusted certificate authorities, instead of the system's.
     public var caFile: String?
+    /// Public-key pins of the server (`sha256//BASE64;…`); a mismatch fails with kind `tls`.
+    public var pinnedPublicKey: String?
+    /// A client certificate and key (PEM files) for mutual TLS.
+    public var clientCert: String?
+    public var clientKey: String?
+    /// The proxy to go through (`http://`, `https://`, `socks5h://`, with credentials
+    /// maybe); nil: none (the environment's proxy variables are not used either).
+    public var proxy: String?
     /// Ask for gzip/deflate and decode the body transparently.
     public var acceptEncoding: Bool
     /// Stream the body to this open file instead of memory. The caller opens

@@ -41,6 +41,8 @@ public struct HTTPFailure: Error, Sendable, CustomStringConvertible {
         case cancelled
         /// The request could not be started (bad URL, malformed header, unwritable file).
         case invalid
+        /// Certificate verification, a pin mismatch, a client certificate refused, a handshake failure.
+        case tls
         /// The body kept in memory passed ``HTTPRequest/maxBodyBytes``; the transfer was aborted.
         case tooLarge
     }

@@ -60,6 +60,10 @@ final class Transfer {
         var maxRedirects: Int
         var verifyTLS: Bool
         var caFile: String?
+        var pinnedPublicKey: String?
+        var clientCert: String?
+        var clientKey: String?
+        var proxy: String?
         var acceptEncoding: Bool
         var pipeWait: Bool
         var reportsProgress: Bool
@@ -74,6 +78,10 @@ final class Transfer {
             maxRedirects = request.maxRedirects
             verifyTLS = request.verifyTLS
             caFile = request.caFile
+            pinnedPublicKey = request.pinnedPublicKey
+            clientCert = request.clientCert
+            clientKey = request.clientKey
+            proxy = request.proxy
             acceptEncoding = request.acceptEncoding
             pipeWait = request.url.hasPrefix("https:")
             self.reportsProgress = reportsProgress
@@ -198,7 +206,15 @@ final class Transfer {
         }
 
         set(CURLOPT_NOSIGNAL, 1)
-        if noProxy { set(CURLOPT_PROXY, "") }
+        if let proxy = shape.proxy {
+            set(CURLOPT_PROXY, proxy)
+            // An https proxy is verified like the server, against the same CA file when one is given.
+            if let ca = shape.caFile { set(CURLOPT_PROXY_CAINFO, ca) }
+            set(CURLOPT_PROXY_SSL_VERIFYPEER, shape.verifyTLS ? 1 : 0)
+            set(CURLOPT_PROXY_SSL_VERIFYHOST, shape.verifyTLS ? 2 : 0)
+        } else if noProxy {
+            set(CURLOPT_PROXY, "")
+        }
         let me = Unmanaged.passUnretained(self).toOpaque()
         hydra_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, me)
         hydra_easy_setopt_data_cb(easy, CURLOPT_WRITEFUNCTION) { data, size, count, userdata in
@@ -257,6 +273,13 @@ final class Transfer {
         set(CURLOPT_SSL_VERIFYPEER, shape.verifyTLS ? 1 : 0)
         set(CURLOPT_SSL_VERIFYHOST, shape.verifyTLS ? 2 : 0)
         if let ca = shape.caFile { set(CURLOPT_CAINFO, ca) }
+        if let pins = shape.pinnedPublicKey { set(CURLOPT_PINNEDPUBLICKEY, pins) }
+        if let cert = shape.clientCert, let key = shape.clientKey {
+            set(CURLOPT_SSLCERT, cert)
+            set(CURLOPT_SSLCERTTYPE, "PEM")
+            set(CURLOPT_SSLKEY, key)
+            set(CURLOPT_SSLKEYTYPE, "PEM")
+        }
         if shape.pipeWait { set(CURLOPT_PIPEWAIT, 1) }
         set(CURLOPT_TCP_NODELAY, 1)
         if shape.reportsProgress {
@@ -398,6 +421,19 @@ final class Transfer {
         progress(HTTPProgress(upload: upload, bytes: Int64(now), totalBytes: total > 0 ? Int64(total) : nil))
     }
 
+    /// `text` without the proxy URL's credentials: the `user:password@` part
+    /// replaced wherever the URL or the password appears.
+    static func masking(_ proxy: String, in text: String) -> String {
+        guard let at = proxy.firstIndex(of: "@"), let schemeEnd = proxy.range(of: "://") else { return text }
+        let credentials = proxy[schemeEnd.upperBound..<at]
+        var out = text
+        if let colon = credentials.firstIndex(of: ":") {
+            let password = String(credentials[credentials.index(after: colon)...])
+            if !password.isEmpty { out = out.replacingOccurrences(of: password, with: "***") }
+        }
+        return out
+    }
+
     // MARK: - Results
 
     func response() -> HTTPResponse {
@@ -423,9 +459,15 @@ final class Transfer {
         if let uploadError { return HTTPFailure(.invalid, uploadError) }
         var detail = String(cString: errorBuffer)
         if detail.isEmpty { detail = String(cString: curl_easy_strerror(code)) }
+        if let proxy = applied?.proxy { detail = Transfer.masking(proxy, in: detail) }
         switch code {
         case CURLE_OPERATION_TIMEDOUT:
             return HTTPFailure(.timeout, detail)
+        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_CONNECT_ERROR,
+             CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ENGINE_NOTFOUND,
+             CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_ENGINE_INITFAILED, CURLE_SSL_CRL_BADFILE, CURLE_SSL_ISSUER_ERROR,
+             CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_SHUTDOWN_FAILED, CURLE_USE_SSL_FAILED:
+            return HTTPFailure(.tls, detail)
         case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL:
             return HTTPFailure(.invalid, detail)
         default:

@@ -542,6 +542,7 @@ final class RESTExecutor: JobExecutor {
             case .cancelled: outcome = .failure(JobError(.cancelled, "cancelled"))
             case .timeout: outcome = .failure(JobError(.timeout, failure.message))
             case .network: outcome = .failure(JobError(.network, failure.message))
+            case .tls: outcome = .failure(JobError(.tls, failure.message))
             case .invalid: outcome = .failure(JobError(.invalid, failure.message))
             case .tooLarge:
                 let limit = call.request.http.maxBodyBytes ?? 0

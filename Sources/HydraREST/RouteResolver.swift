@@ -194,13 +194,17 @@ final class RouteResolver: Sendable {
             }
         }
 
-        let request = HTTPRequest(
+        var request = HTTPRequest(
             method: method, url: url, headers: Array(headers.values), body: body,
             timeoutMilliseconds: timeoutMs ?? api?.timeoutMs ?? configuration.defaults.timeoutMs,
             connectTimeoutMilliseconds: spec.connectTimeoutMs ?? configuration.defaults.connectTimeoutMs,
             maxRedirects: spec.maxRedirects ?? configuration.defaults.maxRedirects,
             verifyTLS: server?.verifyTLS ?? true, caFile: server?.caFile, acceptEncoding: true,
             maxBodyBytes: saveAs == nil ? configuration.defaults.maxBodyBytes : nil, reportsProgress: true)
+        request.pinnedPublicKey = server?.pinnedPublicKey
+        request.clientCert = server?.clientCert
+        request.clientKey = server?.clientKey
+        request.proxy = server?.proxy
         return PreparedRequest(http: request, serverKey: serverKey, explicitPath: path,
                                givenURL: path == nil ? spec.url : nil,
                                dogma: dogma,

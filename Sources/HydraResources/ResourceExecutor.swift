@@ -198,6 +198,7 @@ final class ResourceExecutor: JobExecutor {
             case .cancelled: error = JobError(.cancelled, "cancelled")
             case .timeout: error = JobError(.timeout, failure.message)
             case .network: error = JobError(.network, failure.message)
+            case .tls: error = JobError(.tls, failure.message)
             case .invalid: error = JobError(.invalid, failure.message)
             case .tooLarge:
                 error = JobError(.tooLarge, "the resource is larger than resources.maxBytes (\(manager.settings.maxBytes) bytes)")

@@ -22,13 +22,14 @@ enum TestServer {
         }
     }
 
-    /// Starts a test server process; returns its port, the process and its stdin pipe.
-    static func start() -> (Int, Process, Pipe) {
+    /// Starts a test server process (`script` in Tests/Support with `arguments`);
+    /// returns its port, the process and its stdin pipe.
+    static func start(script name: String = "testserver.py", arguments: [String] = []) -> (Int, Process, Pipe) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Support/testserver.py").path
-        process.arguments = ["python3", script]
+            .deletingLastPathComponent().appendingPathComponent("Support/\(name)").path
+        process.arguments = ["python3", script] + arguments
         let output = Pipe(), input = Pipe()
         process.standardOutput = output
         process.standardInput = input
@@ -73,8 +74,8 @@ final class OwnTestServer: @unchecked Sendable {
     private let process: Process
     private let stdin: Pipe
 
-    init() {
-        (port, process, stdin) = TestServer.start()
+    init(script: String = "testserver.py", arguments: [String] = []) {
+        (port, process, stdin) = TestServer.start(script: script, arguments: arguments)
     }
 
     var base: String { "http://127.0.0.1:\(port)" }

@@ -88,6 +88,14 @@ public struct Configuration: Sendable {
         /// TLS verification; on unless explicitly turned off for this server.
         public var verifyTLS = true
         public var caFile: String?
+        /// Public-key pins (`sha256//BASE64`, several separated by `;`): the server's key must match one (rest.md §7).
+        public var pinnedPublicKey: String?
+        /// A client certificate and its key (PEM files) for mutual TLS.
+        public var clientCert: String?
+        public var clientKey: String?
+        /// The proxy requests to this server go through (`http://`, `https://`, `socks5h://`,
+        /// credentials allowed; they are secrets, never shown).
+        public var proxy: String?
         /// Headers sent with every request to this server (between defaults and api).
         public var headers: OrderedDictionary<String, String> = [:]
         /// The auth session every request to this server uses, unless its api or job names another.
@@ -249,7 +257,23 @@ extension Configuration {
                 var s = try FieldReader(value, path: path)
                 var server = Server(url: try Configuration.checkURL(try s.requiredString("url"), path: s.path("url")))
                 server.verifyTLS = try s.bool("verifyTLS") ?? true
+                // Files are relative to the directory the server runs in (as the config's other paths).
                 server.caFile = try s.string("caFile")
+                if let file = server.caFile { try Configuration.checkReadable(file, path: s.path("caFile")) }
+                server.pinnedPublicKey = try s.string("pinnedPublicKey")
+                if let pins = server.pinnedPublicKey { try Configuration.checkPins(pins, path: s.path("pinnedPublicKey")) }
+                server.clientCert = try s.string("clientCert")
+                server.clientKey = try s.string("clientKey")
+                switch (server.clientCert, server.clientKey) {
+                case (let cert?, let key?):
+                    try Configuration.checkReadable(cert, path: s.path("clientCert"))
+                    try Configuration.checkReadable(key, path: s.path("clientKey"))
+                case (nil, nil): break
+                case (nil, _?): throw ValidationError(path: s.path("clientCert"), "required with clientKey")
+                case (_?, nil): throw ValidationError(path: s.path("clientKey"), "required with clientCert")
+                }
+                server.proxy = try s.string("proxy")
+                if let proxy = server.proxy { try Configuration.checkProxy(proxy, path: s.path("proxy")) }
                 server.headers = try s.stringMap("headers") ?? [:]
                 try HeaderSyntax.check(server.headers, path: s.path("headers"))
                 server.auth = try s.string("auth")
@@ -363,6 +387,38 @@ extension Configuration {
             if let server = response.server, servers[server] == nil {
                 throw ValidationError(path: "dummy.responses[\(i)].server", "unknown server '\(server)'")
             }
+        }
+    }
+
+    /// A file the server must read (a CA bundle, a certificate, a key).
+    private static func checkReadable(_ file: String, path: String) throws(ValidationError) {
+        guard FileManager.default.isReadableFile(atPath: file) else {
+            throw ValidationError(path: path, "cannot read \(file.debugDescription)")
+        }
+    }
+
+    /// `sha256//BASE64` pins of 32-byte digests, separated by `;` (curl's format).
+    private static func checkPins(_ pins: String, path: String) throws(ValidationError) {
+        let items = pins.split(separator: ";", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        for item in items {
+            guard item.hasPrefix("sha256//"), let digest = Data(base64Encoded: String(item.dropFirst(8))), digest.count == 32 else {
+                throw ValidationError(path: path, "expected sha256//BASE64 (the base64 of a 32-byte SHA-256), several separated by ';'")
+            }
+        }
+    }
+
+    /// A proxy URL: `http://`, `https://` or `socks5h://`, with a host. The
+    /// message never repeats the URL (it may hold credentials).
+    private static func checkProxy(_ proxy: String, path: String) throws(ValidationError) {
+        let schemes = ["http://", "https://", "socks5h://"]
+        guard let scheme = schemes.first(where: { proxy.lowercased().hasPrefix($0) }) else {
+            throw ValidationError(path: path, "expected an http://, https:// or socks5h:// proxy URL")
+        }
+        let rest = proxy.dropFirst(scheme.count)
+        let authority = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        let host = authority.split(separator: "@").last ?? ""
+        guard !host.isEmpty, !proxy.contains(where: { $0 == " " || $0 == "\n" || $0 == "\r" }) else {
+            throw ValidationError(path: path, "the proxy URL has no host")
         }
     }
 

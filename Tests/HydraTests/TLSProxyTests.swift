@@ -1,0 +1,217 @@
+import Foundation
+import Testing
+
+@testable import Hydra
+
+/// TLS options and proxies (rest.md §7) against real peers: certificates made
+/// with `openssl` at test time, the test server's routes over HTTPS
+/// (Tests/Support/tlsserver.py, with and without a required client
+/// certificate), and Debian's `tinyproxy` on a loopback port.
+@Suite(.serialized) struct TLSProxyTests {
+    /// A CA, a server certificate for 127.0.0.1 and a client certificate, made once per test process.
+    struct Certificates: Sendable {
+        let folder: String
+        var ca: String { folder + "/ca.pem" }
+        var serverCert: String { folder + "/server.pem" }
+        var serverKey: String { folder + "/server.key" }
+        var clientCert: String { folder + "/client.pem" }
+        var clientKey: String { folder + "/client.key" }
+        let pin: String
+    }
+
+    static let certificates: Certificates = {
+        let folder = NSTemporaryDirectory() + "hydra-tls-\(UUID().uuidString)"
+        try! FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let script = """
+            set -e
+            cd '\(folder)'
+            openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj '/CN=Hydra Test CA' 2>/dev/null
+            printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > server.ext
+            openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj '/CN=localhost' 2>/dev/null
+            openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile server.ext 2>/dev/null
+            printf 'extendedKeyUsage=clientAuth\\n' > client.ext
+            openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj '/CN=hydra-client' 2>/dev/null
+            openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 2 -extfile client.ext 2>/dev/null
+            openssl x509 -in server.pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64
+            """
+        let (status, out) = shell(script)
+        precondition(status == 0, "openssl failed: \(out)")
+        return Certificates(folder: folder, pin: "sha256//" + out.trimmingCharacters(in: .whitespacesAndNewlines))
+    }()
+
+    static func shell(_ script: String) -> (Int32, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", script]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = out
+        try! process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    /// An engine whose server `s` is `server` (the JSON of a server entry).
+    func engine(_ server: String) throws -> HydraEngine {
+        try makeEngine(#", "servers": {"testsvr": "\#(TestServer.base)", "s": \#(server)}"#)
+    }
+
+    func run(_ engine: HydraEngine, _ path: String = "/items") async throws -> JobResult {
+        try await engine.run(spec(#"{"type":"remote","server":"s","endpoint":"\#(path)","timeoutMs":5000}"#))
+    }
+
+    @Test func verificationCAFilesAndPins() async throws {
+        let certs = Self.certificates
+        let https = OwnTestServer(script: "tlsserver.py", arguments: ["--cert", certs.serverCert, "--key", certs.serverKey])
+        let url = "https://127.0.0.1:\(https.port)"
+
+        let unknown = try engine(#"{"url": "\#(url)"}"#)
+        defer { unknown.shutdown() }
+        let refused = try await run(unknown)
+        #expect(refused.state == .failed && refused.error?.kind == .tls, "\(String(describing: refused.error))")
+        #expect(refused.error?.message.lowercased().contains("certificate") == true)
+
+        let trusted = try engine(#"{"url": "\#(url)", "caFile": "\#(certs.ca)"}"#)
+        defer { trusted.shutdown() }
+        let passed = try await run(trusted)
+        #expect(passed.state == .succeeded && passed.result?["body"]?["count"] == 3, "\(String(describing: passed.error))")
+
+        let pinned = try engine(#"{"url": "\#(url)", "caFile": "\#(certs.ca)", "pinnedPublicKey": "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=;\#(certs.pin)"}"#)
+        defer { pinned.shutdown() }
+        #expect(try await run(pinned).state == .succeeded)
+
+        let wrongPin = try engine(#"{"url": "\#(url)", "caFile": "\#(certs.ca)", "pinnedPublicKey": "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}"#)
+        defer { wrongPin.shutdown() }
+        let mismatch = try await run(wrongPin)
+        #expect(mismatch.error?.kind == .tls && mismatch.error?.message.lowercased().contains("pinned") == true,
+                "\(String(describing: mismatch.error))")
+
+        let unverified = try engine(#"{"url": "\#(url)", "verifyTLS": false}"#)
+        defer { unverified.shutdown() }
+        #expect(try await run(unverified).state == .succeeded)
+    }
+
+    @Test func aServerThatDemandsAClientCertificate() async throws {
+        let certs = Self.certificates
+        let mtls = OwnTestServer(script: "tlsserver.py",
+                                 arguments: ["--cert", certs.serverCert, "--key", certs.serverKey, "--client-ca", certs.ca])
+        let url = "https://127.0.0.1:\(mtls.port)"
+        let anonymous = try engine(#"{"url": "\#(url)", "caFile": "\#(certs.ca)"}"#)
+        defer { anonymous.shutdown() }
+        let refused = try await run(anonymous)
+        #expect(refused.state == .failed, "\(String(describing: refused.result))")
+        // curl reports the server's handshake alert as a TLS failure or, with TLS 1.3, a read failure after it.
+        #expect(refused.error?.kind == .tls || refused.error?.kind == .network, "\(String(describing: refused.error))")
+
+        let identified = try engine("""
+            {"url": "\(url)", "caFile": "\(certs.ca)", "clientCert": "\(certs.clientCert)", "clientKey": "\(certs.clientKey)"}
+            """)
+        defer { identified.shutdown() }
+        let passed = try await run(identified)
+        #expect(passed.state == .succeeded, "\(String(describing: passed.error))")
+    }
+
+    @Test func requestsGoThroughTinyproxyWithCredentials() async throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/tinyproxy") else {
+            Issue.record("tinyproxy is missing: make test installs it (apt-get install tinyproxy)")
+            return
+        }
+        let port = Self.freePort()
+        let folder = NSTemporaryDirectory() + "hydra-proxy-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try """
+            Port \(port)
+            Listen 127.0.0.1
+            Timeout 30
+            Allow 127.0.0.1
+            BasicAuth user s3cr3t-proxy
+            MaxClients 50
+            LogLevel Info
+            """.write(toFile: folder + "/tinyproxy.conf", atomically: true, encoding: .utf8)
+        let proxy = Process()
+        proxy.executableURL = URL(fileURLWithPath: "/usr/bin/tinyproxy")
+        proxy.arguments = ["-d", "-c", folder + "/tinyproxy.conf"]
+        proxy.standardOutput = FileHandle.nullDevice
+        proxy.standardError = FileHandle.nullDevice
+        try proxy.run()
+        defer {
+            // SIGKILL: children of the test process may inherit a blocked SIGTERM.
+            kill(proxy.processIdentifier, SIGKILL)
+            while proxy.isRunning { usleep(10_000) }
+        }
+        // Listening once a connection is accepted.
+        let deadline = Date().addingTimeInterval(5)
+        while !Self.accepts(port) && Date() < deadline { usleep(20_000) }
+
+        let through = try engine(#"{"url": "\#(TestServer.base)", "proxy": "http://user:s3cr3t-proxy@127.0.0.1:\#(port)"}"#)
+        defer { through.shutdown() }
+        let log = EventLog()
+        _ = through.subscribe(sink: log)
+        let echoed = try await run(through, "/echo/p")
+        #expect(echoed.state == .succeeded, "\(String(describing: echoed.error))")
+        #expect(echoed.result?["body"]?["headers"]?["via"]?.stringValue?.contains("tinyproxy") == true)
+
+        let wrong = try engine(#"{"url": "\#(TestServer.base)", "proxy": "http://user:not-it@127.0.0.1:\#(port)"}"#)
+        defer { wrong.shutdown() }
+        let refused = try await run(wrong, "/echo/p")
+        #expect(refused.state == .failed && refused.error?.kind == .http, "\(String(describing: refused.error))")
+
+        // A proxy that is not there: a network failure whose message keeps the password out.
+        let gone = try engine(#"{"url": "\#(TestServer.base)", "proxy": "http://user:s3cr3t-proxy@127.0.0.1:\#(TestServer.closedPort)"}"#)
+        defer { gone.shutdown() }
+        let unreachable = try await run(gone)
+        #expect(unreachable.error?.kind == .network)
+        let text = (log.all.map { JSONWriter.string($0.json) } + [unreachable.error?.message ?? ""]).joined()
+        #expect(!text.contains("s3cr3t-proxy"))
+    }
+
+    @Test func badTLSAndProxySettingsAreNamedAtLoad() throws {
+        let certs = Self.certificates
+        func error(_ server: String) -> String {
+            do {
+                _ = try Configuration(json: try JSONParser.parse(#"{"servers": {"s": \#(server)}}"#))
+                return ""
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(error(#"{"url": "https://h", "pinnedPublicKey": "md5//abc"}"#).contains("servers.s.pinnedPublicKey"))
+        #expect(error(#"{"url": "https://h", "pinnedPublicKey": "sha256//c2hvcnQ="}"#).contains("servers.s.pinnedPublicKey"))
+        #expect(error(#"{"url": "https://h", "proxy": "ftp://p:21"}"#).contains("servers.s.proxy"))
+        let secret = error(#"{"url": "https://h", "proxy": "gopher://u:hunter2@p"}"#)
+        #expect(secret.contains("servers.s.proxy") && !secret.contains("hunter2"))
+        #expect(error(#"{"url": "https://h", "clientCert": "\#(certs.clientCert)"}"#).contains("servers.s.clientKey"))
+        #expect(error(#"{"url": "https://h", "clientKey": "\#(certs.clientKey)"}"#).contains("servers.s.clientCert"))
+        #expect(error(#"{"url": "https://h", "caFile": "/nonexistent/ca.pem"}"#).contains("servers.s.caFile"))
+        #expect(error(#"{"url": "https://h", "caFile": "\#(certs.ca)", "pinnedPublicKey": "\#(certs.pin)", "proxy": "socks5h://127.0.0.1:1080"}"#).isEmpty)
+    }
+
+    static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    static func accepts(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        return withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+}
