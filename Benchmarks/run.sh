@@ -105,7 +105,8 @@ trap 'exit 143' TERM
 chmod 755 "$TMP"
 mkdir -p "$TMP/www"
 printf '{"hello":"world","n":1234567890}\n' > "$TMP/www/hello.json"
-chmod 644 "$TMP/www/hello.json"
+cp "$TMP/www/hello.json" "$TMP/www/merged.json"
+chmod 644 "$TMP/www/hello.json" "$TMP/www/merged.json"
 cat > "$TMP/nginx.conf" <<EOF
 worker_processes 1;
 pid $TMP/nginx.pid;
@@ -125,6 +126,10 @@ http {
     server {
         listen 127.0.0.1:$PORT;
         root $TMP/www;
+        # The merged-requests row counts the requests that reach this URL.
+        location = /merged.json { access_log $TMP/merged.log; }
+        # The upload row's sink: nginx reads and discards the body, then 204.
+        location /sink { client_max_body_size 0; return 204; }
     }
 }
 EOF
@@ -469,6 +474,43 @@ EOF
     wait "$SERVE_PID" 2>/dev/null || true
 fi
 
+# --- the REST manager's second half (rest.md, issue 14) -------------------------
+# Auth on vs off in pairs at c=64; 10,000 identical GETs merged vs unmerged
+# (the requests that reach nginx counted from its access log); one bodyFile
+# upload of BENCH_UPLOAD_MB (1024) MiB to nginx's discarding sink, paired with
+# `curl -T` of the same file, and the engine's peak RSS growth.
+if [[ "$HYDRA_OK" == 1 && "${BENCH_REST:-1}" != 0 ]]; then
+    log "auth: a bearer session vs none at c=64, $REPEAT pairs"
+    if "$HYDRA_BENCH" auth --url "$URL" --requests "$REQUESTS" --concurrency 64 --pairs "$REPEAT" > "$TMP/out.txt"; then
+        line="$(json_line auth-bearer "$TMP/out.txt")"; [[ -n "$line" ]] && record "$line"
+    else
+        warn "hydra-bench auth failed"
+    fi
+    log "merged requests: 10,000 identical GETs at once"
+    if "$HYDRA_BENCH" merged --url "http://127.0.0.1:$PORT/merged.json" --log "$TMP/merged.log" \
+        --jobs "${BENCH_MERGED_JOBS:-10000}" > "$TMP/out.txt"; then
+        line="$(json_line merged "$TMP/out.txt")"; [[ -n "$line" ]] && record "$line"
+    else
+        warn "hydra-bench merged failed"
+    fi
+    UPLOAD_MB="${BENCH_UPLOAD_MB:-1024}"
+    [[ "$UPLOAD_MB" =~ ^[1-9][0-9]*$ ]] || die "BENCH_UPLOAD_MB must be a positive integer (got '$UPLOAD_MB')"
+    mkdir -p "$TMP/upload-state"
+    head -c "$((UPLOAD_MB * 1048576))" /dev/urandom > "$TMP/upload-state/big.bin"
+    for r in $(seq "$REPEAT"); do
+        log "upload of $UPLOAD_MB MiB, run $r/$REPEAT: curl -T, then hydra"
+        read -r seconds bytes < <(curl -s -T "$TMP/upload-state/big.bin" "http://127.0.0.1:$PORT/sink" -o /dev/null \
+            -w '%{time_total} %{size_upload}\n')
+        record "$(python3 -c 'import json,sys; s,b=float(sys.argv[1]),int(float(sys.argv[2])); print(json.dumps({"name":"curl-upload","bytes":b,"seconds":s,"mbps":round(b/1048576/s,3)}))' "$seconds" "$bytes")"
+        if "$HYDRA_BENCH" upload --file big.bin --state "$TMP/upload-state" --url "http://127.0.0.1:$PORT/sink" > "$TMP/out.txt"; then
+            line="$(json_line upload "$TMP/out.txt")"; [[ -n "$line" ]] && record "$line"
+        else
+            warn "hydra-bench upload failed"
+        fi
+    done
+    rm -f "$TMP/upload-state/big.bin"
+fi
+
 # --- report ------------------------------------------------------------------
 python3 - "$RESULTS_JSONL" "$RESULTS_MD" "$HYDRA_NOTE" "$RUN_TOOLS" "$MACHINE" <<'PY'
 import json, statistics, sys
@@ -598,6 +640,32 @@ if submits or remote_rpc or fan:
     if fan:
         out.append("| event fan-out, %d subscribers | 1 | 500 | %s events/s delivered (%s of %s) |" % (
             fan["subscribers"], f"{fan['eventsPerSecond']:,}", f"{fan['events']:,}", f"{fan['expected']:,}"))
+auth = next((r for r in rows if r.get("name") == "auth-bearer"), None)
+merged = next((r for r in rows if r.get("name") == "merged"), None)
+uploads = [r for r in rows if r.get("name") == "upload"]
+curl_uploads = [r for r in rows if r.get("name") == "curl-upload"]
+hits = {r["name"]: r for r in rows if r.get("name", "").startswith("resource-")}
+if auth or merged or uploads or hits:
+    out += ["", "| rest.md / resources.md row | result | goal |", "|---|---|---|"]
+    if auth:
+        out.append("| remote jobs with a bearer session, c=64 | %s jobs/s vs %s without: %.3f× (pairs %s) | ≥ 0.95× |" % (
+            f"{auth['authRps']:,}", f"{auth['plainRps']:,}", auth["ratio"], "/".join("%.3f" % x for x in auth["ratios"])))
+    if merged:
+        out.append("| %s identical GETs, coalesce | %d reached nginx (%.2f%%), %.3f s; unmerged: %d requests, %.3f s | ≤ 1%%, faster |" % (
+            f"{merged['jobs']:,}", merged["reached"], merged["reachedPercent"], merged["seconds"],
+            merged["unmergedReached"], merged["unmergedSeconds"]))
+    if uploads:
+        pairs = [u["mbps"] / c["mbps"] for c, u in zip(curl_uploads, uploads) if c["mbps"] > 0]
+        out.append("| bodyFile upload of %d MiB to a sink | %.0f MB/s vs curl -T %.0f MB/s: %s× (pairs %s); peak RSS growth %.1f MiB | ≥ 0.8×, < 64 MiB |" % (
+            uploads[0]["bytes"] // 1048576, statistics.median(u["mbps"] for u in uploads),
+            statistics.median(c["mbps"] for c in curl_uploads) if curl_uploads else 0,
+            "%.2f" % statistics.median(pairs) if pairs else "?", "/".join("%.2f" % p for p in pairs),
+            max(u["peakGrowthKiB"] for u in uploads) / 1024))
+    for name in sorted(hits):
+        r = hits[name]
+        anchor = " (%.2f× the local no-op rate)" % (r["rps"] / local["rps"]) if local and local.get("rps") else ""
+        out.append("| %s of a 4 KiB resource | %s jobs/s%s | %s |" % (
+            name, f"{r.get('rps', 0):,}", anchor, "≥ 300k" if "memory" in name else "≥ 50k"))
 text = "\n".join(out) + "\n"
 open(md_path, "w").write(text)
 sys.stdout.write("\n" + text)

@@ -39,6 +39,16 @@ struct HydraBench {
         case "resource-hits":
             guard let url = text("--url") else { usage() }
             try ResourceBench.hits(url: url, jobs: option("--jobs", 200_000), memory: option("--memory", 1) != 0)
+        case "auth":
+            guard let url = text("--url") else { usage() }
+            try RESTBench.auth(url: url, requests: option("--requests", 20000), concurrency: option("--concurrency", 64),
+                               pairs: option("--pairs", 3))
+        case "merged":
+            guard let url = text("--url"), let log = text("--log") else { usage() }
+            try RESTBench.merged(url: url, log: log, jobs: option("--jobs", 10_000))
+        case "upload":
+            guard let file = text("--file"), let state = text("--state"), let url = text("--url") else { usage() }
+            try RESTBench.upload(file: file, state: state, url: url)
         case "fanout":
             try RPCBench.fanout(connect: text("--connect") ?? "127.0.0.1:7400",
                                 subscribers: option("--subscribers", 100), jobs: option("--jobs", 2000))
@@ -48,7 +58,7 @@ struct HydraBench {
     }
 
     static func usage() -> Never {
-        FileHandle.standardError.write(Data("usage: hydra-bench remote --url URL [--requests N] [--concurrency C] | local [--jobs N] | rpc-submit --connect ADDR [--jobs N --clients C --batch B] | rpc-remote --connect ADDR --url URL [--jobs N --clients C --batch B] | fanout --connect ADDR [--subscribers S --jobs N] | resource-hits --url URL [--jobs N --memory 1|0]\n".utf8))
+        FileHandle.standardError.write(Data("usage: hydra-bench remote --url URL [--requests N] [--concurrency C] | local [--jobs N] | rpc-submit --connect ADDR [--jobs N --clients C --batch B] | rpc-remote --connect ADDR --url URL [--jobs N --clients C --batch B] | fanout --connect ADDR [--subscribers S --jobs N] | resource-hits --url URL [--jobs N --memory 1|0] | auth --url URL [--requests N --concurrency C --pairs P] | merged --url URL --log FILE [--jobs N] | upload --file PATH --state DIR --url URL\n".utf8))
         exit(2)
     }
 

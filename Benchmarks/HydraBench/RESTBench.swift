@@ -1,0 +1,128 @@
+// The rows of rest.md's benchmarks (issue 14), in the same `make bench` run as the rest:
+//
+//   hydra-bench auth --url URL [--requests N --concurrency C --pairs P]
+//       remote jobs with a bearer session vs the same jobs without auth, in pairs
+//   hydra-bench merged --url URL --log FILE [--jobs N]
+//       N identical GETs at once with `coalesce`, vs N without; FILE is the
+//       server's access log of that URL (its lines count the requests that reached it)
+//   hydra-bench upload --file PATH --state DIR --url SINK
+//       one `bodyFile` upload of PATH (under DIR) to a sink; MB/s and peak RSS growth
+import Dispatch
+import Foundation
+import Hydra
+
+enum RESTBench {
+    /// Remote GETs through one remote worker, `concurrency` in flight; returns jobs per second.
+    static func throughput(_ engine: HydraEngine, _ spec: JobSpec, requests: Int, concurrency: Int) throws -> Double {
+        let warm = HydraBench.Countdown(concurrency)
+        for _ in 0..<concurrency { try engine.submit(spec) { warm.tick(failed: $0.state != .succeeded) } }
+        warm.wait()
+        let countdown = HydraBench.Countdown(requests)
+        let start = HydraBench.now()
+        for _ in 0..<requests { try engine.submit(spec) { countdown.tick(failed: $0.state != .succeeded) } }
+        countdown.wait()
+        precondition(countdown.failures.load(ordering: .relaxed) == 0, "failed jobs in the auth bench")
+        return Double(requests) / (Double(HydraBench.now() - start) / 1e9)
+    }
+
+    static func engine(concurrency: Int, auth: Bool) throws -> HydraEngine {
+        var config = Configuration()
+        config.defaults.headers = [:]
+        config.workers = [Configuration.Worker(name: "rest", kind: .remote, maxConnections: concurrency,
+                                               maxHostConnections: concurrency, maxActive: concurrency)]
+        if auth { config.auth["ci"] = .bearer(token: "bench-token-0123456789abcdef0123456789abcdef") }
+        return try HydraEngine(configuration: config)
+    }
+
+    /// Auth on vs off, alternating: the median of the per-pair ratios.
+    static func auth(url: String, requests: Int, concurrency: Int, pairs: Int) throws {
+        var ratios: [Double] = []
+        var plainRates: [Double] = [], authRates: [Double] = []
+        for _ in 0..<pairs {
+            let plain = try engine(concurrency: concurrency, auth: false)
+            let plainRate = try throughput(plain, .remote(.get(url)), requests: requests, concurrency: concurrency)
+            plain.shutdown()
+            let authed = try engine(concurrency: concurrency, auth: true)
+            var spec = RemoteSpec.get(url)
+            spec.auth = "ci"
+            let authRate = try throughput(authed, .remote(spec), requests: requests, concurrency: concurrency)
+            authed.shutdown()
+            plainRates.append(plainRate)
+            authRates.append(authRate)
+            ratios.append(authRate / plainRate)
+        }
+        func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
+        let list = ratios.map { String(HydraBench.round3($0)) }.joined(separator: ",")
+        print(#"{"name":"auth-bearer","concurrency":\#(concurrency),"requests":\#(requests),"plainRps":\#(Int(median(plainRates))),"authRps":\#(Int(median(authRates))),"ratio":\#(HydraBench.round3(median(ratios))),"ratios":[\#(list)]}"#)
+    }
+
+    /// `jobs` identical GETs submitted at once, merged, then as many unmerged.
+    static func merged(url: String, log: String, jobs: Int) throws {
+        func lines() -> Int {
+            ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").count
+        }
+        func run(coalesce: Bool) throws -> (seconds: Double, reached: Int) {
+            var config = Configuration()
+            config.defaults.headers = [:]
+            config.workers = [Configuration.Worker(name: "rest", kind: .remote, maxConnections: 64,
+                                                   maxHostConnections: 64, maxActive: jobs)]
+            let engine = try HydraEngine(configuration: config)
+            defer { engine.shutdown() }
+            var spec = RemoteSpec.get(url)
+            spec.coalesce = coalesce
+            let before = lines()
+            let countdown = HydraBench.Countdown(jobs)
+            let start = HydraBench.now()
+            try engine.submit(batch: Array(repeating: JobSpec.remote(spec), count: jobs)) {
+                countdown.tick(failed: $0.state != .succeeded)
+            }
+            countdown.wait()
+            let seconds = Double(HydraBench.now() - start) / 1e9
+            precondition(countdown.failures.load(ordering: .relaxed) == 0, "failed jobs in the merged bench")
+            usleep(200_000)  // nginx writes its log line after the response
+            return (seconds, lines() - before)
+        }
+        let merged = try run(coalesce: true)
+        let plain = try run(coalesce: false)
+        print(#"{"name":"merged","jobs":\#(jobs),"reached":\#(merged.reached),"reachedPercent":\#(HydraBench.round3(Double(merged.reached) * 100 / Double(jobs))),"seconds":\#(HydraBench.round3(merged.seconds)),"unmergedReached":\#(plain.reached),"unmergedSeconds":\#(HydraBench.round3(plain.seconds))}"#)
+    }
+
+    /// The resident set of this process now and at its peak, in KiB (Linux `/proc/self/status`).
+    static func memory() -> (rss: Int, peak: Int) {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        func field(_ name: String) -> Int {
+            guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }) else { return 0 }
+            return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "0") ?? 0
+        }
+        return (field("VmRSS"), field("VmHWM"))
+    }
+
+    /// One raw `bodyFile` upload of `file` (relative to `state`) to `url`.
+    static func upload(file: String, state: String, url: String) throws {
+        var config = Configuration()
+        config.defaults.headers = [:]
+        config.defaults.timeoutMs = 600_000
+        let engine = try HydraEngine(configuration: config, stateDirectory: state)
+        defer { engine.shutdown() }
+        // Warm the engine (threads, a connection) before the memory reading.
+        var warm = RemoteSpec(method: "POST", url: url)
+        warm.body = "warm"
+        let ready = HydraBench.Countdown(1)
+        try engine.submit(.remote(warm)) { ready.tick(failed: $0.state != .succeeded) }
+        ready.wait()
+        let before = memory()
+        var spec = RemoteSpec(method: "PUT", url: url)
+        spec.bodyFile = file
+        let size = (try FileManager.default.attributesOfItem(atPath: state + "/" + file)[.size] as? NSNumber)?.intValue ?? 0
+        let countdown = HydraBench.Countdown(1)
+        let start = HydraBench.now()
+        try engine.submit(.remote(spec)) { result in
+            if result.state != .succeeded { FileHandle.standardError.write(Data("upload: \(String(describing: result.error))\n".utf8)) }
+            countdown.tick(failed: result.state != .succeeded)
+        }
+        countdown.wait()
+        let seconds = Double(HydraBench.now() - start) / 1e9
+        let after = memory()
+        print(#"{"name":"upload","bytes":\#(size),"failed":\#(countdown.failures.load(ordering: .relaxed)),"seconds":\#(HydraBench.round3(seconds)),"mbps":\#(HydraBench.round3(Double(size) / 1_048_576 / seconds)),"rssBeforeKiB":\#(before.rss),"peakGrowthKiB":\#(max(0, after.peak - before.rss))}"#)
+    }
+}
