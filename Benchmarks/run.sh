@@ -518,7 +518,7 @@ jsonl, md_path, hydra_note, run_tools, machine = sys.argv[1:]
 rows = [json.loads(l) for l in open(jsonl) if l.strip()]
 runs = {}
 for r in rows:
-    if "concurrency" in r:
+    if "concurrency" in r and "rps" in r:
         runs.setdefault(r["concurrency"], {}).setdefault(r["name"], []).append(r)
 by = {}
 for c, names in runs.items():

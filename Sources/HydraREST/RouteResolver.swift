@@ -66,7 +66,22 @@ final class RouteResolver: Sendable {
         self.configuration = configuration
         self.stateDirectory = stateDirectory
         reservedPaths = SaveAsPath.reservedSocket(configuration.rpc.unixSocket, stateDirectory: stateDirectory)
+        var fixed: [String: FixedAuth] = [:]
+        for (name, scheme) in configuration.auth where scheme.oauth2 == nil {
+            fixed[name] = FixedAuth(headers: scheme.fixedHeaders, secrets: scheme.secretTexts)
+        }
+        fixedAuth = fixed
+        credentialHeaders = ["authorization", "proxy-authorization", "cookie"] + configuration.apiKeyHeaders
     }
+
+    /// A fixed auth scheme's headers and secret texts, worked out once (not per request).
+    struct FixedAuth: Sendable {
+        let headers: [(String, String)]
+        let secrets: [String]
+    }
+    private let fixedAuth: [String: FixedAuth]
+    /// Request headers whose values are credentials (masked in what comes back).
+    private let credentialHeaders: [String]
 
     /// - Parameter encodeWithDogma: encodes a body with the named dogma; nil when that
     ///   dogma leaves encoding to `bodyEncoding`.
@@ -122,13 +137,19 @@ final class RouteResolver: Sendable {
         var authSession: String?
         var secrets: [String] = []
         if applyAuth, let name = spec.auth ?? api?.auth ?? server?.auth {
-            guard let scheme = configuration.auth[name] else { throw JobError(.invalid, "auth: unknown auth '\(name)'") }
-            if scheme.oauth2 != nil {
-                authSession = name
+            guard configuration.auth[name] != nil else { throw JobError(.invalid, "auth: unknown auth '\(name)'") }
+            if let fixed = fixedAuth[name] {
+                for (header, value) in fixed.headers { add(header, value) }
+                secrets = fixed.secrets
             } else {
-                for (header, value) in scheme.fixedHeaders { add(header, value) }
-                secrets = scheme.secretTexts
+                authSession = name  // OAuth2: the token is added per attempt
             }
+        }
+
+        // Credentials the job set itself (rest.md §1: Authorization, Proxy-Authorization,
+        // Cookie and api-key headers are never shown): masked in what comes back, too.
+        for name in credentialHeaders {
+            if let value = headers[name]?.value, value.utf8.count >= 4, !secrets.contains(value) { secrets.append(value) }
         }
 
         // Body.

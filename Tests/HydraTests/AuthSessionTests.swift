@@ -164,8 +164,11 @@ import Testing
         #expect(basic.result?["body"]?["headers"]?["authorization"] == "Basic ***")
         let apiKey = try await engine.run(spec(#"{"type":"remote","endpoint":"/echo/k","auth":"key"}"#))
         #expect(apiKey.result?["body"]?["headers"]?["x-api-key"] == "***")
+        // Credentials a job sets itself are masked in what comes back too.
+        let own = try await engine.run(spec(#"{"type":"remote","endpoint":"/echo/o","headers":{"Authorization":"Token own-secret-1","Cookie":"sid=own-cookie-2"}}"#))
+        #expect(own.result?["body"]?["headers"]?["authorization"] == "***" && own.result?["body"]?["headers"]?["cookie"] == "***")
         let text = log.all.map { JSONWriter.string($0.json) }.joined()
-        for secret in ["ci-token-123", "pw-secret-9", "key-value-77", Data("u:pw-secret-9".utf8).base64EncodedString()] {
+        for secret in ["own-secret-1", "own-cookie-2", "ci-token-123", "pw-secret-9", "key-value-77", Data("u:pw-secret-9".utf8).base64EncodedString()] {
             #expect(!text.contains(secret), "\(secret) in an event")
         }
         #expect(try engine.authStatus("ci").state == "valid")

@@ -14,6 +14,8 @@ public struct Configuration: Sendable {
     public var dummy = Dummy()
     /// Auth sessions by name (rest.md §1); apis, servers and jobs opt in with `"auth": NAME`.
     public var auth: OrderedDictionary<String, AuthScheme> = [:]
+    /// The header names of the `api-key` auth schemes, lowercased (their values are secrets).
+    public var apiKeyHeaders: [String] { auth.values.compactMap(\.secretHeader) }
     /// The resource repository (resources.md §4).
     public var resources = Resources()
     public var jobsPath = "jobs"
