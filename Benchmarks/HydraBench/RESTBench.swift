@@ -12,17 +12,20 @@ import Foundation
 import Hydra
 
 enum RESTBench {
-    /// Remote GETs through one remote worker, `concurrency` in flight; returns jobs per second.
-    static func throughput(_ engine: HydraEngine, _ spec: JobSpec, requests: Int, concurrency: Int) throws -> Double {
+    /// Remote GETs through one remote worker, `concurrency` in flight: jobs per
+    /// second, and the worker thread's CPU µs per job.
+    static func throughput(_ engine: HydraEngine, _ spec: JobSpec, requests: Int, concurrency: Int) throws -> (Double, Double) {
         let warm = HydraBench.Countdown(concurrency)
         for _ in 0..<concurrency { try engine.submit(spec) { warm.tick(failed: $0.state != .succeeded) } }
         warm.wait()
         let countdown = HydraBench.Countdown(requests)
+        let cpuBefore = HydraBench.threadCPU()["hydra-rest"] ?? 0
         let start = HydraBench.now()
         for _ in 0..<requests { try engine.submit(spec) { countdown.tick(failed: $0.state != .succeeded) } }
         countdown.wait()
         precondition(countdown.failures.load(ordering: .relaxed) == 0, "failed jobs in the auth bench")
-        return Double(requests) / (Double(HydraBench.now() - start) / 1e9)
+        let cpu = Double((HydraBench.threadCPU()["hydra-rest"] ?? 0) - cpuBefore) / 1000 / Double(requests)
+        return (Double(requests) / (Double(HydraBench.now() - start) / 1e9), cpu)
     }
 
     static func engine(concurrency: Int, auth: Bool) throws -> HydraEngine {
@@ -38,22 +41,25 @@ enum RESTBench {
     static func auth(url: String, requests: Int, concurrency: Int, pairs: Int) throws {
         var ratios: [Double] = []
         var plainRates: [Double] = [], authRates: [Double] = []
+        var plainCPU: [Double] = [], authCPU: [Double] = []
         for _ in 0..<pairs {
             let plain = try engine(concurrency: concurrency, auth: false)
-            let plainRate = try throughput(plain, .remote(.get(url)), requests: requests, concurrency: concurrency)
+            let (plainRate, plainUs) = try throughput(plain, .remote(.get(url)), requests: requests, concurrency: concurrency)
             plain.shutdown()
             let authed = try engine(concurrency: concurrency, auth: true)
             var spec = RemoteSpec.get(url)
             spec.auth = "ci"
-            let authRate = try throughput(authed, .remote(spec), requests: requests, concurrency: concurrency)
+            let (authRate, authUs) = try throughput(authed, .remote(spec), requests: requests, concurrency: concurrency)
             authed.shutdown()
             plainRates.append(plainRate)
             authRates.append(authRate)
             ratios.append(authRate / plainRate)
+            plainCPU.append(plainUs)
+            authCPU.append(authUs)
         }
         func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
         let list = ratios.map { String(HydraBench.round3($0)) }.joined(separator: ",")
-        print(#"{"name":"auth-bearer","concurrency":\#(concurrency),"requests":\#(requests),"plainRps":\#(Int(median(plainRates))),"authRps":\#(Int(median(authRates))),"ratio":\#(HydraBench.round3(median(ratios))),"ratios":[\#(list)]}"#)
+        print(#"{"name":"auth-bearer","concurrency":\#(concurrency),"requests":\#(requests),"plainRps":\#(Int(median(plainRates))),"authRps":\#(Int(median(authRates))),"ratio":\#(HydraBench.round3(median(ratios))),"ratios":[\#(list)],"plainWorkerUs":\#(HydraBench.round3(median(plainCPU))),"authWorkerUs":\#(HydraBench.round3(median(authCPU)))}"#)
     }
 
     /// `jobs` identical GETs submitted at once, merged, then as many unmerged.

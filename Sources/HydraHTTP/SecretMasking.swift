@@ -7,37 +7,31 @@ import Foundation
 enum SecretMasking {
     static let replacement = Array("***".utf8)
 
-    /// `bytes` with every occurrence of each secret replaced; nil when none occurs
-    /// (the common case: one `memmem` per secret, nothing copied).
-    static func masked(_ bytes: [UInt8], _ secrets: [[UInt8]]) -> [UInt8]? {
-        var current = bytes
-        var changed = false
-        for secret in secrets where !secret.isEmpty && secret.count <= current.count {
-            guard let first = find(secret, in: current, from: 0) else { continue }
-            var out: [UInt8] = []
-            out.reserveCapacity(current.count)
-            var start = 0
-            var hit: Int? = first
-            while let at = hit {
-                out.append(contentsOf: current[start..<at])
-                out.append(contentsOf: replacement)
-                start = at + secret.count
-                hit = find(secret, in: current, from: start)
-            }
-            out.append(contentsOf: current[start...])
-            current = out
-            changed = true
+    /// `bytes` with every occurrence of `secret` replaced; nil when it does not
+    /// occur (the common case: one `memmem`, nothing copied).
+    static func masked(_ bytes: [UInt8], _ secret: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        guard secret.count > 0, secret.count <= bytes.count, let first = find(secret, in: bytes, from: 0) else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var start = 0
+        var hit: Int? = first
+        while let at = hit {
+            out.append(contentsOf: bytes[start..<at])
+            out.append(contentsOf: replacement)
+            start = at + secret.count
+            hit = find(secret, in: bytes, from: start)
         }
-        return changed ? current : nil
+        out.append(contentsOf: bytes[start...])
+        return out
     }
 
-    private static func find(_ needle: [UInt8], in haystack: [UInt8], from start: Int) -> Int? {
+    private static func find(_ needle: UnsafeBufferPointer<UInt8>, in haystack: [UInt8], from start: Int) -> Int? {
         guard start < haystack.count else { return nil }
         return haystack.withUnsafeBytes { hay in
-            needle.withUnsafeBytes { n in
-                guard let found = hydra_memmem(hay.baseAddress! + start, hay.count - start, n.baseAddress!, n.count) else { return nil }
-                return hay.baseAddress!.distance(to: UnsafeRawPointer(found))
+            guard let found = hydra_memmem(hay.baseAddress! + start, hay.count - start, needle.baseAddress!, needle.count) else {
+                return nil
             }
+            return hay.baseAddress!.distance(to: UnsafeRawPointer(found))
         }
     }
 }
@@ -45,9 +39,13 @@ enum SecretMasking {
 extension HTTPResponse {
     /// Replaces each of `secrets` (UTF-8 texts) with `***` in the body and the
     /// header fields. Cheap when none occurs.
-    public mutating func mask(_ secrets: [String]) {
-        let needles = secrets.map { Array($0.utf8) }
-        if let body = SecretMasking.masked(body, needles) { self.body = body }
-        if let headerBytes = SecretMasking.masked(headers.bytes, needles) { headers = HTTPHeaderBlock(raw: headerBytes) }
+    public mutating func mask<Secrets: Sequence<String>>(_ secrets: Secrets) {
+        for var secret in secrets {
+            secret.makeContiguousUTF8()
+            secret.utf8.withContiguousStorageIfAvailable { needle in
+                if let body = SecretMasking.masked(body, needle) { self.body = body }
+                if let bytes = SecretMasking.masked(headers.bytes, needle) { headers = HTTPHeaderBlock(raw: bytes) }
+            }
+        }
     }
 }
