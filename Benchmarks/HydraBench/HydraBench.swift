@@ -43,6 +43,16 @@ struct HydraBench {
             guard let url = text("--url") else { usage() }
             try RESTBench.auth(url: url, requests: option("--requests", 20000), concurrency: option("--concurrency", 64),
                                pairs: option("--pairs", 3))
+        case "auth-only":
+            // One variant alone (for a profiler): auth, plain.
+            guard let url = text("--url") else { usage() }
+            let authed = text("--variant") == "auth"
+            let engine = try RESTBench.engine(concurrency: 64, auth: authed)
+            var spec = RemoteSpec.get(url)
+            if authed { spec.auth = "ci" }
+            let (rate, us) = try RESTBench.throughput(engine, .remote(spec), requests: option("--requests", 200_000), concurrency: 64)
+            engine.shutdown()
+            print(#"{"name":"auth-only","rps":\#(Int(rate)),"workerUs":\#(us)}"#)
         case "merged":
             guard let url = text("--url"), let log = text("--log") else { usage() }
             try RESTBench.merged(url: url, log: log, jobs: option("--jobs", 10_000))
