@@ -87,7 +87,8 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "Hydra",
-            dependencies: ["HydraCore", "HydraREST", "HydraResources", "HydraLocal", "HydraHTTP", "HydraLoop"],
+            dependencies: ["HydraCore", "HydraREST", "HydraResources", "HydraLocal", "HydraHTTP", "HydraLoop",
+                           .product(name: "OrderedCollections", package: "swift-collections")],
             swiftSettings: strict),
         .target(
             name: "HydraStore",

@@ -648,10 +648,10 @@ hits = {r["name"]: r for r in rows if r.get("name", "").startswith("resource-")}
 if auth or merged or uploads or hits:
     out += ["", "| rest.md / resources.md row | result | goal |", "|---|---|---|"]
     if auth:
-        out.append("| remote jobs with a bearer session, c=64 | %s jobs/s vs %s without: %.3f× (pairs %s); worker CPU %.1f vs %.1f µs per job | ≥ 0.95× |" % (
+        header = " (the same header set by the job, no session: %.1f µs)" % auth["headerOnlyWorkerUs"] if "headerOnlyWorkerUs" in auth else ""
+        out.append("| remote jobs with a bearer session, c=64 | %s jobs/s vs %s without: %.3f× (pairs %s); worker CPU %.1f vs %.1f µs per job%s | ≥ 0.95× |" % (
             f"{auth['authRps']:,}", f"{auth['plainRps']:,}", auth["ratio"], "/".join("%.3f" % x for x in auth["ratios"]),
-            auth.get("authWorkerUs", 0), auth.get("plainWorkerUs", 0)) + (
-            " (the same header set by the job, no session: %.1f µs)" % auth["headerOnlyWorkerUs"] if "headerOnlyWorkerUs" in auth else ""))
+            auth.get("authWorkerUs", 0), auth.get("plainWorkerUs", 0), header))
     if merged:
         out.append("| %s identical GETs, coalesce | %d reached nginx (%.2f%%), %.3f s; unmerged: %d requests, %.3f s | ≤ 1%%, faster |" % (
             f"{merged['jobs']:,}", merged["reached"], merged["reachedPercent"], merged["seconds"],

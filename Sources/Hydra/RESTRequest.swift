@@ -1,5 +1,6 @@
 import Foundation
 import HydraCore
+import OrderedCollections
 
 /// A fluent, typed request in the HJRestClientManager spirit: address it
 /// (url, server + endpoint, or api), add path variables, query, headers and a
@@ -43,6 +44,41 @@ public struct RESTRequest<Response: Decodable & Sendable>: Sendable {
     public func timeout(milliseconds: Int) -> Self { with { $0.timeoutMs = milliseconds } }
     public func worker(_ name: String) -> Self { with { $0.worker = name } }
     public func priority(_ priority: Int) -> Self { with { $0.priority = priority } }
+
+    /// The auth session the request uses (rest.md §1), over its api's and server's.
+    public func auth(_ name: String) -> Self { with { $0.spec.auth = name } }
+    /// A raw body streamed from a file under the state folder (rest.md §2).
+    public func bodyFile(_ path: String) -> Self { with { $0.spec.bodyFile = path } }
+    /// A `multipart/form-data` body; file parts are streamed from the state folder.
+    public func multipart(_ parts: [MultipartPart]) -> Self {
+        with {
+            $0.spec.bodyEncoding = .multipart
+            $0.spec.body = ["parts": .array(parts.map { part in
+                var o: OrderedDictionary<String, JSONValue> = ["name": .string(part.name)]
+                switch part.content {
+                case .value(let value): o["value"] = value
+                case .file(let path): o["file"] = .string(path)
+                }
+                if let filename = part.filename { o["filename"] = .string(filename) }
+                if let type = part.contentType { o["contentType"] = .string(type) }
+                return .object(o)
+            })]
+        }
+    }
+    /// Adds `Content-MD5` of the body as sent.
+    public func contentMD5() -> Self { with { $0.spec.contentMD5 = true } }
+    /// Compresses the body (`Content-Encoding: gzip`).
+    public func gzipBody() -> Self { with { $0.spec.gzipBody = true } }
+    /// Sends the request again every `everyMs` until the value at `path` equals `value` (rest.md §5).
+    public func poll(everyMs: Int, until path: String, equals value: JSONValue, maxTimes: Int = RepeatSpec.defaultMaxTimes) -> Self {
+        with { $0.spec.repeat = RepeatSpec(everyMs: everyMs, path: path, equals: value, maxTimes: maxTimes) }
+    }
+    /// How the response cache is used (rest.md §3; a server's engine has one).
+    public func cache(_ cache: CacheSpec) -> Self { with { $0.spec.cache = cache } }
+    /// Shares an identical GET in flight (rest.md §4).
+    public func coalesce(_ on: Bool = true) -> Self { with { $0.spec.coalesce = on } }
+    /// Text echoed in the step's events (rest.md §8).
+    public func label(_ text: String) -> Self { with { $0.spec.label = text } }
 
     /// A JSON value as the body, sent with `encoding`.
     public func body(json: JSONValue, encoding: BodyEncoding = .json) -> Self {

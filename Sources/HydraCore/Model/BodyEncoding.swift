@@ -19,6 +19,13 @@ public struct MultipartPart: Sendable, Equatable {
     public var filename: String?
     public var contentType: String?
 
+    public init(name: String, content: Content, filename: String? = nil, contentType: String? = nil) {
+        self.name = name
+        self.content = content
+        self.filename = filename
+        self.contentType = contentType
+    }
+
     /// The parts of a multipart `body` (`{"parts": [...]}`), checked by shape;
     /// errors name the field under `path` (`body.parts[1].file`).
     public static func parts(of body: JSONValue, path: String) throws(ValidationError) -> [MultipartPart] {

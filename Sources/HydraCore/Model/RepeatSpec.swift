@@ -14,6 +14,16 @@ public struct RepeatSpec: Sendable, Equatable {
     /// Rounds at most (default ``defaultMaxTimes``).
     public var maxTimes: Int
 
+    /// Polls every `everyMs` until the value at `path` equals `value` (differs from it when `negated`).
+    public init(everyMs: Int, path: String, equals value: JSONValue, negated: Bool = false,
+                maxTimes: Int = RepeatSpec.defaultMaxTimes) {
+        self.everyMs = everyMs
+        self.path = path
+        self.value = value
+        self.negated = negated
+        self.maxTimes = maxTimes
+    }
+
     /// When `maxTimes` is not given: a poll is bounded by default.
     public static let defaultMaxTimes = 100
 
