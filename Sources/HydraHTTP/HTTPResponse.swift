@@ -48,6 +48,11 @@ public struct HTTPFailure: Error, Sendable, CustomStringConvertible {
     }
     public var kind: Kind
     public var message: String
+    /// What arrived before the connection broke mid-body: the status, the
+    /// headers and the body so far, when the body was kept in memory and not
+    /// content-decoded (its bytes are the server's, so a `Range` request can
+    /// ask for the rest). nil otherwise.
+    public var partial: HTTPResponse?
 
     public init(_ kind: Kind, _ message: String) {
         self.kind = kind

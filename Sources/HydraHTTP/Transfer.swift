@@ -460,6 +460,14 @@ final class Transfer {
         var detail = String(cString: errorBuffer)
         if detail.isEmpty { detail = String(cString: curl_easy_strerror(code)) }
         if let proxy = applied?.proxy { detail = Transfer.masking(proxy, in: detail) }
+        if code == CURLE_PARTIAL_FILE || code == CURLE_RECV_ERROR, file == nil, !encoded, bodyBytes > 0 {
+            // Cut mid-body: the bytes so far may be resumed with a Range request.
+            var status = 0
+            hydra_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+            var failure = HTTPFailure(.network, detail)
+            failure.partial = HTTPResponse(status: status, headers: headers, body: body, bodyBytes: bodyBytes)
+            return failure
+        }
         switch code {
         case CURLE_OPERATION_TIMEDOUT:
             return HTTPFailure(.timeout, detail)

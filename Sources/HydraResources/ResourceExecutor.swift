@@ -28,6 +28,8 @@ final class ResourceExecutor: JobExecutor {
     /// Keys used since the last flush of `lastUsedAt` to the index (once a second, not per hit).
     @exclusivity(unchecked) private var touched: Set<String> = []
     @exclusivity(unchecked) private var touchTimer: ScheduledTask?
+    /// Keys of plain `url` requests (see ``plainKey(_:)``), at most 4,096.
+    @exclusivity(unchecked) private var plainKeys: [String: String] = [:]
 
     /// A job waiting for a resource.
     private struct Waiter {
@@ -46,6 +48,9 @@ final class ResourceExecutor: JobExecutor {
         @exclusivity(unchecked) var attempts = 0
         @exclusivity(unchecked) var transfer: HTTPTransferID?
         @exclusivity(unchecked) var timer: ScheduledTask?
+        /// What an attempt cut mid-body received (the response's headers and the bytes so far) and
+        /// the validator the rest is asked for with: the next attempt sends `Range` + `If-Range`.
+        @exclusivity(unchecked) var resume: (headers: HTTPHeaderBlock, bytes: [UInt8], validator: String)?
 
         init(key: String, routed: RoutedRequest, first: Waiter, previous: ResourceRecord?) {
             self.key = key
@@ -64,11 +69,48 @@ final class ResourceExecutor: JobExecutor {
         }
     }
 
+    /// The key of a request that is a plain `url` (no query, path variables,
+    /// server, api or remaker): its routed URL is that URL, so the key is known
+    /// without routing it, and remembered (bounded), so a memory hit costs a
+    /// dictionary lookup instead of routing and a SHA-256 (resources.md's
+    /// memory-hit row).
+    private func plainKey(_ spec: ResourceSpec) -> String? {
+        let r = spec.request
+        guard let url = r.url, r.query.isEmpty, r.pathVars.isEmpty, r.server == nil, r.api == nil, r.endpoint == nil,
+              spec.remaker == nil else { return nil }
+        if let key = plainKeys[url] { return key }
+        let key = ResourceKey.make(url: url, remaker: nil, options: nil)
+        if plainKeys.count >= 4096 { plainKeys.removeAll(keepingCapacity: true) }
+        plainKeys[url] = key
+        return key
+    }
+
     func start(_ task: WorkTask, handle: TaskHandle) {
         guard case .resource(let spec) = task.spec.body else {
             handle.finish(.failure(JobError(.internal, "not a resource job")))
             return
         }
+        let waiter = Waiter(task: task, handle: handle, spec: spec)
+        let now = Date().timeIntervalSince1970
+        let maxAge = Double(spec.maxAgeSec ?? manager.settings.maxAgeSec)
+        func fresh(_ record: ResourceRecord) -> Bool { spec.mode == .only || now - record.storedAt < maxAge }
+        let removals = manager.removals.load(ordering: .acquiring)
+        if removals != memory.seenRemovals {
+            memory.removeAll()
+            memory.seenRemovals = removals
+        }
+        // Memory first: a fresh copy (any copy in mode only) is served as it is. For a
+        // plain `url` the key is known without routing the request (see `plainKey`).
+        func memoryHit(_ key: String) -> Bool {
+            guard spec.mode != .refresh, let entry = memory.get(key), fresh(entry.record) else { return false }
+            manager.statistics.countMemoryHit()
+            touch(key)
+            handle.skipped(reason: "resource")
+            finish(waiter, record: entry.record, content: entry.content, source: "memory", stat: entry.stat)
+            return true
+        }
+        let plain = plainKey(spec)
+        if let plain, memoryHit(plain) { return }
         let routed: RoutedRequest
         do {
             routed = try manager.rest.routeGET(spec.request, timeoutMs: task.spec.timeoutMs)
@@ -76,26 +118,10 @@ final class ResourceExecutor: JobExecutor {
             handle.finish(.failure(error))
             return
         }
-        let key = ResourceKey.make(url: routed.http.url, remaker: spec.remaker, options: spec.remakeOptions)
-        let waiter = Waiter(task: task, handle: handle, spec: spec)
-        let now = Date().timeIntervalSince1970
-        let maxAge = Double(spec.maxAgeSec ?? manager.settings.maxAgeSec)
-        func fresh(_ record: ResourceRecord) -> Bool { spec.mode == .only || now - record.storedAt < maxAge }
-
-        let removals = manager.removals.load(ordering: .acquiring)
-        if removals != memory.seenRemovals {
-            memory.removeAll()
-            memory.seenRemovals = removals
-        }
-        // Memory, then disk: a fresh copy (any copy in mode only) is served as it is.
+        let key = plain ?? ResourceKey.make(url: routed.http.url, remaker: spec.remaker, options: spec.remakeOptions)
+        if plain == nil, memoryHit(key) { return }
+        // Then disk.
         var onDisk: (record: ResourceRecord, content: [UInt8])?
-        if spec.mode != .refresh, let entry = memory.get(key), fresh(entry.record) {
-            manager.statistics.countMemoryHit()
-            touch(key)
-            handle.skipped(reason: "resource")
-            finish(waiter, record: entry.record, content: entry.content, source: "memory", stat: entry.stat)
-            return
-        }
         if let record = try? manager.index.resource(key: key) {
             if let content = load(record) {
                 onDisk = (record, content)
@@ -161,7 +187,12 @@ final class ResourceExecutor: JobExecutor {
         var http = fetch.routed.http
         // Every body can be a bomb: nothing larger than the repository.
         http.maxBodyBytes = manager.settings.maxBytes
-        if let previous = fetch.previous {
+        if let resume = fetch.resume {
+            // The rest of an interrupted body, if it is still the same (else the server sends it all).
+            http.headers.append(HTTPHeader("Range", "bytes=\(resume.bytes.count)-"))
+            http.headers.append(HTTPHeader("If-Range", resume.validator))
+            http.acceptEncoding = false
+        } else if let previous = fetch.previous {
             if let etag = previous.etag { http.headers.append(HTTPHeader("If-None-Match", etag)) }
             if let modified = previous.lastModified { http.headers.append(HTTPHeader("If-Modified-Since", modified)) }
         }
@@ -182,7 +213,19 @@ final class ResourceExecutor: JobExecutor {
         }
         let error: JobError
         switch result {
-        case .success(let response):
+        case .success(var response):
+            if let resume = fetch.resume {
+                fetch.resume = nil
+                if response.status == 206 {
+                    // Content-Range must start where the kept bytes end; else start over.
+                    guard let range = response.header("content-range"), range.hasPrefix("bytes \(resume.bytes.count)-") else {
+                        error = JobError(.network, "the server resumed at another offset (\(response.header("content-range") ?? "no Content-Range"))")
+                        break
+                    }
+                    manager.statistics.countResumed()
+                    response = HTTPResponse(status: 200, headers: resume.headers.fields, body: resume.bytes + response.body)
+                }
+            }
             if response.status == 304, let previous = fetch.previous {
                 revalidated(fetch, previous, response)
                 return
@@ -194,6 +237,7 @@ final class ResourceExecutor: JobExecutor {
             }
             error = JobError(.http, "HTTP \(response.status)", status: response.status)
         case .failure(let failure):
+            keepForResume(fetch, failure.partial)
             switch failure.kind {
             case .cancelled: error = JobError(.cancelled, "cancelled")
             case .timeout: error = JobError(.timeout, failure.message)
@@ -214,6 +258,22 @@ final class ResourceExecutor: JobExecutor {
             return
         }
         fail(fetch, error)  // a failure never touches the good copy
+    }
+
+    /// Keeps what a cut attempt received when the rest can be asked for: a
+    /// `200` (or the `206` of a resumed attempt) that says `Accept-Ranges:
+    /// bytes` and has a validator (`If-Range` needs one that is strong enough:
+    /// an ETag, else Last-Modified).
+    private func keepForResume(_ fetch: Fetch, _ partial: HTTPResponse?) {
+        guard let partial, !partial.body.isEmpty else { return }
+        if partial.status == 206, let earlier = fetch.resume {
+            fetch.resume = (earlier.headers, earlier.bytes + partial.body, earlier.validator)
+            return
+        }
+        guard partial.status == 200, partial.header("accept-ranges")?.lowercased().contains("bytes") == true,
+              let validator = partial.header("etag") ?? partial.header("last-modified"),
+              partial.body.count <= manager.settings.maxBytes else { return }
+        fetch.resume = (partial.headers, partial.body, validator)
     }
 
     /// `304`: the copy is still good; its bytes stay, `storedAt` is renewed.

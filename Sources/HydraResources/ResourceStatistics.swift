@@ -8,6 +8,7 @@ public final class ResourceStatistics: Sendable {
     private let revalidated = Atomic<Int>(0)
     private let merged = Atomic<Int>(0)
     private let downloads = Atomic<Int>(0)
+    private let resumed = Atomic<Int>(0)
 
     public struct Snapshot: Sendable, Equatable {
         public var memoryHits: Int
@@ -18,6 +19,8 @@ public final class ResourceStatistics: Sendable {
         public var merged: Int
         /// Requests sent (every attempt).
         public var requests: Int
+        /// Transfers finished with a `Range` request after a cut (resources.md's Range resume).
+        public var resumed: Int
     }
 
     func countMemoryHit() { memoryHits.add(1, ordering: .relaxed) }
@@ -26,10 +29,12 @@ public final class ResourceStatistics: Sendable {
     func countRevalidated() { revalidated.add(1, ordering: .relaxed) }
     func countMerged() { merged.add(1, ordering: .relaxed) }
     func countRequest() { downloads.add(1, ordering: .relaxed) }
+    func countResumed() { resumed.add(1, ordering: .relaxed) }
 
     public var snapshot: Snapshot {
         Snapshot(memoryHits: memoryHits.load(ordering: .relaxed), diskHits: diskHits.load(ordering: .relaxed),
                  misses: misses.load(ordering: .relaxed), revalidated: revalidated.load(ordering: .relaxed),
-                 merged: merged.load(ordering: .relaxed), requests: downloads.load(ordering: .relaxed))
+                 merged: merged.load(ordering: .relaxed), requests: downloads.load(ordering: .relaxed),
+                 resumed: resumed.load(ordering: .relaxed))
     }
 }

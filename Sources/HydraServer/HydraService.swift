@@ -573,7 +573,8 @@ public final class HydraService: Sendable {
             "cache": ["hits": .int(rest.cacheHits), "misses": .int(rest.cacheMisses)],
             "resources": ["hits": ["memory": .int(resources.memoryHits), "disk": .int(resources.diskHits)],
                           "misses": .int(resources.misses), "revalidated": .int(resources.revalidated),
-                          "merged": .int(resources.merged), "requests": .int(resources.requests)],
+                          "merged": .int(resources.merged), "requests": .int(resources.requests),
+                          "resumed": .int(resources.resumed)],
         ]
     }
 

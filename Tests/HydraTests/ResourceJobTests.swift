@@ -294,6 +294,26 @@ import Testing
         #expect(files().count == 1)
     }
 
+    /// Range resume (resources.md): a body cut halfway is completed with
+    /// `Range` + `If-Range`, so the server sends each byte once.
+    @Test func aCutTransferIsResumedWithARangeRequest() async throws {
+        let engine = try HydraEngine(configuration: Configuration(), stateDirectory: state)
+        defer { engine.shutdown() }
+        let n = "g" + UUID().uuidString.prefix(8).lowercased()
+        let url = TestServer.url("/resource/\(n)?size=200000&cut=first")
+        let done = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","retry":{"maxAttempts":2,"backoffMs":1},"as":"text"}"#))
+        let text = try #require(done.result?["content"]?.stringValue, "\(String(describing: done.error))")
+        #expect(text.count == 200_000 && text.hasPrefix("resource \(n) v1") && text.hasSuffix("..."))
+        #expect(done.result?["sha256"] == .string(ResourceKey.sha256(Array(text.utf8))))
+        func count(_ key: String) async throws -> Int {
+            try await engine.run(spec(#"{"type":"remote","url":"\#(TestServer.url("/count/" + key))"}"#)).result?["body"]?["count"]?.intValue ?? -1
+        }
+        #expect(try await count("resbytes-\(n)") == 200_000)  // half, then the other half: no byte twice
+        #expect(try await count("resrange-\(n)") == 1)
+        #expect(engine.resources.stats.resumed == 1)
+        #expect(files().count == 1)
+    }
+
     @Test func aFailedRefreshKeepsTheGoodCopy() async throws {
         let config = try Configuration(json: try JSONParser.parse(#"{"resources": {"memoryBytes": 0}}"#))
         let engine = try HydraEngine(configuration: config, stateDirectory: state)

@@ -599,7 +599,9 @@ class Handler(BaseHTTPRequestHandler):
         Content-Length and closes (a lying length, a cut connection), `?cut=after1`
         does so for every request after the first; `?validators=0` sends
         neither ETag nor Last-Modified; `?gz=1` sends the body gzipped (as
-        its content, no Content-Encoding), `?gz=bad` a corrupt gzip body."""
+        its content, no Content-Encoding), `?gz=bad` a corrupt gzip body.
+        `Range: bytes=N-` (with a matching `If-Range` or none) answers 206
+        with the rest (counter `resrange-<key>`); a cut sends half of that."""
         count = _increment(f"res-{key}")
         cut = self.query.get("cut", "")
         cutting = (cut == "first" and count == 1) or (cut == "after1" and count > 1)
@@ -630,14 +632,26 @@ class Handler(BaseHTTPRequestHandler):
             _increment(f"res304-{key}")
             self._send(304, b"", None, headers)
             return
+        # Range resume: `Range: bytes=N-` (with a matching If-Range, or none) gets 206 and the rest.
+        start = 0
+        wanted = self.headers.get("Range", "")
+        if_range = self.headers.get("If-Range")
+        if wanted.startswith("bytes=") and wanted.endswith("-") and (if_range is None or if_range in (etag, modified)):
+            start = min(_int(wanted[6:-1], "range"), len(body))
+            _increment(f"resrange-{key}")
         if cutting:
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
+            self.send_response(206 if start else 200)
+            self.send_header("Content-Length", str(len(body) - start))
+            if start:
+                self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
             for name, value in headers:
                 self.send_header(name, value)
             self.end_headers()
             self._headers_sent = True
-            self.wfile.write(body[: len(body) // 2])
+            half = body[start:start + (len(body) - start) // 2]
+            with _counters_lock:
+                _counters[f"resbytes-{key}"] = _counters.get(f"resbytes-{key}", 0) + len(half)
+            self.wfile.write(half)
             self.wfile.flush()
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
@@ -646,9 +660,12 @@ class Handler(BaseHTTPRequestHandler):
             body = gzip.compress(body)  # the body itself is gzip (no Content-Encoding)
         elif self.query.get("gz") == "bad":
             body = gzip.compress(body)[:-12] + b"not gzip"
+        if start:
+            body = body[start:]
+            headers.append(("Content-Range", f"bytes {start}-{start + len(body) - 1}/{start + len(body)}"))
         with _counters_lock:
             _counters[f"resbytes-{key}"] = _counters.get(f"resbytes-{key}", 0) + len(body)
-        self._send(200, body, self.query.get("type", "text/plain; charset=utf-8"), headers)
+        self._send(206 if start else 200, body, self.query.get("type", "text/plain; charset=utf-8"), headers)
 
 
 # First path segment -> (handler, number of further segments; None = any).
