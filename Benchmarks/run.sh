@@ -349,6 +349,46 @@ if [[ "$HYDRA_OK" == 1 ]]; then
         line="$(json_line "resource-$tier-hits" "$TMP/out.txt")"
         if [[ -n "$line" ]]; then record "$line"; else warn "hydra-bench resource-hits ($tier) printed no result"; fi
     done
+
+    # Downloads of 2,000 distinct 256 KiB files (hard links of one random
+    # file: distinct URLs, one page-cache copy) at 16 in flight, each kept in
+    # the repository, paired with `curl --parallel` of the same URLs to
+    # /dev/null; then 20,000 distinct 64 KiB resources through a 64 MiB memory
+    # tier, and the process's RSS over its idle RSS.
+    python3 - "$TMP/www" <<'PY'
+import os, sys
+www = sys.argv[1]
+for folder, size, count in (("dl", 262144, 2000), ("mem", 65536, 20000)):
+    os.makedirs(os.path.join(www, folder), exist_ok=True)
+    first = os.path.join(www, folder, "0")
+    with open(first, "wb") as f:
+        f.write(os.urandom(size))
+    os.chmod(first, 0o644)
+    names = [str(i) for i in range(1, count)] + ["warm-%d" % i for i in range(16)]
+    for name in names:
+        os.link(first, os.path.join(www, folder, name))
+    os.chmod(os.path.join(www, folder), 0o755)
+PY
+    for r in $(seq "$REPEAT"); do
+        log "resource downloads: 2,000 x 256 KiB at 16 in flight, run $r/$REPEAT: curl --parallel, then hydra"
+        : > "$TMP/dl.cfg"
+        for i in $(seq 0 1999); do printf 'url = "http://127.0.0.1:%s/dl/%s"\noutput = "/dev/null"\n' "$PORT" "$i" >> "$TMP/dl.cfg"; done
+        start="$(date +%s.%N)"
+        curl -s --parallel --parallel-max 16 -K "$TMP/dl.cfg" || warn "curl --parallel downloads failed"
+        end="$(date +%s.%N)"
+        record "$(python3 -c 'import json,sys; s=float(sys.argv[2])-float(sys.argv[1]); b=2000*262144; print(json.dumps({"name":"curl-download","bytes":b,"seconds":round(s,3),"mbps":round(b/1048576/s,3)}))' "$start" "$end")"
+        if "$HYDRA_BENCH" resource-download --prefix "http://127.0.0.1:$PORT/dl/" --files 2000 --concurrency 16 > "$TMP/out.txt"; then
+            line="$(json_line resource-download "$TMP/out.txt")"; [[ -n "$line" ]] && record "$line"
+        else
+            warn "hydra-bench resource-download failed"
+        fi
+    done
+    log "resource memory: 20,000 x 64 KiB through a 64 MiB memory tier"
+    if "$HYDRA_BENCH" resource-memory --prefix "http://127.0.0.1:$PORT/mem/" --files 20000 --memory-bytes 67108864 > "$TMP/out.txt"; then
+        line="$(json_line resource-memory "$TMP/out.txt")"; [[ -n "$line" ]] && record "$line"
+    else
+        warn "hydra-bench resource-memory failed"
+    fi
 fi
 
 # --- a 50,000-step concurrent graph through `hydra run` ------------------------
@@ -644,8 +684,8 @@ auth = next((r for r in rows if r.get("name") == "auth-bearer"), None)
 merged = next((r for r in rows if r.get("name") == "merged"), None)
 uploads = [r for r in rows if r.get("name") == "upload"]
 curl_uploads = [r for r in rows if r.get("name") == "curl-upload"]
-hits = {r["name"]: r for r in rows if r.get("name", "").startswith("resource-")}
-if auth or merged or uploads or hits:
+hits = {r["name"]: r for r in rows if r.get("name", "").startswith("resource-") and r["name"].endswith("-hits")}
+if auth or merged or uploads or hits or any(r.get("name", "").startswith("resource-") for r in rows):
     out += ["", "| rest.md / resources.md row | result | goal |", "|---|---|---|"]
     if auth:
         header = " (the same header set by the job, no session: %.1f µs)" % auth["headerOnlyWorkerUs"] if "headerOnlyWorkerUs" in auth else ""
@@ -663,6 +703,18 @@ if auth or merged or uploads or hits:
             statistics.median(c["mbps"] for c in curl_uploads) if curl_uploads else 0,
             "%.2f" % statistics.median(pairs) if pairs else "?", "/".join("%.2f" % p for p in pairs),
             max(u["peakGrowthKiB"] for u in uploads) / 1024))
+    downloads = [r for r in rows if r.get("name") == "resource-download"]
+    curl_downloads = [r for r in rows if r.get("name") == "curl-download"]
+    if downloads:
+        pairs = [d["mbps"] / c["mbps"] for c, d in zip(curl_downloads, downloads) if c["mbps"] > 0]
+        out.append("| 2,000 distinct 256 KiB resources, 16 in flight, kept on disk | %.0f MB/s vs curl --parallel to /dev/null %.0f MB/s: %s× (pairs %s) | ≥ 0.8× |" % (
+            statistics.median(d["mbps"] for d in downloads),
+            statistics.median(c["mbps"] for c in curl_downloads) if curl_downloads else 0,
+            "%.2f" % statistics.median(pairs) if pairs else "?", "/".join("%.2f" % p for p in pairs)))
+    held = next((r for r in rows if r.get("name") == "resource-memory"), None)
+    if held:
+        out.append("| 20,000 distinct 64 KiB resources, memoryBytes 64 MiB | RSS %.1f MiB idle, %.1f MiB at peak: +%.1f MiB | < idle + 96 MiB |" % (
+            held["idleRssKiB"] / 1024, held["peakRssKiB"] / 1024, (held["peakRssKiB"] - held["idleRssKiB"]) / 1024))
     for name in sorted(hits):
         r = hits[name]
         anchor = " (%.2f× the local no-op rate)" % (r["rps"] / local["rps"]) if local and local.get("rps") else ""

@@ -43,6 +43,12 @@ struct HydraBench {
             guard let url = text("--url") else { usage() }
             try RESTBench.auth(url: url, requests: option("--requests", 20000), concurrency: option("--concurrency", 64),
                                pairs: option("--pairs", 3))
+        case "resource-download":
+            guard let prefix = text("--prefix") else { usage() }
+            try ResourceBench.download(prefix: prefix, files: option("--files", 2000), concurrency: option("--concurrency", 16))
+        case "resource-memory":
+            guard let prefix = text("--prefix") else { usage() }
+            try ResourceBench.memoryHeld(prefix: prefix, files: option("--files", 20_000), memoryBytes: option("--memory-bytes", 64 << 20))
         case "auth-only":
             // One variant alone (for a profiler): auth, plain.
             guard let url = text("--url") else { usage() }
@@ -68,7 +74,7 @@ struct HydraBench {
     }
 
     static func usage() -> Never {
-        FileHandle.standardError.write(Data("usage: hydra-bench remote --url URL [--requests N] [--concurrency C] | local [--jobs N] | rpc-submit --connect ADDR [--jobs N --clients C --batch B] | rpc-remote --connect ADDR --url URL [--jobs N --clients C --batch B] | fanout --connect ADDR [--subscribers S --jobs N] | resource-hits --url URL [--jobs N --memory 1|0] | auth --url URL [--requests N --concurrency C --pairs P] | merged --url URL --log FILE [--jobs N] | upload --file PATH --state DIR --url URL\n".utf8))
+        FileHandle.standardError.write(Data("usage: hydra-bench remote --url URL [--requests N] [--concurrency C] | local [--jobs N] | rpc-submit --connect ADDR [--jobs N --clients C --batch B] | rpc-remote --connect ADDR --url URL [--jobs N --clients C --batch B] | fanout --connect ADDR [--subscribers S --jobs N] | resource-hits --url URL [--jobs N --memory 1|0] | auth --url URL [--requests N --concurrency C --pairs P] | merged --url URL --log FILE [--jobs N] | upload --file PATH --state DIR --url URL | resource-download --prefix URL [--files N --concurrency C] | resource-memory --prefix URL [--files N --memory-bytes B]\n".utf8))
         exit(2)
     }
 
