@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Hydra
+import HydraServer
 import Synchronization
 
 /// Resource jobs served from the repository on one remote worker (issue 13's
@@ -45,7 +46,8 @@ enum ResourceBench {
                                                maxHostConnections: concurrency, maxActive: concurrency)]
         if let memoryBytes { config.resources.memoryBytes = memoryBytes }
         config.resources.maxBytes = 4 << 30
-        return try HydraEngine(configuration: config, stateDirectory: state)
+        // Finished jobs kept in memory as `hydra serve` keeps them (the embedded default keeps 100,000).
+        return try HydraEngine(configuration: config, stateDirectory: state, retainFinished: HydraService.finishedInMemory)
     }
 
     /// Fetches `prefix` + 0 ..< `files` (distinct URLs) through `engine`; returns

@@ -64,7 +64,7 @@ final class ResourceExecutor: JobExecutor {
         self.manager = manager
         loop = worker.loop
         client = RESTManager.httpClient(on: worker)
-        memory = MemoryTier(capacity: manager.settings.memoryBytes) { [unowned manager] change in
+        memory = MemoryTier(capacity: manager.memoryBytesPerExecutor) { [unowned manager] change in
             manager.memoryBytes.add(change, ordering: .relaxed)
         }
     }

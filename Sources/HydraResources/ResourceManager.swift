@@ -101,6 +101,14 @@ public final class ResourceManager: JobManager {
         }
     }
 
+    /// The memory tier of one executor: `resources.memoryBytes` shared by
+    /// every remote worker thread (each loop has its own tier, so a hit never
+    /// crosses threads), so the process holds at most `memoryBytes` in all.
+    var memoryBytesPerExecutor: Int {
+        let threads = rest.configuration.workers.filter { $0.kind == .remote }.reduce(0) { $0 + $1.threads }
+        return settings.memoryBytes / max(1, threads)
+    }
+
     public func makeExecutor(for worker: WorkerContext) -> any JobExecutor {
         ResourceExecutor(manager: self, worker: worker)
     }
