@@ -551,18 +551,7 @@ final class RESTExecutor: JobExecutor {
                     "the response body is larger than defaults.maxBodyBytes (\(limit) bytes, counted after decoding); use saveAs for larger bodies"))
             }
         }
-        if case .failure(let error, _) = outcome, RESTExecutor.isRetryable(error),
-           call.attempts < call.request.retry.maxAttempts, !call.handle.isCancelled {
-            // Both are within 0...maxBackoffMs; the absolute cap bounds a policy with a huge maxBackoffMs.
-            let delay = max(0, min(retryAfterMs ?? call.request.retry.delayMs(afterAttempt: call.attempts), 600_000))
-            manager.statistics.countRetry()
-            call.handle.retrying(attempt: call.attempts + 1, delayMs: delay, error: error)
-            call.timer = loop.schedule(afterMilliseconds: UInt64(delay)) { [unowned self] in
-                call.timer = nil
-                self.attempt(call)
-            }
-            return
-        }
+        if case .failure(let error, _) = outcome, scheduleRetry(call, error, afterMs: retryAfterMs) { return }
         if case .failure(let error, _) = outcome, let entry = call.staleFallback, let stale = call.staleIfErrorSec,
            RESTExecutor.allowsStaleAnswer(error), Date().timeIntervalSince1970 <= entry.expiresAt + stale,
            case .object(var answer) = entry.value {
@@ -582,18 +571,27 @@ final class RESTExecutor: JobExecutor {
 
     /// A response a processor rejected: retried or failed like a judged failure.
     private func rejected(_ call: RemoteCall, _ error: JobError) {
-        if RESTExecutor.isRetryable(error), call.attempts < call.request.retry.maxAttempts, !call.handle.isCancelled {
-            let delay = max(0, min(call.request.retry.delayMs(afterAttempt: call.attempts), 600_000))
-            manager.statistics.countRetry()
-            call.handle.retrying(attempt: call.attempts + 1, delayMs: delay, error: error)
-            call.timer = loop.schedule(afterMilliseconds: UInt64(delay)) { [unowned self] in
-                call.timer = nil
-                self.attempt(call)
-            }
-            return
-        }
+        if scheduleRetry(call, error, afterMs: nil) { return }
         manager.statistics.countFailure()
         finish(call, .failure(error))
+    }
+
+    /// Schedules the call's next attempt when `error` is worth one and the
+    /// policy has attempts left (after `Retry-After` when the server gave one);
+    /// false when the call ends here.
+    private func scheduleRetry(_ call: RemoteCall, _ error: JobError, afterMs retryAfterMs: Int?) -> Bool {
+        guard RESTExecutor.isRetryable(error), call.attempts < call.request.retry.maxAttempts, !call.handle.isCancelled else {
+            return false
+        }
+        // Both are within 0...maxBackoffMs; the absolute cap bounds a policy with a huge maxBackoffMs.
+        let delay = max(0, min(retryAfterMs ?? call.request.retry.delayMs(afterAttempt: call.attempts), 600_000))
+        manager.statistics.countRetry()
+        call.handle.retrying(attempt: call.attempts + 1, delayMs: delay, error: error)
+        call.timer = loop.schedule(afterMilliseconds: UInt64(delay)) { [unowned self] in
+            call.timer = nil
+            self.attempt(call)
+        }
+        return true
     }
 
     private func hookContext(_ call: RemoteCall) -> RESTHookContext {

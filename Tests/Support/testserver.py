@@ -787,6 +787,19 @@ def _sink(self):
     import hashlib
     digest = hashlib.sha256()
     total = 0
+
+    def drain(left):
+        """Reads and hashes `left` bytes in pieces of at most 1 MiB; returns how many."""
+        count = 0
+        while left > 0:
+            piece = self.rfile.read(min(left, 1 << 20))
+            if not piece:
+                raise BadRequest("the body ended early")
+            digest.update(piece)
+            count += len(piece)
+            left -= len(piece)
+        return count
+
     if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
         while True:
             size = int(self.rfile.readline(65537).split(b";", 1)[0].strip() or b"0", 16)
@@ -794,23 +807,10 @@ def _sink(self):
                 while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
                     pass
                 break
-            while size > 0:
-                piece = self.rfile.read(min(size, 1 << 20))
-                if not piece:
-                    raise BadRequest("the body ended early")
-                digest.update(piece)
-                total += len(piece)
-                size -= len(piece)
+            total += drain(size)
             self.rfile.readline(65537)
     else:
-        left = int(self.headers.get("Content-Length", "0"))
-        while left > 0:
-            piece = self.rfile.read(min(left, 1 << 20))
-            if not piece:
-                raise BadRequest("the body ended early")
-            digest.update(piece)
-            total += len(piece)
-            left -= len(piece)
+        total = drain(int(self.headers.get("Content-Length", "0")))
     self._json(200, {"bytes": total, "sha256": digest.hexdigest()})
 
 
