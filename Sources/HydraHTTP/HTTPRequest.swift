@@ -35,10 +35,15 @@ public struct HTTPRequest: Sendable {
     /// it (deciding where and how safely) and closes it; each transfer empties
     /// it first and writes from its start.
     public var saveToFile: Int32?
+    /// Write after what ``saveToFile`` already holds (a `Range` resume) instead of emptying it first.
+    public var appendToFile = false
+    /// Sees the body's bytes as they are written to ``saveToFile``.
+    public var bodyDigest: (any HTTPBodyDigest)?
     /// The most body bytes kept in memory, counted after gzip/deflate decoding;
     /// a larger body aborts the transfer with kind `tooLarge` as soon as the
     /// limit is passed (or at once, when an unencoded body's `Content-Length`
-    /// says so). nil: no limit. Not applied to a body streamed to ``saveToFile``.
+    /// says so). nil: no limit. For a body streamed to ``saveToFile`` it bounds
+    /// the bytes written by this transfer (`saveAs` downloads give none).
     public var maxBodyBytes: Int?
     /// Report progress to the transfer's progress handler: a download to a file
     /// always, an upload or a download kept in memory once it reaches

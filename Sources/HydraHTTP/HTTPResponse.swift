@@ -19,7 +19,8 @@ public struct HTTPResponse: Sendable {
         bodyBytes = body.count
     }
 
-    init(status: Int, headers: HTTPHeaderBlock, body: [UInt8], bodyBytes: Int) {
+    /// A response of `bodyBytes` bytes whose `body` may hold none of them (streamed to a file).
+    public init(status: Int, headers: HTTPHeaderBlock, body: [UInt8], bodyBytes: Int) {
         self.status = status
         self.headers = headers
         self.body = body
@@ -49,9 +50,9 @@ public struct HTTPFailure: Error, Sendable, CustomStringConvertible {
     public var kind: Kind
     public var message: String
     /// What arrived before the connection broke mid-body: the status, the
-    /// headers and the body so far, when the body was kept in memory and not
-    /// content-decoded (its bytes are the server's, so a `Range` request can
-    /// ask for the rest). nil otherwise.
+    /// headers and the body so far (in memory, or only counted when it went to
+    /// ``HTTPRequest/saveToFile``), when it was not content-decoded (its bytes
+    /// are the server's, so a `Range` request can ask for the rest). nil otherwise.
     public var partial: HTTPResponse?
 
     public init(_ kind: Kind, _ message: String) {

@@ -24,6 +24,7 @@ final class Transfer {
     @exclusivity(unchecked) private var progress: HTTPClient.Progress?
     /// The file the body streams to (the caller's descriptor; never closed here).
     @exclusivity(unchecked) private var file: Int32?
+    @exclusivity(unchecked) private var digest: (any HTTPBodyDigest)?
     @exclusivity(unchecked) private var headers = HTTPHeaderBlock()
     @exclusivity(unchecked) private var body: [UInt8] = []
     @exclusivity(unchecked) private var bodyBytes = 0
@@ -111,16 +112,18 @@ final class Transfer {
         self.progress = progress
         errorBuffer[0] = 0
         if let file = request.saveToFile {
-            // A retry writes the file afresh: no bytes of an earlier attempt remain.
-            guard lseek(file, 0, SEEK_SET) == 0, ftruncate(file, 0) == 0 else {
+            // A retry writes the file afresh (no bytes of an earlier attempt remain), a resume after them.
+            let placed = request.appendToFile ? lseek(file, 0, SEEK_END) >= 0 : lseek(file, 0, SEEK_SET) == 0 && ftruncate(file, 0) == 0
+            guard placed else {
                 let reason = String(cString: strerror(errno))
                 end()
                 throw HTTPFailure(.invalid, "cannot write the response body's file: \(reason)")
             }
             self.file = file
-        } else {
-            maxBodyBytes = request.maxBodyBytes.map { max(0, $0) } ?? Int.max
+            digest = request.bodyDigest
+            if !request.appendToFile { digest?.reset() }
         }
+        maxBodyBytes = request.maxBodyBytes.map { max(0, $0) } ?? Int.max
         rejectedHeader = nil
         let code = configure(request)
         if code != CURLE_OK {
@@ -136,6 +139,7 @@ final class Transfer {
     /// Forgets the finished request (its file stays open: it is the caller's); the options stay set.
     func end() {
         file = nil
+        digest = nil
         completion = nil
         progress = nil
         headers = HTTPHeaderBlock()
@@ -301,7 +305,12 @@ final class Transfer {
     /// Returning less than `count` aborts the transfer (CURLE_WRITE_ERROR).
     private func receive(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
         if let file {
+            guard count <= maxBodyBytes - bodyBytes else {
+                tooLarge = true
+                return 0
+            }
             bodyBytes += count
+            digest?.update(UnsafeRawBufferPointer(start: data, count: count))
             var written = 0
             while written < count {
                 let n = write(file, data + written, count - written)
@@ -460,8 +469,8 @@ final class Transfer {
         var detail = String(cString: errorBuffer)
         if detail.isEmpty { detail = String(cString: curl_easy_strerror(code)) }
         if let proxy = applied?.proxy { detail = Transfer.masking(proxy, in: detail) }
-        if code == CURLE_PARTIAL_FILE || code == CURLE_RECV_ERROR, file == nil, !encoded, bodyBytes > 0 {
-            // Cut mid-body: the bytes so far may be resumed with a Range request.
+        if code == CURLE_PARTIAL_FILE || code == CURLE_RECV_ERROR, !encoded, bodyBytes > 0 {
+            // Cut mid-body: the bytes so far (in memory, or in the file) may be resumed with a Range request.
             var status = 0
             hydra_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
             var failure = HTTPFailure(.network, detail)

@@ -43,18 +43,41 @@ extension RESTManager {
     }
 }
 
+/// A file being written in the state folder for another manager (the
+/// resource repository's copies), the way a `saveAs` download is: a
+/// temporary file next to its target, put in place by ``commit()`` only, so
+/// a reader never finds it half-written; folders walked with `O_NOFOLLOW`.
+/// Owned and used by one loop thread; discarded when dropped uncommitted.
+public final class StateFileWriter {
+    private let file: DownloadFile
+
+    fileprivate init(_ file: DownloadFile) { self.file = file }
+
+    /// The open temporary file (for ``HydraHTTP/HTTPRequest/saveToFile``).
+    public var descriptor: Int32 { file.descriptor }
+
+    /// Renames the temporary file over the target. Throws kind `invalid`.
+    public func commit() throws(JobError) { try file.commit() }
+
+    /// Removes the temporary file. Idempotent.
+    public func discard() { file.discard() }
+}
+
 extension RESTManager {
-    /// Writes `bytes` to the state-folder file at `components` (a path the
-    /// server owns, such as a resource repository's content file) the way a
-    /// `saveAs` download is written: folders walked with `O_NOFOLLOW`, a
-    /// temporary file renamed into place once complete, so a reader never
-    /// finds a partial file and a link never leads out of the state folder.
-    /// Blocking file I/O: the caller's thread. Throws kind `invalid`.
-    public func writeStateFile(_ components: [String], bytes: [UInt8]) throws(JobError) {
+    /// Opens a temporary file for the state-folder file at `components` (a
+    /// path the server owns). Blocking file I/O: the caller's thread. Throws kind `invalid`.
+    public func openStateFile(_ components: [String]) throws(JobError) -> StateFileWriter {
         guard let path = SaveAsPath(owned: components) else {
             throw JobError(.invalid, "not a path inside the state folder: \(components.joined(separator: "/"))")
         }
-        let file = try DownloadFile(path, stateDirectory: resolver.stateDirectory)
+        return StateFileWriter(try DownloadFile(path, stateDirectory: resolver.stateDirectory))
+    }
+
+    /// Writes `bytes` to the state-folder file at `components` through a
+    /// temporary file (see ``StateFileWriter``). Blocking file I/O: the
+    /// caller's thread. Throws kind `invalid`.
+    public func writeStateFile(_ components: [String], bytes: [UInt8]) throws(JobError) {
+        let file = try openStateFile(components)
         var written = 0
         while written < bytes.count {
             let n = bytes.withUnsafeBufferPointer { buffer in

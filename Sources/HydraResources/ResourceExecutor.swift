@@ -50,13 +50,26 @@ final class ResourceExecutor: JobExecutor {
         @exclusivity(unchecked) var timer: ScheduledTask?
         /// What an attempt cut mid-body received (the response's headers and the bytes so far) and
         /// the validator the rest is asked for with: the next attempt sends `Range` + `If-Range`.
-        @exclusivity(unchecked) var resume: (headers: HTTPHeaderBlock, bytes: [UInt8], validator: String)?
+        /// (`bytes` holds the bytes so far of a body kept in memory; a streamed one's are in `file`.)
+        @exclusivity(unchecked) var resume: (headers: HTTPHeaderBlock, bytes: [UInt8], count: Int, validator: String)?
+        /// A plain copy (no cipher, no remaker) is streamed to its temporary file as it arrives,
+        /// its SHA-256 taken on the way (resources.md: never a whole large body in memory).
+        let streams: Bool
+        @exclusivity(unchecked) var file: StateFileWriter?
+        @exclusivity(unchecked) var digest: StreamedDigest?
 
         init(key: String, routed: RoutedRequest, first: Waiter, previous: ResourceRecord?) {
             self.key = key
             self.routed = routed
             waiters = [first]
             self.previous = previous
+            streams = first.spec.cipher == .none && first.spec.remaker == nil
+        }
+
+        /// Removes the temporary file of a fetch that ends without a copy.
+        func discardFile() {
+            file?.discard()
+            file = nil
         }
     }
 
@@ -187,9 +200,23 @@ final class ResourceExecutor: JobExecutor {
         var http = fetch.routed.http
         // Every body can be a bomb: nothing larger than the repository.
         http.maxBodyBytes = manager.settings.maxBytes
+        if fetch.streams {
+            if fetch.file == nil {
+                do {
+                    fetch.file = try manager.rest.openStateFile(manager.components(of: fetch.key))
+                } catch {
+                    fail(fetch, error)
+                    return
+                }
+                fetch.digest = StreamedDigest()
+            }
+            http.saveToFile = fetch.file?.descriptor
+            http.bodyDigest = fetch.digest
+            http.appendToFile = fetch.resume != nil
+        }
         if let resume = fetch.resume {
             // The rest of an interrupted body, if it is still the same (else the server sends it all).
-            http.headers.append(HTTPHeader("Range", "bytes=\(resume.bytes.count)-"))
+            http.headers.append(HTTPHeader("Range", "bytes=\(resume.count)-"))
             http.headers.append(HTTPHeader("If-Range", resume.validator))
             http.acceptEncoding = false
         } else if let previous = fetch.previous {
@@ -209,6 +236,7 @@ final class ResourceExecutor: JobExecutor {
     private func completed(_ fetch: Fetch, _ result: Result<HTTPResponse, HTTPFailure>) {
         guard !fetch.waiters.isEmpty else {
             fetches[fetch.key] = nil
+            fetch.discardFile()
             return
         }
         let error: JobError
@@ -218,12 +246,17 @@ final class ResourceExecutor: JobExecutor {
                 fetch.resume = nil
                 if response.status == 206 {
                     // Content-Range must start where the kept bytes end; else start over.
-                    guard let range = response.header("content-range"), range.hasPrefix("bytes \(resume.bytes.count)-") else {
+                    guard let range = response.header("content-range"), range.hasPrefix("bytes \(resume.count)-") else {
                         error = JobError(.network, "the server resumed at another offset (\(response.header("content-range") ?? "no Content-Range"))")
                         break
                     }
                     manager.statistics.countResumed()
-                    response = HTTPResponse(status: 200, headers: resume.headers.fields, body: resume.bytes + response.body)
+                    response = HTTPResponse(status: 200, headers: resume.headers, body: resume.bytes + response.body,
+                                            bodyBytes: resume.count + response.bodyBytes)
+                } else if fetch.streams, (200...299).contains(response.status) {
+                    // The whole body again (the file changed): it went after the kept bytes; fetch it afresh.
+                    attempt(fetch)
+                    return
                 }
             }
             if response.status == 304, let previous = fetch.previous {
@@ -265,15 +298,15 @@ final class ResourceExecutor: JobExecutor {
     /// bytes` and has a validator (`If-Range` needs one that is strong enough:
     /// an ETag, else Last-Modified).
     private func keepForResume(_ fetch: Fetch, _ partial: HTTPResponse?) {
-        guard let partial, !partial.body.isEmpty else { return }
+        guard let partial, partial.bodyBytes > 0 else { return }
         if partial.status == 206, let earlier = fetch.resume {
-            fetch.resume = (earlier.headers, earlier.bytes + partial.body, earlier.validator)
+            fetch.resume = (earlier.headers, earlier.bytes + partial.body, earlier.count + partial.bodyBytes, earlier.validator)
             return
         }
         guard partial.status == 200, partial.header("accept-ranges")?.lowercased().contains("bytes") == true,
               let validator = partial.header("etag") ?? partial.header("last-modified"),
-              partial.body.count <= manager.settings.maxBytes else { return }
-        fetch.resume = (partial.headers, partial.body, validator)
+              partial.bodyBytes <= manager.settings.maxBytes else { return }
+        fetch.resume = (partial.headers, partial.body, partial.bodyBytes, validator)
     }
 
     /// `304`: the copy is still good; its bytes stay, `storedAt` is renewed.
@@ -299,6 +332,10 @@ final class ResourceExecutor: JobExecutor {
     private func store(_ fetch: Fetch, _ response: HTTPResponse) {
         let meta = (type: response.header("content-type"), etag: response.header("etag"),
                     modified: response.header("last-modified"))
+        if fetch.streams {
+            keepStreamed(fetch, response.bodyBytes, meta)
+            return
+        }
         guard let spec = fetch.waiters.first?.spec, let name = spec.remaker else {
             keep(fetch, response.body, meta)
             return
@@ -328,6 +365,36 @@ final class ResourceExecutor: JobExecutor {
             }
             _ = loop.execute { resume.value(result) }
         }
+    }
+
+    /// A plain copy streamed to its temporary file: checks its digest, puts the
+    /// file in place and indexes it. Its bytes are read back only for a memory
+    /// tier it fits in (a quarter of it at most) or a job that asked for them (`as`).
+    private func keepStreamed(_ fetch: Fetch, _ size: Int, _ meta: (type: String?, etag: String?, modified: String?)) {
+        guard let file = fetch.file, let hasher = fetch.digest else {
+            fail(fetch, JobError(.internal, "resource: a streamed copy without its file"))
+            return
+        }
+        let digest = hasher.hex()
+        if let expected = fetch.waiters.first?.spec.sha256, expected != digest {
+            fail(fetch, JobError(.invalid, "sha256: the content's digest is \(digest), expected \(expected)"))
+            return
+        }
+        do {
+            try file.commit()
+        } catch {
+            fail(fetch, error)
+            return
+        }
+        fetch.file = nil
+        let now = Date().timeIntervalSince1970
+        let record = ResourceRecord(
+            key: fetch.key, url: fetch.routed.http.url, bytes: size, diskBytes: size, contentType: meta.type,
+            sha256: digest, etag: meta.etag, lastModified: meta.modified, storedAt: now, lastUsedAt: now, cipher: .none)
+        let wanted = fetch.waiters.contains { $0.spec.presentation != nil && $0.spec.presentation != .path }
+            || (memory.capacity > 0 && size <= memory.capacity / 4)
+        let content = wanted ? (FileManager.default.contents(atPath: manager.absolutePath(of: fetch.key)).map { [UInt8]($0) } ?? []) : []
+        commit(fetch, record, content: content, source: "network")
     }
 
     /// Checks, writes (at rest with the first job's cipher) and indexes `content`.
@@ -399,6 +466,7 @@ final class ResourceExecutor: JobExecutor {
 
     private func finishAll(_ fetch: Fetch, _ body: (Waiter) -> Void) {
         fetches[fetch.key] = nil
+        fetch.discardFile()
         let waiters = fetch.waiters
         fetch.waiters = []
         for waiter in waiters {
@@ -447,7 +515,8 @@ final class ResourceExecutor: JobExecutor {
     /// Finishes `waiter` with the result object (resources.md §1), checking its own `sha256`.
     /// Keeps a copy in the memory tier with its stat fields built.
     private func remember(_ record: ResourceRecord, _ content: [UInt8]) {
-        guard memory.capacity > 0 else { return }
+        // (A streamed copy too large for the tier comes without its bytes.)
+        guard memory.capacity > 0, content.count == record.bytes else { return }
         memory.put(record, content: content, stat: ResourceExecutor.stat(record, path: manager.relativePath(of: record.key)))
     }
 

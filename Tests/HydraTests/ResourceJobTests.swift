@@ -314,6 +314,29 @@ import Testing
         #expect(files().count == 1)
     }
 
+    /// A plain copy is streamed to its file as it arrives: a body over
+    /// `resources.maxBytes` stops there (kind `tooLarge`) and leaves nothing;
+    /// one within it is kept whole without passing through the memory tier
+    /// when it is too large for it, and is then served from disk.
+    @Test func aLargeCopyIsStreamedToItsFile() async throws {
+        let config = try Configuration(json: try JSONParser.parse(#"{"resources": {"maxBytes": 3000000, "memoryBytes": 1000000}}"#))
+        let engine = try HydraEngine(configuration: config, stateDirectory: state)
+        defer { engine.shutdown() }
+        let n = "s" + UUID().uuidString.prefix(8).lowercased()
+        let tooLarge = try await engine.run(spec(#"{"type":"resource","url":"\#(TestServer.url("/resource/\(n)x?size=4000000"))"}"#))
+        #expect(tooLarge.error?.kind == .tooLarge, "\(String(describing: tooLarge.error))")
+        #expect(files().isEmpty)
+        let url = TestServer.url("/resource/\(n)?size=2500000")
+        let fetched = try await engine.run(spec(#"{"type":"resource","url":"\#(url)"}"#))
+        #expect(fetched.result?["source"] == "network" && fetched.result?["bytes"] == 2_500_000, "\(String(describing: fetched.error))")
+        let path = try #require(fetched.result?["path"]?.stringValue)
+        let bytes = try #require(FileManager.default.contents(atPath: state + "/" + path))
+        #expect(fetched.result?["sha256"] == .string(ResourceKey.sha256([UInt8](bytes))) && bytes.count == 2_500_000)
+        let again = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","as":"text"}"#))
+        #expect(again.result?["source"] == "disk" && again.result?["content"]?.stringValue?.count == 2_500_000)
+        #expect(files().count == 1)
+    }
+
     @Test func aFailedRefreshKeepsTheGoodCopy() async throws {
         let config = try Configuration(json: try JSONParser.parse(#"{"resources": {"memoryBytes": 0}}"#))
         let engine = try HydraEngine(configuration: config, stateDirectory: state)
