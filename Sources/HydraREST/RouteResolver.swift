@@ -133,24 +133,26 @@ final class RouteResolver: Sendable {
             add(name, text)
         }
 
+        // Credentials set by the job, its api, its server or the defaults (rest.md §1:
+        // Authorization, Proxy-Authorization, Cookie and api-key headers are never
+        // shown): masked in what comes back, too.
+        var secrets: [String] = []
+        for (name, header) in headers where credentialHeaders.contains(name) {
+            // (A scan of a few names, no hashing: every request passes here.)
+            if header.value.utf8.count >= 4, !secrets.contains(header.value) { secrets.append(header.value) }
+        }
+
         // Auth (rest.md §1): the job's session, else its api's, else its server's.
         var authSession: String?
-        var secrets: [String] = []
         if applyAuth, let name = spec.auth ?? api?.auth ?? server?.auth {
             guard configuration.auth[name] != nil else { throw JobError(.invalid, "auth: unknown auth '\(name)'") }
             if let fixed = fixedAuth[name] {
                 for (header, value) in fixed.headers { add(header, value) }
-                secrets = fixed.secrets
+                // The scheme's own texts (worked out once); shared, not copied, in the common case.
+                secrets = secrets.isEmpty ? fixed.secrets : secrets + fixed.secrets
             } else {
                 authSession = name  // OAuth2: the token is added per attempt
             }
-        }
-
-        // Credentials the job set itself (rest.md §1: Authorization, Proxy-Authorization,
-        // Cookie and api-key headers are never shown): masked in what comes back, too.
-        for (name, header) in headers where credentialHeaders.contains(name) {
-            // (A scan of a few names, no hashing: every request passes here.)
-            if header.value.utf8.count >= 4, !secrets.contains(header.value) { secrets.append(header.value) }
         }
 
         // Body.
