@@ -436,23 +436,33 @@ public final class HydraService: Sendable {
     // MARK: - Cache, workers, stats
 
     /// `cache.get {url}` (or, an extension, `{key}` for a credential variant):
-    /// the stored response, fresh or stale, never asking the network; `-32002` when none.
-    public func cachedResponse(url: String?, key: String?) throws(ServiceError) -> JSONValue {
+    /// the stored response, fresh or stale, never asking the network; `-32002`
+    /// when none. On the read thread: it waits for queued cache writes first
+    /// (what a finished job stored, a millisecond or two), never on the RPC loop.
+    public func cachedResponse(url: String?, key: String?,
+                               reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         guard let key = key ?? url.map({ "GET " + $0 }) else {
-            throw ServiceError(.invalidParams, "url: required", data: ["field": "url", "reason": "required"])
+            reply(.failure(ServiceError(.invalidParams, "url: required", data: ["field": "url", "reason": "required"])))
+            return
         }
-        let entry: CachedResponse?
-        // Cache writes are queued: what a finished job stored is committed first (a millisecond or two).
-        store.flush()
-        do { entry = try store.storedResponse(key) } catch { throw ServiceError(error) }
-        guard let entry else {
-            throw ServiceError.notFound(field: url == nil ? "key" : "url", "nothing cached under '\(ServiceError.clip(key))'")
+        reads.run { [store] in
+            store.flush()
+            let entry: CachedResponse?
+            do throws(StoreError) { entry = try store.storedResponse(key) } catch {
+                reply(.failure(ServiceError(error)))
+                return
+            }
+            guard let entry else {
+                reply(.failure(ServiceError.notFound(field: url == nil ? "key" : "url",
+                                                     "nothing cached under '\(ServiceError.clip(key))'")))
+                return
+            }
+            var o: OrderedDictionary<String, JSONValue> = ["key": .string(key), "storedAt": .double(entry.storedAt),
+                                                           "expiresAt": .double(entry.expiresAt)]
+            if let etag = entry.value["headers"]?["etag"] { o["etag"] = etag }
+            o["result"] = entry.value
+            reply(.success(.object(o)))
         }
-        var o: OrderedDictionary<String, JSONValue> = ["key": .string(key), "storedAt": .double(entry.storedAt),
-                                                       "expiresAt": .double(entry.expiresAt)]
-        if let etag = entry.value["headers"]?["etag"] { o["etag"] = etag }
-        o["result"] = entry.value
-        return .object(o)
     }
 
     /// `cache.remove`: replies with how many cached responses were removed.

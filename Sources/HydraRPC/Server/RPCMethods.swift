@@ -170,7 +170,7 @@ extension RPCServerRuntime {
             case "cache.get":
                 try params.only(["url", "key"])
                 let url = try params.string("url"), key = try params.string("key")
-                now(Result { () throws(ServiceError) in try service.cachedResponse(url: url, key: key) })
+                service.cachedResponse(url: url, key: key, reply: later)
 
             case "cache.remove":
                 try params.only(["api", "url", "prefix"])
