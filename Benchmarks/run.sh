@@ -352,8 +352,8 @@ if [[ "$HYDRA_OK" == 1 ]]; then
 
     # Downloads of 2,000 distinct 256 KiB files (hard links of one random
     # file: distinct URLs, one page-cache copy) at 16 in flight, each kept in
-    # the repository, paired with `curl --parallel` of the same URLs to
-    # /dev/null; then 20,000 distinct 64 KiB resources through a 64 MiB memory
+    # the repository, paired with `curl --parallel` of the same URLs saving
+    # each to a file; then 20,000 distinct 64 KiB resources through a 64 MiB memory
     # tier, and the process's RSS over its idle RSS.
     python3 - "$TMP/www" <<'PY'
 import os, sys
@@ -369,19 +369,34 @@ for folder, size, count in (("dl", 262144, 2000), ("mem", 65536, 20000)):
         os.link(first, os.path.join(www, folder, name))
     os.chmod(os.path.join(www, folder), 0o755)
 PY
-    for r in $(seq "$REPEAT"); do
-        log "resource downloads: 2,000 x 256 KiB at 16 in flight, run $r/$REPEAT: curl --parallel, then hydra"
-        : > "$TMP/dl.cfg"
-        for i in $(seq 0 1999); do printf 'url = "http://127.0.0.1:%s/dl/%s"\noutput = "/dev/null"\n' "$PORT" "$i" >> "$TMP/dl.cfg"; done
+    # Both write every file on the same filesystem ($DL_PARENT: tmpfs when
+    # there is one, so this VM's disk is not what is measured): curl one file
+    # per URL, Hydra its repository (TMPDIR). curl to /dev/null is kept as a
+    # reference row (no file, no digest). Outputs are removed between runs,
+    # outside the timed part.
+    : > "$TMP/dl.cfg"; : > "$TMP/dl-null.cfg"
+    for i in $(seq 0 1999); do
+        printf 'url = "http://127.0.0.1:%s/dl/%s"\noutput = "%s/curl/%s"\n' "$PORT" "$i" "$DL_PARENT" "$i" >> "$TMP/dl.cfg"
+        printf 'url = "http://127.0.0.1:%s/dl/%s"\noutput = "/dev/null"\n' "$PORT" "$i" >> "$TMP/dl-null.cfg"
+    done
+    timed_curl() { # row name, config
+        local start end
         start="$(date +%s.%N)"
-        curl -s --parallel --parallel-max 16 -K "$TMP/dl.cfg" || warn "curl --parallel downloads failed"
+        curl -s --parallel --parallel-max 16 -K "$2" || warn "curl --parallel downloads ($1) failed"
         end="$(date +%s.%N)"
-        record "$(python3 -c 'import json,sys; s=float(sys.argv[2])-float(sys.argv[1]); b=2000*262144; print(json.dumps({"name":"curl-download","bytes":b,"seconds":round(s,3),"mbps":round(b/1048576/s,3)}))' "$start" "$end")"
-        if "$HYDRA_BENCH" resource-download --prefix "http://127.0.0.1:$PORT/dl/" --files 2000 --concurrency 16 > "$TMP/out.txt"; then
+        record "$(python3 -c 'import json,sys; s=float(sys.argv[3])-float(sys.argv[2]); b=2000*262144; print(json.dumps({"name":sys.argv[1],"bytes":b,"seconds":round(s,3),"mbps":round(b/1048576/s,3)}))' "$1" "$start" "$end")"
+    }
+    for r in $(seq "$REPEAT"); do
+        log "resource downloads: 2,000 x 256 KiB at 16 in flight, run $r/$REPEAT: curl --parallel to files, then hydra, then curl to /dev/null"
+        rm -rf "$DL_PARENT/curl"; mkdir -p "$DL_PARENT/curl"
+        timed_curl curl-download "$TMP/dl.cfg"
+        rm -rf "$DL_PARENT/curl"
+        if TMPDIR="$DL_PARENT/" "$HYDRA_BENCH" resource-download --prefix "http://127.0.0.1:$PORT/dl/" --files 2000 --concurrency 16 > "$TMP/out.txt"; then
             line="$(json_line resource-download "$TMP/out.txt")"; [[ -n "$line" ]] && record "$line"
         else
             warn "hydra-bench resource-download failed"
         fi
+        timed_curl curl-download-null "$TMP/dl-null.cfg"
     done
     log "resource memory: 20,000 x 64 KiB through a 64 MiB memory tier"
     if "$HYDRA_BENCH" resource-memory --prefix "http://127.0.0.1:$PORT/mem/" --files 20000 --memory-bytes 67108864 > "$TMP/out.txt"; then
@@ -705,12 +720,16 @@ if auth or merged or uploads or hits or any(r.get("name", "").startswith("resour
             max(u["peakGrowthKiB"] for u in uploads) / 1024))
     downloads = [r for r in rows if r.get("name") == "resource-download"]
     curl_downloads = [r for r in rows if r.get("name") == "curl-download"]
+    null_downloads = [r for r in rows if r.get("name") == "curl-download-null"]
     if downloads:
         pairs = [d["mbps"] / c["mbps"] for c, d in zip(curl_downloads, downloads) if c["mbps"] > 0]
-        out.append("| 2,000 distinct 256 KiB resources, 16 in flight, kept on disk | %.0f MB/s vs curl --parallel to /dev/null %.0f MB/s: %s× (pairs %s) | ≥ 0.8× |" % (
+        null_pairs = [d["mbps"] / c["mbps"] for c, d in zip(null_downloads, downloads) if c["mbps"] > 0]
+        out.append("| 2,000 distinct 256 KiB resources, 16 in flight, kept on disk | %.0f MB/s vs curl --parallel saving files %.0f MB/s: %s× (pairs %s); vs curl to /dev/null %.0f MB/s: %s× | ≥ 0.8× |" % (
             statistics.median(d["mbps"] for d in downloads),
             statistics.median(c["mbps"] for c in curl_downloads) if curl_downloads else 0,
-            "%.2f" % statistics.median(pairs) if pairs else "?", "/".join("%.2f" % p for p in pairs)))
+            "%.2f" % statistics.median(pairs) if pairs else "?", "/".join("%.2f" % p for p in pairs),
+            statistics.median(c["mbps"] for c in null_downloads) if null_downloads else 0,
+            "%.2f" % statistics.median(null_pairs) if null_pairs else "?"))
     held = next((r for r in rows if r.get("name") == "resource-memory"), None)
     if held:
         out.append("| 20,000 distinct 64 KiB resources, memoryBytes 64 MiB | RSS %.1f MiB idle, %.1f MiB at peak: +%.1f MiB | < idle + 96 MiB |" % (

@@ -37,8 +37,6 @@ public struct HTTPRequest: Sendable {
     public var saveToFile: Int32?
     /// Write after what ``saveToFile`` already holds (a `Range` resume) instead of emptying it first.
     public var appendToFile = false
-    /// Sees the body's bytes as they are written to ``saveToFile``.
-    public var bodyDigest: (any HTTPBodyDigest)?
     /// The most body bytes kept in memory, counted after gzip/deflate decoding;
     /// a larger body aborts the transfer with kind `tooLarge` as soon as the
     /// limit is passed (or at once, when an unencoded body's `Content-Length`

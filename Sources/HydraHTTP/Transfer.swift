@@ -24,7 +24,6 @@ final class Transfer {
     @exclusivity(unchecked) private var progress: HTTPClient.Progress?
     /// The file the body streams to (the caller's descriptor; never closed here).
     @exclusivity(unchecked) private var file: Int32?
-    @exclusivity(unchecked) private var digest: (any HTTPBodyDigest)?
     @exclusivity(unchecked) private var headers = HTTPHeaderBlock()
     @exclusivity(unchecked) private var body: [UInt8] = []
     @exclusivity(unchecked) private var bodyBytes = 0
@@ -50,6 +49,9 @@ final class Transfer {
     @exclusivity(unchecked) private var appliedURL = ""
     @exclusivity(unchecked) private var headerList: UnsafeMutablePointer<curl_slist>?
 
+    /// curl's receive buffer for bodies streamed to a file (see ``Shape/savesToFile``).
+    static let fileBufferSize = 128 << 10
+
     /// The options of a request other than its URL and body bytes.
     private struct Shape: Equatable {
         var method: String
@@ -68,6 +70,8 @@ final class Transfer {
         var acceptEncoding: Bool
         var pipeWait: Bool
         var reportsProgress: Bool
+        /// The body goes to a file: read in larger pieces (fewer receive and write calls).
+        var savesToFile: Bool
 
         init(_ request: HTTPRequest, reportsProgress: Bool) {
             method = request.method
@@ -86,6 +90,7 @@ final class Transfer {
             acceptEncoding = request.acceptEncoding
             pipeWait = request.url.hasPrefix("https:")
             self.reportsProgress = reportsProgress
+            savesToFile = request.saveToFile != nil
         }
     }
 
@@ -120,8 +125,6 @@ final class Transfer {
                 throw HTTPFailure(.invalid, "cannot write the response body's file: \(reason)")
             }
             self.file = file
-            digest = request.bodyDigest
-            if !request.appendToFile { digest?.reset() }
         }
         maxBodyBytes = request.maxBodyBytes.map { max(0, $0) } ?? Int.max
         rejectedHeader = nil
@@ -139,7 +142,6 @@ final class Transfer {
     /// Forgets the finished request (its file stays open: it is the caller's); the options stay set.
     func end() {
         file = nil
-        digest = nil
         completion = nil
         progress = nil
         headers = HTTPHeaderBlock()
@@ -285,6 +287,9 @@ final class Transfer {
             set(CURLOPT_SSLKEYTYPE, "PEM")
         }
         if shape.pipeWait { set(CURLOPT_PIPEWAIT, 1) }
+        // The curl tool's 100 KiB and more, for bodies written to disk; small
+        // in-memory responses keep curl's 16 KiB per handle.
+        if shape.savesToFile { set(CURLOPT_BUFFERSIZE, Transfer.fileBufferSize) }
         set(CURLOPT_TCP_NODELAY, 1)
         if shape.reportsProgress {
             set(CURLOPT_NOPROGRESS, 0)
@@ -310,7 +315,6 @@ final class Transfer {
                 return 0
             }
             bodyBytes += count
-            digest?.update(UnsafeRawBufferPointer(start: data, count: count))
             var written = 0
             while written < count {
                 let n = write(file, data + written, count - written)

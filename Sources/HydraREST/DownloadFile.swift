@@ -82,7 +82,7 @@ final class DownloadFile {
         }
         var random = SystemRandomNumberGenerator()
         let temporaryName = Self.temporaryPrefix + String(random.next() as UInt64, radix: 16)
-        let descriptor = openat(current, temporaryName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        let descriptor = openat(current, temporaryName, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
             let code = errno
             close(current)

@@ -61,6 +61,38 @@ public final class StateFileWriter {
 
     /// Removes the temporary file. Idempotent.
     public func discard() { file.discard() }
+
+    /// What was written so far, for another thread to read back (a digest, a
+    /// copy in memory) while this writer waits: it must stay open, and
+    /// unwritten, until that thread is done.
+    public var written: StateFileContents { StateFileContents(descriptor: file.descriptor) }
+}
+
+/// The bytes of a ``StateFileWriter``'s temporary file, read back from its
+/// start without moving its write position. Any one thread at a time.
+public struct StateFileContents: Sendable {
+    fileprivate let descriptor: Int32
+
+    /// Calls `body` with the file's bytes in order, in pieces of up to 1 MiB.
+    /// Blocking file I/O. Throws kind `invalid` naming the reason.
+    public func forEachPiece(_ body: (ArraySlice<UInt8>) -> Void) throws(JobError) {
+        // As large as the file (up to 1 MiB), and not zeroed first: pread fills what is read.
+        var info = stat()
+        let size = fstat(descriptor, &info) == 0 ? Int(info.st_size) : 1 << 20
+        let capacity = min(max(size, 4096), 1 << 20)
+        var buffer = [UInt8](unsafeUninitializedCapacity: capacity) { _, count in count = capacity }
+        var offset: off_t = 0
+        while true {
+            let n = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, offset) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw JobError(.invalid, "cannot read back a file being stored: \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { return }
+            body(buffer[0..<n])
+            offset += off_t(n)
+        }
+    }
 }
 
 extension RESTManager {

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HydraCore
 import HydraHTTP
@@ -30,6 +31,15 @@ final class ResourceExecutor: JobExecutor {
     @exclusivity(unchecked) private var touchTimer: ScheduledTask?
     /// Keys of plain `url` requests (see ``plainKey(_:)``), at most 4,096.
     @exclusivity(unchecked) private var plainKeys: [String: String] = [:]
+    /// Set by ``close()``: work handed to the thread pool that comes back later finds it.
+    @exclusivity(unchecked) private var closed = false
+
+    /// The response headers a copy keeps.
+    private struct Meta {
+        let type: String?
+        let etag: String?
+        let modified: String?
+    }
 
     /// A job waiting for a resource.
     private struct Waiter {
@@ -52,11 +62,10 @@ final class ResourceExecutor: JobExecutor {
         /// the validator the rest is asked for with: the next attempt sends `Range` + `If-Range`.
         /// (`bytes` holds the bytes so far of a body kept in memory; a streamed one's are in `file`.)
         @exclusivity(unchecked) var resume: (headers: HTTPHeaderBlock, bytes: [UInt8], count: Int, validator: String)?
-        /// A plain copy (no cipher, no remaker) is streamed to its temporary file as it arrives,
-        /// its SHA-256 taken on the way (resources.md: never a whole large body in memory).
+        /// A plain copy (no cipher, no remaker) is streamed to its temporary file as it arrives
+        /// (resources.md: never a whole large body in memory); its SHA-256 is taken off the loop.
         let streams: Bool
         @exclusivity(unchecked) var file: StateFileWriter?
-        @exclusivity(unchecked) var digest: StreamedDigest?
 
         init(key: String, routed: RoutedRequest, first: Waiter, previous: ResourceRecord?) {
             self.key = key
@@ -180,6 +189,7 @@ final class ResourceExecutor: JobExecutor {
     }
 
     func close() {
+        closed = true
         for fetch in fetches.values {
             fetch.timer?.cancel()
             if let transfer = fetch.transfer { client.cancel(transfer) }
@@ -208,10 +218,8 @@ final class ResourceExecutor: JobExecutor {
                     fail(fetch, error)
                     return
                 }
-                fetch.digest = StreamedDigest()
             }
             http.saveToFile = fetch.file?.descriptor
-            http.bodyDigest = fetch.digest
             http.appendToFile = fetch.resume != nil
         }
         if let resume = fetch.resume {
@@ -327,115 +335,120 @@ final class ResourceExecutor: JobExecutor {
         commit(fetch, record, content: content, source: "revalidated")
     }
 
-    /// A body judged a success: remade (on a global dispatch queue, off this
-    /// loop) when the first job names a remaker, then kept.
+    /// A body judged a success: checked, remade when the first job names a
+    /// remaker, written at rest with its cipher and indexed. Hashing,
+    /// remaking, compressing, sealing and writing run on the thread pool
+    /// (``EventLoop/offload(_:then:)``), never on this loop.
     private func store(_ fetch: Fetch, _ response: HTTPResponse) {
-        let meta = (type: response.header("content-type"), etag: response.header("etag"),
-                    modified: response.header("last-modified"))
+        let meta = Meta(type: response.header("content-type"), etag: response.header("etag"),
+                        modified: response.header("last-modified"))
         if fetch.streams {
             keepStreamed(fetch, response.bodyBytes, meta)
             return
         }
-        guard let spec = fetch.waiters.first?.spec, let name = spec.remaker else {
-            keep(fetch, response.body, meta)
-            return
+        let spec = fetch.waiters.first?.spec
+        var remake: (name: String, remaker: ResourceManager.Remaker, options: JSONValue)?
+        if let name = spec?.remaker {
+            guard let remaker = manager.remaker(named: name) else {
+                fail(fetch, JobError(.invalid, "remaker: unknown remaker '\(name)'"))
+                return
+            }
+            remake = (name, remaker, spec?.remakeOptions ?? .object([:]))
         }
-        guard let remaker = manager.remaker(named: name) else {
-            fail(fetch, JobError(.invalid, "remaker: unknown remaker '\(name)'"))
-            return
-        }
-        let options = spec.remakeOptions ?? .object([:])
-        let limit = manager.settings.maxBytes
-        let body = response.body
-        let resume = LoopBound({ [unowned self] (result: Result<[UInt8], JobError>) in
+        let work = CopyWriter(manager: manager, components: manager.components(of: fetch.key), body: response.body,
+                            remake: remake, cipher: spec?.cipher ?? .none, expected: spec?.sha256)
+        loop.offload({ work.run() }) { [self] result in
+            guard self.stillWanted(fetch) else { return }
             switch result {
-            case .success(let derived): self.keep(fetch, derived, meta)
-            case .failure(let error): self.fail(fetch, error)
+            case .success(let copy):
+                let now = Date().timeIntervalSince1970
+                // The index keeps the digest of the file at rest: for gzip and aes-gcm
+                // copies nothing derived from the clear bytes is stored.
+                let record = ResourceRecord(
+                    key: fetch.key, url: fetch.routed.http.url, bytes: copy.content.count, diskBytes: copy.diskBytes,
+                    contentType: meta.type, sha256: copy.sha256, etag: meta.etag, lastModified: meta.modified,
+                    storedAt: now, lastUsedAt: now, cipher: work.cipher)
+                self.commit(fetch, record, content: copy.content, source: "network")
+            case .failure(let error):
+                self.fail(fetch, error)
             }
-        }, loop: loop)
-        let loop = self.loop
-        DispatchQueue.global().async {
-            let result: Result<[UInt8], JobError>
-            do {
-                let derived = [UInt8](try remaker(Data(body), options))
-                result = derived.count <= limit ? .success(derived)
-                    : .failure(JobError(.tooLarge, "remaker: the derived resource is larger than resources.maxBytes (\(limit) bytes)"))
-            } catch {
-                result = .failure(JobError(.invalid, "remaker: \(name) failed: \(error)"))
-            }
-            _ = loop.execute { resume.value(result) }
         }
     }
 
-    /// A plain copy streamed to its temporary file: checks its digest, puts the
-    /// file in place and indexes it. Its bytes are read back only for a memory
-    /// tier it fits in (a quarter of it at most) or a job that asked for them (`as`).
-    private func keepStreamed(_ fetch: Fetch, _ size: Int, _ meta: (type: String?, etag: String?, modified: String?)) {
-        guard let file = fetch.file, let hasher = fetch.digest else {
+    /// A plain copy streamed to its temporary file: its digest taken (and its
+    /// bytes read back, only for a memory tier it fits in — a quarter of it at
+    /// most — or a job that asked for them with `as`) on the thread pool,
+    /// checked, then the file put in place and indexed.
+    private func keepStreamed(_ fetch: Fetch, _ received: Int, _ meta: Meta) {
+        guard let file = fetch.file else {
             fail(fetch, JobError(.internal, "resource: a streamed copy without its file"))
             return
         }
-        let digest = hasher.hex()
-        if let expected = fetch.waiters.first?.spec.sha256, expected != digest {
-            fail(fetch, JobError(.invalid, "sha256: the content's digest is \(digest), expected \(expected)"))
-            return
-        }
-        do {
-            try file.commit()
-        } catch {
-            fail(fetch, error)
-            return
-        }
-        fetch.file = nil
-        let now = Date().timeIntervalSince1970
-        let record = ResourceRecord(
-            key: fetch.key, url: fetch.routed.http.url, bytes: size, diskBytes: size, contentType: meta.type,
-            sha256: digest, etag: meta.etag, lastModified: meta.modified, storedAt: now, lastUsedAt: now, cipher: .none)
         let wanted = fetch.waiters.contains { $0.spec.presentation != nil && $0.spec.presentation != .path }
-            || (memory.capacity > 0 && size <= memory.capacity / 4)
-        let content = wanted ? (FileManager.default.contents(atPath: manager.absolutePath(of: fetch.key)).map { [UInt8]($0) } ?? []) : []
-        commit(fetch, record, content: content, source: "network")
+            || (memory.capacity > 0 && received <= memory.capacity / 4)
+        let written = file.written
+        loop.offload({ ResourceExecutor.readBack(written, keep: wanted) }) { [self] result in
+            guard self.stillWanted(fetch) else { return }
+            let digest: String, content: [UInt8], size: Int
+            switch result {
+            case .success(let read): (digest, content, size) = read
+            case .failure(let error):
+                self.fail(fetch, error)
+                return
+            }
+            if let expected = fetch.waiters.first?.spec.sha256, expected != digest {
+                self.fail(fetch, JobError(.invalid, "sha256: the content's digest is \(digest), expected \(expected)"))
+                return
+            }
+            do throws(JobError) {
+                try file.commit()
+            } catch {
+                self.fail(fetch, error)
+                return
+            }
+            fetch.file = nil
+            let now = Date().timeIntervalSince1970
+            let record = ResourceRecord(
+                key: fetch.key, url: fetch.routed.http.url, bytes: size, diskBytes: size, contentType: meta.type,
+                sha256: digest, etag: meta.etag, lastModified: meta.modified, storedAt: now, lastUsedAt: now, cipher: .none)
+            self.commit(fetch, record, content: content, source: "network")
+        }
     }
 
-    /// Checks, writes (at rest with the first job's cipher) and indexes `content`.
-    private func keep(_ fetch: Fetch, _ content: [UInt8], _ meta: (type: String?, etag: String?, modified: String?)) {
-        let digest = ResourceKey.sha256(content)
-        if let expected = fetch.waiters.first?.spec.sha256, expected != digest {
-            fail(fetch, JobError(.invalid, "sha256: the content's digest is \(digest), expected \(expected)"))
-            return
+    /// Whether a fetch whose work comes back from the thread pool still has
+    /// jobs to finish. When the executor closed meanwhile they fail as
+    /// cancelled; when every job was cancelled the fetch ends quietly. Either
+    /// way its temporary file goes.
+    private func stillWanted(_ fetch: Fetch) -> Bool {
+        if closed {
+            finishAll(fetch) { $0.handle.finish(.failure(JobError(.cancelled, "cancelled"))) }
+            return false
         }
-        // The first job's cipher decides how the copy is kept.
-        let cipher = fetch.waiters.first?.spec.cipher ?? .none
-        var stored = content
-        switch cipher {
-        case .none: break
-        case .gzip:
-            guard let packed = try? Gzip.compress(content) else {
-                fail(fetch, JobError(.internal, "cipher: gzip failed"))
-                return
-            }
-            stored = packed
-        case .aesGCM:
-            guard let key = manager.atRestKey, let sealed = try? key.seal(content) else {
-                fail(fetch, JobError(.invalid, "cipher: aes-gcm needs HYDRA_SHARED_KEY"))
-                return
-            }
-            stored = sealed
+        guard !fetch.waiters.isEmpty else {
+            // `cancel` forgot it already; a newer fetch of the key may be running.
+            if fetches[fetch.key] === fetch { fetches[fetch.key] = nil }
+            fetch.discardFile()
+            return false
         }
-        do {
-            try manager.rest.writeStateFile(manager.components(of: fetch.key), bytes: stored)
+        return true
+    }
+
+    /// The SHA-256 of a streamed copy's file, its bytes when `keep`, and its
+    /// size (what is on disk is what gets indexed). Runs on the thread pool.
+    private static func readBack(_ file: StateFileContents, keep: Bool) -> Result<(String, [UInt8], Int), JobError> {
+        var hash = SHA256()
+        var bytes: [UInt8] = []
+        var size = 0
+        do throws(JobError) {
+            try file.forEachPiece { piece in
+                hash.update(data: piece)
+                size += piece.count
+                if keep { bytes.append(contentsOf: piece) }
+            }
         } catch {
-            fail(fetch, error)
-            return
+            return .failure(error)
         }
-        let now = Date().timeIntervalSince1970
-        // The index keeps the digest of the file at rest: for gzip and aes-gcm
-        // copies nothing derived from the clear bytes is stored.
-        let record = ResourceRecord(
-            key: fetch.key, url: fetch.routed.http.url, bytes: content.count, diskBytes: stored.count,
-            contentType: meta.type, sha256: cipher == .none ? digest : ResourceKey.sha256(stored),
-            etag: meta.etag, lastModified: meta.modified, storedAt: now, lastUsedAt: now, cipher: cipher)
-        commit(fetch, record, content: content, source: "network")
+        return .success((ResourceKey.hex(hash.finalize()), bytes, size))
     }
 
     /// Commits the index entry, then (back on this loop) keeps the content in
@@ -465,7 +478,7 @@ final class ResourceExecutor: JobExecutor {
     }
 
     private func finishAll(_ fetch: Fetch, _ body: (Waiter) -> Void) {
-        fetches[fetch.key] = nil
+        if fetches[fetch.key] === fetch { fetches[fetch.key] = nil }
         fetch.discardFile()
         let waiters = fetch.waiters
         fetch.waiters = []

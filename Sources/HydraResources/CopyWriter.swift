@@ -1,0 +1,65 @@
+import Foundation
+import HydraCore
+import HydraHTTP
+import HydraREST
+
+/// Keeps a copy that is not streamed to disk as it arrives (it is remade, or
+/// kept gzip-compressed or aes-gcm-sealed): remakes the fetched body, checks
+/// the job's `sha256`, applies the cipher and writes the file at rest through
+/// a temporary file. Blocking work, for the thread pool (see
+/// ``HydraLoop/EventLoop/offload(_:then:)``); a value, so it travels there as it is.
+struct CopyWriter: Sendable {
+    /// What was kept: the clear content (for the memory tier and `as`), and
+    /// the size and SHA-256 of the file at rest (the clear bytes' digest
+    /// for a copy without cipher: nothing derived from clear bytes is indexed otherwise).
+    struct Copy: Sendable {
+        let content: [UInt8]
+        let diskBytes: Int
+        let sha256: String
+    }
+
+    let manager: ResourceManager
+    let components: [String]
+    let body: [UInt8]
+    let remake: (name: String, remaker: ResourceManager.Remaker, options: JSONValue)?
+    let cipher: ResourceCipher
+    /// The first job's `sha256`: the content must have it.
+    let expected: String?
+
+    func run() -> Result<Copy, JobError> {
+        var content = body
+        if let remake {
+            do {
+                content = [UInt8](try remake.remaker(Data(body), remake.options))
+            } catch {
+                return .failure(JobError(.invalid, "remaker: \(remake.name) failed: \(error)"))
+            }
+            guard content.count <= manager.settings.maxBytes else {
+                return .failure(JobError(.tooLarge, "remaker: the derived resource is larger than resources.maxBytes (\(manager.settings.maxBytes) bytes)"))
+            }
+        }
+        let digest = ResourceKey.sha256(content)
+        if let expected, expected != digest {
+            return .failure(JobError(.invalid, "sha256: the content's digest is \(digest), expected \(expected)"))
+        }
+        var stored = content
+        switch cipher {
+        case .none: break
+        case .gzip:
+            guard let packed = try? Gzip.compress(content) else { return .failure(JobError(.internal, "cipher: gzip failed")) }
+            stored = packed
+        case .aesGCM:
+            guard let key = manager.atRestKey, let sealed = try? key.seal(content) else {
+                return .failure(JobError(.invalid, "cipher: aes-gcm needs HYDRA_SHARED_KEY"))
+            }
+            stored = sealed
+        }
+        do {
+            try manager.rest.writeStateFile(components, bytes: stored)
+        } catch {
+            return .failure(error)
+        }
+        return .success(Copy(content: content, diskBytes: stored.count,
+                             sha256: cipher == .none ? digest : ResourceKey.sha256(stored)))
+    }
+}
