@@ -7,8 +7,8 @@ import OrderedCollections
 /// What the repository answers outside jobs (resources.md §2, and the
 /// embedding API): stat, read, list, remove, purge, stats. Reads run on the
 /// caller's thread (index reads and, for `read`, one file); removals do file
-/// I/O, so they run on a global dispatch queue, never on a loop, and call
-/// `done` there. Thread-safe.
+/// I/O, so they run on the chores thread (``RepositoryChores``), never on a
+/// worker loop, and call `done` there. Thread-safe.
 extension ResourceManager {
     /// The key a plain `{"url": …}` resource (no remaker) has.
     public func key(forURL url: String) -> String { ResourceKey.make(url: url, remaker: nil, options: nil) }
@@ -76,7 +76,7 @@ extension ResourceManager {
     /// (at least one given): `done` gets `{"removed", "bytes"}`.
     public func remove(key: String?, url: String?, prefix: String?,
                        done: @escaping @Sendable (Result<JSONValue, StoreError>) -> Void) {
-        DispatchQueue.global().async { [self] in
+        chores.run { [self] in
             do throws(StoreError) {
                 var keys: [String] = []
                 if let key { keys.append(key) }
@@ -104,7 +104,7 @@ extension ResourceManager {
     /// until the repository holds at most `maxBytes`: `done` gets `{"removed", "bytes"}`.
     public func purge(olderThanSec: Double?, maxBytes: Int?, reason: String = "purge",
                       done: @escaping @Sendable (Result<JSONValue, StoreError>) -> Void) {
-        DispatchQueue.global().async { [self] in
+        chores.run { [self] in
             do throws(StoreError) {
                 let records = try index.resourcesByUse()
                 var total = records.reduce(0) { $0 + $1.diskBytes }
@@ -138,14 +138,14 @@ extension ResourceManager {
     }
 
     /// Removes the index entries of `keys`, then their files, and tells every
-    /// memory tier; one `resource.removed` per copy. Runs on a global dispatch
-    /// queue (file I/O never on a loop nor on the store's writer); `done` there.
+    /// memory tier; one `resource.removed` per copy. Runs on the chores thread
+    /// (file I/O never on a worker loop nor on the store's writer); `done` there.
     func removeCopies(_ keys: [String], reason: String, done: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
         guard !keys.isEmpty else {
             done(.success(()))
             return
         }
-        DispatchQueue.global().async { [self] in
+        chores.run { [self] in
             let urls = keys.map { (try? index.resource(key: $0))?.url ?? "" }
             removals.add(1, ordering: .releasing)
             // The entry goes first: a crash between the two leaves a file without

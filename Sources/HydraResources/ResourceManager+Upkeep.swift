@@ -4,8 +4,8 @@ import HydraLoop
 
 /// Keeping the repository and its index in agreement, and within bounds:
 /// startup reconciliation, and the purge every `resources.purgeIntervalSec`.
-/// Both run off the loops (the caller's thread at startup, a global dispatch
-/// queue for the timer).
+/// Both run off the worker loops (the caller's thread at startup, the chores
+/// thread for the timer).
 extension ResourceManager {
     /// Removes files without an index entry and entries without a file (what
     /// a crash between the two writes can leave). Call at startup, before jobs
@@ -43,22 +43,21 @@ extension ResourceManager {
     /// Starts the purge every `resources.purgeIntervalSec`: copies unused for
     /// `resources.maxAgeSec` go (as nginx's `inactive`), then the least
     /// recently used until the repository holds at most `resources.maxBytes`.
-    /// Stops with ``stopUpkeep()``.
+    /// Runs on the chores thread; ends with ``stopUpkeep()``.
     public func startUpkeep() {
         guard upkeepRunning.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
-        scheduleUpkeep()
-    }
-
-    /// Stops the purge timer (a purge under way finishes).
-    public func stopUpkeep() { upkeepRunning.store(false, ordering: .releasing) }
-
-    private func scheduleUpkeep() {
-        let interval = Double(settings.purgeIntervalSec)
-        DispatchQueue.global().asyncAfter(deadline: .now() + interval) { [weak self] in
+        chores.every(seconds: settings.purgeIntervalSec) { [weak self] done in
             guard let self, self.upkeepRunning.load(ordering: .acquiring) else { return }
             self.purge(olderThanSec: Double(self.settings.maxAgeSec), maxBytes: self.settings.maxBytes, reason: "evicted") { _ in
-                if self.upkeepRunning.load(ordering: .acquiring) { self.scheduleUpkeep() }
+                done()
             }
         }
+    }
+
+    /// Stops the purge timer and the chores thread, once the chores already
+    /// asked for are done; later removals and purges run on their caller's thread.
+    public func stopUpkeep() {
+        upkeepRunning.store(false, ordering: .releasing)
+        chores.shutdown()
     }
 }

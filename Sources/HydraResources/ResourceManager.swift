@@ -35,6 +35,8 @@ public final class ResourceManager: JobManager {
     private let remakers: Locked<[String: Remaker]>
     /// Whether the purge timer runs (``startUpkeep()``).
     let upkeepRunning = Atomic<Bool>(false)
+    /// Where removals and purges run.
+    let chores = RepositoryChores()
 
     /// - Parameters:
     ///   - rest: the REST manager bound to the same workers (routing, pool).
@@ -55,8 +57,8 @@ public final class ResourceManager: JobManager {
     }
 
     /// A remaker: derives the resource a job returns from the fetched content
-    /// (`remakeOptions` as given, `{}` without). Runs on a global dispatch
-    /// queue, never on a loop; a throw fails the job (kind `invalid`).
+    /// (`remakeOptions` as given, `{}` without). Runs on libuv's thread pool,
+    /// never on a loop; a throw fails the job (kind `invalid`).
     public typealias Remaker = @Sendable (Data, JSONValue) throws -> Data
 
     /// Adds or replaces the remaker `name` (`"remaker": name` in specs).

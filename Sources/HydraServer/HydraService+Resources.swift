@@ -3,8 +3,9 @@ import HydraCore
 import Hydra
 
 /// The `resource.*` methods (resources.md §2) over the engine's resource
-/// manager. Each answers through `reply`, from a global dispatch queue: they
-/// read the index and files, which never happens on the RPC loop.
+/// manager. Each answers through `reply`, from the service's read thread
+/// (``StoreReads``) or the repository's chores thread: they read the index and
+/// files, which never happens on the RPC loop.
 extension HydraService {
     /// Which copy a call names: `key`, else the key of `url`.
     public func resourceKey(key: String?, url: String?) throws(ServiceError) -> String {
@@ -16,7 +17,7 @@ extension HydraService {
     /// `resource.stat`.
     public func resourceStat(key: String, reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         let resources = engine.resources
-        DispatchQueue.global().async {
+        reads.run {
             do throws(StoreError) {
                 guard let stat = try resources.stat(key: key) else {
                     reply(.failure(.notFound(field: "key", "not in repository")))
@@ -33,7 +34,7 @@ extension HydraService {
     public func resourceRead(key: String, as presentation: ResourceSpec.Presentation, offset: Int, length: Int?,
                              reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         let resources = engine.resources
-        DispatchQueue.global().async {
+        reads.run {
             do throws(JobError) {
                 guard let read = try resources.read(key: key, as: presentation, offset: offset, length: length) else {
                     reply(.failure(.notFound(field: "key", "not in repository")))
@@ -51,7 +52,7 @@ extension HydraService {
     public func resourceList(prefix: String?, limit: Int, after: String?,
                              reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         let resources = engine.resources
-        DispatchQueue.global().async {
+        reads.run {
             do throws(StoreError) {
                 reply(.success(try resources.list(prefix: prefix, limit: limit, after: after)))
             } catch {
@@ -77,7 +78,7 @@ extension HydraService {
     /// `resource.stats`.
     public func resourceStats(reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         let resources = engine.resources
-        DispatchQueue.global().async {
+        reads.run {
             do throws(StoreError) {
                 reply(.success(try resources.statsJSON()))
             } catch {
