@@ -76,22 +76,47 @@ public struct StateFileContents: Sendable {
     /// Calls `body` with the file's bytes in order, in pieces of up to 1 MiB.
     /// Blocking file I/O. Throws kind `invalid` naming the reason.
     public func forEachPiece(_ body: (ArraySlice<UInt8>) -> Void) throws(JobError) {
-        // As large as the file (up to 1 MiB), and not zeroed first: pread fills what is read.
-        var info = stat()
-        let size = fstat(descriptor, &info) == 0 ? Int(info.st_size) : 1 << 20
-        let capacity = min(max(size, 4096), 1 << 20)
+        let capacity = min(max(try size(), 4096), 1 << 20)
         var buffer = [UInt8](unsafeUninitializedCapacity: capacity) { _, count in count = capacity }
         var offset: off_t = 0
         while true {
-            let n = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, offset) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw JobError(.invalid, "cannot read back a file being stored: \(String(cString: strerror(errno)))")
-            }
+            let n = try read(into: &buffer, from: 0, at: offset)
             if n == 0 { return }
             body(buffer[0..<n])
             offset += off_t(n)
         }
+    }
+
+    /// Reads the whole file into `bytes`, which must have the file's size
+    /// (the caller allocates it where it will be kept and freed, and no piece
+    /// buffer is needed beside it). Blocking file I/O.
+    public func read(into bytes: inout [UInt8]) throws(JobError) {
+        guard try size() == bytes.count else { throw JobError(.invalid, "a file being stored changed size while it was read back") }
+        var done = 0
+        while done < bytes.count {
+            let n = try read(into: &bytes, from: done, at: off_t(done))
+            guard n > 0 else { throw JobError(.invalid, "a file being stored shrank while it was read back") }
+            done += n
+        }
+    }
+
+    private func size() throws(JobError) -> Int {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw failure() }
+        return Int(info.st_size)
+    }
+
+    /// One `pread` into `buffer[start...]` (not zeroed first: pread fills what it reads), retried on EINTR.
+    private func read(into buffer: inout [UInt8], from start: Int, at offset: off_t) throws(JobError) -> Int {
+        while true {
+            let n = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + start, $0.count - start, offset) }
+            if n >= 0 { return n }
+            if errno != EINTR { throw failure() }
+        }
+    }
+
+    private func failure() -> JobError {
+        JobError(.invalid, "cannot read back a file being stored: \(String(cString: strerror(errno)))")
     }
 }
 

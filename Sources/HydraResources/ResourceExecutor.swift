@@ -375,10 +375,10 @@ final class ResourceExecutor: JobExecutor {
         }
     }
 
-    /// A plain copy streamed to its temporary file: its digest taken (and its
-    /// bytes read back, only for a memory tier it fits in — a quarter of it at
-    /// most — or a job that asked for them with `as`) on the thread pool,
-    /// checked, then the file put in place and indexed.
+    /// A plain copy streamed to its temporary file: its bytes read back only
+    /// for a memory tier it fits in (a quarter of it at most) or a job that
+    /// asked for them with `as`; its digest taken on the thread pool, checked,
+    /// then the file put in place and indexed.
     private func keepStreamed(_ fetch: Fetch, _ received: Int, _ meta: Meta) {
         guard let file = fetch.file else {
             fail(fetch, JobError(.internal, "resource: a streamed copy without its file"))
@@ -387,7 +387,21 @@ final class ResourceExecutor: JobExecutor {
         let wanted = fetch.waiters.contains { $0.spec.presentation != nil && $0.spec.presentation != .path }
             || (memory.capacity > 0 && received <= memory.capacity / 4)
         let written = file.written
-        loop.offload({ ResourceExecutor.readBack(written, keep: wanted) }) { [self] result in
+        // Bytes for the memory tier are read here, on the loop that keeps and frees
+        // them (as a disk hit's are); the pool only hashes them.
+        var kept: [UInt8]? = nil
+        if wanted {
+            var bytes = [UInt8](unsafeUninitializedCapacity: received) { _, count in count = received }
+            do throws(JobError) {
+                try written.read(into: &bytes)
+            } catch {
+                fail(fetch, error)
+                return
+            }
+            kept = bytes
+        }
+        let content = kept
+        loop.offload({ ResourceExecutor.digest(written, content) }) { [self] result in
             guard self.stillWanted(fetch) else { return }
             let digest: String, content: [UInt8], size: Int
             switch result {
@@ -433,22 +447,22 @@ final class ResourceExecutor: JobExecutor {
         return true
     }
 
-    /// The SHA-256 of a streamed copy's file, its bytes when `keep`, and its
-    /// size (what is on disk is what gets indexed). Runs on the thread pool.
-    private static func readBack(_ file: StateFileContents, keep: Bool) -> Result<(String, [UInt8], Int), JobError> {
-        var hash = SHA256()
-        var bytes: [UInt8] = []
-        var size = 0
+    /// The SHA-256 of a streamed copy: of `content` when its bytes were read
+    /// back, else of its file; and its size (what is on disk is what gets
+    /// indexed). Runs on the thread pool.
+    private static func digest(_ file: StateFileContents, _ content: [UInt8]?) -> Result<(String, [UInt8], Int), JobError> {
         do throws(JobError) {
+            if let content { return .success((ResourceKey.sha256(content), content, content.count)) }
+            var hash = SHA256()
+            var size = 0
             try file.forEachPiece { piece in
                 hash.update(data: piece)
                 size += piece.count
-                if keep { bytes.append(contentsOf: piece) }
             }
+            return .success((ResourceKey.hex(hash.finalize()), [], size))
         } catch {
             return .failure(error)
         }
-        return .success((ResourceKey.hex(hash.finalize()), bytes, size))
     }
 
     /// Commits the index entry, then (back on this loop) keeps the content in
