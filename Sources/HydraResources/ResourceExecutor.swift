@@ -358,9 +358,10 @@ final class ResourceExecutor: JobExecutor {
         let work = CopyWriter(manager: manager, components: manager.components(of: fetch.key), body: response.body,
                             remake: remake, cipher: spec?.cipher ?? .none, expected: spec?.sha256)
         loop.offload({ work.run() }) { [self] result in
-            guard self.stillWanted(fetch) else { return }
             switch result {
             case .success(let copy):
+                // The file is in place: it is indexed even when no job waits any
+                // more (cancelled meanwhile), so the file and the index agree.
                 let now = Date().timeIntervalSince1970
                 // The index keeps the digest of the file at rest: for gzip and aes-gcm
                 // copies nothing derived from the clear bytes is stored.
@@ -370,6 +371,7 @@ final class ResourceExecutor: JobExecutor {
                     storedAt: now, lastUsedAt: now, cipher: work.cipher)
                 self.commit(fetch, record, content: copy.content, source: "network")
             case .failure(let error):
+                guard self.stillWanted(fetch) else { return }
                 self.fail(fetch, error)
             }
         }
