@@ -51,6 +51,8 @@ public final class HTTPBodyReader {
     private var deflater: UnsafeMutablePointer<z_stream>?
     private var finished = false
     private var raw = [UInt8](repeating: 0, count: 64 << 10)
+    /// What one `deflate` call writes (gzip only; made once, not per chunk).
+    private lazy var deflated = [UInt8](repeating: 0, count: 64 << 10)
     /// Why the last read failed (a file that shrank or could not be read).
     public private(set) var failure: String?
 
@@ -140,19 +142,18 @@ public final class HTTPBodyReader {
         let flush = count == 0 ? Z_FINISH : Z_NO_FLUSH
         pending.removeAll(keepingCapacity: true)
         pendingStart = 0
-        var out = [UInt8](repeating: 0, count: 64 << 10)
         var status: Int32 = Z_OK
         raw.withUnsafeMutableBufferPointer { input in
             z.pointee.next_in = input.baseAddress
             z.pointee.avail_in = uInt(count)
             repeat {
-                let produced: Int = out.withUnsafeMutableBufferPointer { dst in
+                let produced: Int = deflated.withUnsafeMutableBufferPointer { dst in
                     z.pointee.next_out = dst.baseAddress
                     z.pointee.avail_out = uInt(dst.count)
                     status = deflate(z, flush)
                     return dst.count - Int(z.pointee.avail_out)
                 }
-                pending.append(contentsOf: out[..<produced])
+                pending.append(contentsOf: deflated[..<produced])
             } while status == Z_OK && (z.pointee.avail_in > 0 || (flush == Z_FINISH && status != Z_STREAM_END) || z.pointee.avail_out == 0)
         }
         if flush == Z_FINISH {

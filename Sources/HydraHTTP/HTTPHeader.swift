@@ -7,6 +7,13 @@ public struct HTTPHeader: Sendable, Equatable {
         self.value = value
     }
 
+    /// Whether the name is `lowered` in any ASCII case (pass it lowercased);
+    /// allocates nothing, unlike comparing `name.lowercased()`.
+    public func hasName(_ lowered: String) -> Bool {
+        name.utf8.count == lowered.utf8.count
+            && zip(name.utf8, lowered.utf8).allSatisfy { HTTPHeaderBlock.lowercase($0) == $1 }
+    }
+
     /// False when the field cannot go on the wire as one header line: an
     /// empty name, a name with a separator or a control character, or a value
     /// with CR, LF or NUL (which would end the line early and let the rest be

@@ -436,8 +436,8 @@ final class Transfer {
         progress(HTTPProgress(upload: upload, bytes: Int64(now), totalBytes: total > 0 ? Int64(total) : nil))
     }
 
-    /// `text` without the proxy URL's credentials: the `user:password@` part
-    /// replaced wherever the URL or the password appears.
+    /// `text` with the proxy URL's password (its `user:password@` part)
+    /// replaced by `***` wherever it appears; the user name is not a secret.
     static func masking(_ proxy: String, in text: String) -> String {
         guard let at = proxy.firstIndex(of: "@"), let schemeEnd = proxy.range(of: "://") else { return text }
         let credentials = proxy[schemeEnd.upperBound..<at]

@@ -11,13 +11,9 @@ import HydraLoop
 /// `HYDRA_SHARED_KEY` key: sealed (AES-GCM) by ``AtRestKey``, never in clear.
 /// Otherwise they live in memory and a restart logs in again. Thread-safe.
 final class AuthSessions: Sendable {
-    let schemes: [String: AuthScheme]
     private let oauth2: [String: OAuth2Session]
 
     init(configuration: Configuration, resolver: RouteResolver, store: (any AuthTokenStore)?, key: AtRestKey?) {
-        var schemes: [String: AuthScheme] = [:]
-        for (name, scheme) in configuration.auth { schemes[name] = scheme }
-        self.schemes = schemes
         let keeper = key.flatMap { key in store.map { (key, $0) } }
         var restored: [String: OAuth2Tokens] = [:]
         if let (key, store) = keeper, let sealed = try? store.authTokens() {

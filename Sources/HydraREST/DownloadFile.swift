@@ -5,10 +5,10 @@ import HydraCore
 /// folder, renamed over the target only once the response is judged a success,
 /// so the target is never half-written and a failed download leaves nothing.
 ///
-/// Opening walks the path from the state folder one component at a time with
-/// `openat(O_NOFOLLOW)`, creating missing folders with `mkdirat`: a symbolic
-/// link anywhere on the way (planted before the job or after its submit) is
-/// refused, never followed out of the state folder. The target, if it exists,
+/// Opening walks the path from the state folder with
+/// ``SaveAsPath/openFolder(in:creating:)`` (`O_NOFOLLOW`, creating missing
+/// folders): a symbolic link anywhere on the way is refused, never followed
+/// out of the state folder. The target, if it exists,
 /// must be a regular file; `renameat` replaces its directory entry and never
 /// writes through a link. The state folder itself is the operator's choice
 /// and is taken as it is.
@@ -46,33 +46,17 @@ final class DownloadFile {
         func failure(_ what: String, _ code: Int32 = errno) -> JobError {
             JobError(.invalid, "saveAs: \(what): \(String(cString: strerror(code)))")
         }
-        var current = Glibc.open(stateDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if current < 0 && errno == ENOENT {
-            // An embedded engine's state folder may not exist yet (a server's always does).
-            try? FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
-            current = Glibc.open(stateDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        }
-        guard current >= 0 else { throw failure("cannot open the state folder") }
-        for (i, component) in path.components.dropLast().enumerated() {
-            let shown = path.components[...i].joined(separator: "/").debugDescription
-            var next = openat(current, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            if next < 0 && errno == ENOENT {
-                if mkdirat(current, component, 0o755) != 0 && errno != EEXIST {
-                    let code = errno
-                    close(current)
-                    throw failure("cannot create the folder \(shown)", code)
-                }
-                next = openat(current, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        let current: Int32
+        do throws(SaveAsPath.FolderFailure) {
+            current = try path.openFolder(in: stateDirectory, creating: true)
+        } catch {
+            switch error.reason {
+            case .stateFolder: throw failure("cannot open the state folder", error.code)
+            case .create: throw failure("cannot create the folder \(error.shown)", error.code)
+            case .notAFolder:
+                throw JobError(.invalid, "saveAs: \(error.shown) is a symbolic link or not a folder (saveAs never follows a link)")
+            case .open: throw failure("cannot open the folder \(error.shown)", error.code)
             }
-            let code = errno
-            close(current)
-            guard next >= 0 else {
-                if code == ELOOP || code == ENOTDIR {
-                    throw JobError(.invalid, "saveAs: \(shown) is a symbolic link or not a folder (saveAs never follows a link)")
-                }
-                throw failure("cannot open the folder \(shown)", code)
-            }
-            current = next
         }
         let name = path.components[path.components.count - 1]
         var info = stat()

@@ -116,9 +116,9 @@ final class OAuth2Session: Sendable {
     }
 
     /// Logs in with the password grant (`auth.login`); `completion` runs on
-    /// `loop` with when the token runs out (nil: never said). The password is
-    /// sent once and not kept.
-    func login(username: String, password: String, on loop: EventLoop, send: @escaping Send,
+    /// the loop `send` sends on, with when the token runs out (nil: never
+    /// said). The password is sent once and not kept.
+    func login(username: String, password: String, send: @escaping Send,
                completion: @escaping (Result<Double?, JobError>) -> Void) {
         let generation = state.withLock { s in
             s.fetching = true
@@ -130,7 +130,7 @@ final class OAuth2Session: Sendable {
     }
 
     /// Fetches a token now whatever the state (client credentials: `auth.login` without a password).
-    func renew(on loop: EventLoop, send: @escaping Send, completion: @escaping (Result<Double?, JobError>) -> Void) {
+    func renew(send: @escaping Send, completion: @escaping (Result<Double?, JobError>) -> Void) {
         let (generation, refresh) = state.withLock { s in
             s.fetching = true
             return (s.generation, s.tokens?.refresh)

@@ -213,7 +213,7 @@ final class RESTExecutor: JobExecutor {
         }
     }
 
-    /// Computes a streamed body's `Content-MD5` on a thread of its own (a
+    /// Computes a streamed body's `Content-MD5` on libuv's thread pool (a
     /// 1 GiB file takes seconds to read; the loop goes on meanwhile), then
     /// sends the request.
     private func digest(_ call: RemoteCall) {
@@ -222,38 +222,37 @@ final class RESTExecutor: JobExecutor {
             return
         }
         call.digesting = true
-        let loop = self.loop
-        let resume = LoopBound({ [unowned self] (result: Result<String, JobError>) in
+        loop.offload({ RESTExecutor.md5(of: stream) }) { [self] result in
             call.digesting = false
+            guard calls[call.task.token] === call else {
+                // The executor closed meanwhile (its client too): only the files are left to close.
+                for file in call.uploads { file.close() }
+                return
+            }
             if call.cancelledWhileDigesting {
-                self.finish(call, .failure(JobError(.cancelled, "cancelled")))
+                finish(call, .failure(JobError(.cancelled, "cancelled")))
                 return
             }
             switch result {
             case .success(let md5):
                 call.request.http.headers.append(HTTPHeader("Content-MD5", md5))
-                self.attempt(call)
+                attempt(call)
             case .failure(let error):
-                self.finish(call, .failure(error))
+                finish(call, .failure(error))
             }
-        }, loop: loop)
-        Thread.detachNewThread {
-            let reader = HTTPBodyReader(stream)
-            var hash = Insecure.MD5()
-            var buffer = [UInt8](repeating: 0, count: 256 << 10)
-            var result: Result<String, JobError>?
-            while result == nil {
-                let n = buffer.withUnsafeMutableBytes { reader.read(into: $0) }
-                if n < 0 {
-                    result = .failure(JobError(.invalid, reader.failure ?? "cannot read the body"))
-                } else if n == 0 {
-                    result = .success(Data(hash.finalize()).base64EncodedString())
-                } else {
-                    buffer.withUnsafeBytes { hash.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[..<n])) }
-                }
-            }
-            let outcome = result!
-            _ = loop.execute { resume.value(outcome) }
+        }
+    }
+
+    /// The base64 MD5 of a streamed body as it will be sent. Blocking file I/O: the thread pool.
+    private static func md5(of stream: HTTPBodyStream) -> Result<String, JobError> {
+        let reader = HTTPBodyReader(stream)
+        var hash = Insecure.MD5()
+        var buffer = [UInt8](repeating: 0, count: 256 << 10)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { reader.read(into: $0) }
+            if n < 0 { return .failure(JobError(.invalid, reader.failure ?? "cannot read the body")) }
+            if n == 0 { return .success(Data(hash.finalize()).base64EncodedString()) }
+            hash.update(data: buffer[..<n])
         }
     }
 
@@ -280,7 +279,7 @@ final class RESTExecutor: JobExecutor {
     }
 
     /// The headers that tell callers apart, by lowercased name.
-    private static let credentialHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie"]
+    private static let credentialHeaders = Set(RouteResolver.credentialHeaderNames)
 
     /// A digest (SHA-256, 24 hex digits) of a request's credential headers, or
     /// nil without any. The key names no secret, and a URL cannot contain the
@@ -335,7 +334,7 @@ final class RESTExecutor: JobExecutor {
         for call in calls.values {
             call.timer?.cancel()
             call.download?.discard()
-            // A file a digest thread still reads stays open until that thread is done (it holds the call).
+            // A file the thread pool still reads for a digest stays open until it is done (the answer closes it).
             if !call.digesting { for file in call.uploads { file.close() } }
         }
         calls.removeAll()
@@ -410,7 +409,7 @@ final class RESTExecutor: JobExecutor {
     /// Puts `token` in the call's request (`Authorization: Bearer`), in place of any it had.
     private func authorize(_ call: RemoteCall, _ token: String) {
         call.token = token
-        call.request.http.headers.removeAll { $0.name.lowercased() == "authorization" }
+        call.request.http.headers.removeAll { $0.hasName("authorization") }
         call.request.http.headers.append(HTTPHeader("Authorization", "Bearer " + token))
     }
 
@@ -661,9 +660,10 @@ final class RESTExecutor: JobExecutor {
             if let key = call.cacheKey, case .object(var stored) = result {
                 let headers = stored["headers"]
                 let now = Date().timeIntervalSince1970
-                // `no-store` and `private` are honoured whatever the lifetime's source.
-                let ttl = HTTPCachePolicy.forbidsStoring(headers) ? nil
-                    : call.cacheFromHTTP ? HTTPCachePolicy.lifetime(headers, now: now) : call.cacheTTL
+                // `no-store` and `private` are honoured whatever the lifetime's source
+                // (`lifetime` says nil for them).
+                let ttl = call.cacheFromHTTP ? HTTPCachePolicy.lifetime(headers, now: now)
+                    : HTTPCachePolicy.forbidsStoring(headers) ? nil : call.cacheTTL
                 if let ttl {
                     stored["attempts"] = nil
                     stored["elapsedMs"] = nil
@@ -757,7 +757,7 @@ final class RESTExecutor: JobExecutor {
         var headers = reply.headers.map { HTTPHeader($0.key, $0.value) }
         var body: [UInt8] = []
         if let value = reply.body, !value.isNull {
-            let hasType = headers.contains { $0.name.lowercased() == "content-type" }
+            let hasType = headers.contains { $0.hasName("content-type") }
             if case .string(let text) = value {
                 body = Array(text.utf8)
                 if !hasType { headers.append(HTTPHeader("Content-Type", "text/plain; charset=utf-8")) }

@@ -63,11 +63,11 @@ extension RESTManager {
                 completion(.failure(JobError(.invalid, "password: required for an oauth2-password session")))
                 return
             }
-            onLoginWorker(completion) { loop, send, done in
-                session.login(username: username, password: password, on: loop, send: send, completion: done)
+            onLoginWorker(completion) { send, done in
+                session.login(username: username, password: password, send: send, completion: done)
             }
         } else {
-            onLoginWorker(completion) { loop, send, done in session.renew(on: loop, send: send, completion: done) }
+            onLoginWorker(completion) { send, done in session.renew(send: send, completion: done) }
         }
     }
 
@@ -82,7 +82,7 @@ extension RESTManager {
 
     /// Runs `body` on a remote worker's loop with a way to send there.
     private func onLoginWorker(_ completion: @escaping @Sendable (Result<Double?, JobError>) -> Void,
-                               _ body: @escaping @Sendable (EventLoop, @escaping OAuth2Session.Send,
+                               _ body: @escaping @Sendable (@escaping OAuth2Session.Send,
                                                             @escaping (Result<Double?, JobError>) -> Void) -> Void) {
         guard let worker = loginWorker.withLock({ $0 }) else {
             completion(.failure(JobError(.invalid, "no remote worker runs the REST manager")))
@@ -90,7 +90,7 @@ extension RESTManager {
         }
         let accepted = worker.loop.execute {
             let client = RESTManager.httpClient(on: worker)
-            body(worker.loop, RESTManager.sender(client), completion)
+            body(RESTManager.sender(client), completion)
         }
         if !accepted { completion(.failure(JobError(.cancelled, "the engine is shutting down"))) }
     }

@@ -71,7 +71,7 @@ final class RouteResolver: Sendable {
             fixed[name] = FixedAuth(headers: scheme.fixedHeaders, secrets: scheme.secretTexts)
         }
         fixedAuth = fixed
-        credentialHeaders = ["authorization", "proxy-authorization", "cookie"] + configuration.apiKeyHeaders
+        credentialHeaders = RouteResolver.credentialHeaderNames + configuration.apiKeyHeaders
     }
 
     /// A fixed auth scheme's headers and secret texts, worked out once (not per request).
@@ -80,8 +80,11 @@ final class RouteResolver: Sendable {
         let secrets: [String]
     }
     private let fixedAuth: [String: FixedAuth]
-    /// Request headers whose values are credentials (masked in what comes back).
+    /// Request headers whose values are credentials (masked in what comes back):
+    /// these, and the header names of the `api-key` schemes.
     private let credentialHeaders: [String]
+    /// The standard credential headers, lowercased (the response cache's key tells callers apart by them too).
+    static let credentialHeaderNames = ["authorization", "proxy-authorization", "cookie"]
 
     /// - Parameter encodeWithDogma: encodes a body with the named dogma; nil when that
     ///   dogma leaves encoding to `bodyEncoding`.

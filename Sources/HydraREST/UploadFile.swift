@@ -4,7 +4,8 @@ import HydraCore
 /// A file under the state folder opened for an upload (`bodyFile`, a
 /// multipart `file` part, rest.md §2): the path is checked by its letters as
 /// `saveAs` is (relative, no `..`, never a file the server owns) and opened
-/// one component at a time with `openat(O_NOFOLLOW)`, so a symbolic link
+/// one component at a time with `openat(O_NOFOLLOW)` (the walk `saveAs` uses,
+/// ``SaveAsPath/openFolder(in:creating:)``), so a symbolic link
 /// anywhere on the way is refused and nothing outside the state folder, nor
 /// the server's database, can be sent. It must be a regular file.
 ///
@@ -23,19 +24,16 @@ final class UploadFile {
         func refuse(_ what: String, _ code: Int32 = errno) -> SaveAsPath.Refusal {
             SaveAsPath.Refusal(message: "\(what): \(String(cString: strerror(code)))")
         }
-        var current = Glibc.open(stateDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard current >= 0 else { throw refuse("cannot open the state folder") }
-        for (i, component) in path.components.dropLast().enumerated() {
-            let next = openat(current, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            let code = errno
-            Glibc.close(current)
-            guard next >= 0 else {
-                let shown = path.components[...i].joined(separator: "/").debugDescription
-                throw code == ELOOP || code == ENOTDIR
-                    ? SaveAsPath.Refusal(message: "\(shown) is not a folder inside the state folder (links are never followed)")
-                    : refuse("cannot open \(shown)", code)
+        let current: Int32
+        do throws(SaveAsPath.FolderFailure) {
+            current = try path.openFolder(in: stateDirectory, creating: false)
+        } catch {
+            switch error.reason {
+            case .stateFolder: throw refuse("cannot open the state folder", error.code)
+            case .notAFolder:
+                throw SaveAsPath.Refusal(message: "\(error.shown) is not a folder inside the state folder (links are never followed)")
+            case .open, .create: throw refuse("cannot open \(error.shown)", error.code)
             }
-            current = next
         }
         let file = openat(current, path.components.last!, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         let code = errno

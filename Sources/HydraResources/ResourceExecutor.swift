@@ -15,8 +15,12 @@ import OrderedCollections
 ///
 /// Loop-confined: every method runs on the worker's loop thread, as do the
 /// transfer completions, retry timers and the index's commit callbacks (hopped
-/// back with `loop.execute`). Reading a copy from disk and writing a new one
-/// are blocking file I/O on this thread (bounded by `resources.maxBytes`).
+/// back with `loop.execute`) and the answers of work handed to libuv's thread
+/// pool. On this thread: reading a copy from disk (a disk hit, a revalidated
+/// copy, a new copy's bytes for the memory tier) and streaming a plain body to
+/// its file, bounded by `resources.maxBytes`. On the pool
+/// (``HydraLoop/EventLoop/offload(_:then:)``): a new copy's SHA-256, remakers,
+/// gzip and aes-gcm, and writing such copies (``CopyWriter``).
 final class ResourceExecutor: JobExecutor {
     private let manager: ResourceManager
     private let loop: EventLoop

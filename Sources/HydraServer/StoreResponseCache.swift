@@ -14,10 +14,6 @@ final class StoreResponseCache: ResponseCache {
         self.events = events
     }
 
-    func cachedResponse(_ key: String, now: Double) -> JSONValue? {
-        (try? store.cachedResponse(key, now: now)) ?? nil
-    }
-
     func storedResponse(_ key: String) -> CachedResponse? {
         (try? store.storedResponse(key)) ?? nil
     }

@@ -3,16 +3,15 @@
 /// with the state store. Thread-safe; reads run on the calling worker's loop,
 /// so implementations keep them quick (one indexed lookup), writes are queued.
 public protocol ResponseCache: Sendable {
-    /// The stored result for `key` when younger than its TTL, else nil.
-    func cachedResponse(_ key: String, now: Double) -> JSONValue?
-    /// The stored entry for `key`, fresh or stale; nil when there is none.
+    /// The stored entry for `key`, fresh or stale (the caller compares
+    /// `expiresAt` with its clock); nil when there is none.
     func storedResponse(_ key: String) -> CachedResponse?
     /// Keeps `value` under `key`, fresh for `ttl` seconds and kept `keep`
     /// seconds longer (for revalidation and stale-if-error answers).
     func storeResponse(_ key: String, api: String?, value: JSONValue, ttl: Double, keep: Double, now: Double)
     /// Forgets every response of `apis` (listed in the `invalidates` of an api
     /// that succeeded). `done` runs, on any thread, once no later
-    /// `cachedResponse` can return them: the job that made them stale finishes
+    /// `storedResponse` can return them: the job that made them stale finishes
     /// only then, so a step after it never reads the old response.
     func invalidate(apis: [String], then done: @escaping @Sendable () -> Void)
 }
