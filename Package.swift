@@ -64,6 +64,10 @@ let package = Package(
             dependencies: ["HydraLoop", "CUV", "CCurl", "CZlib"],
             swiftSettings: strict),
         .target(
+            name: "HydraAtRest",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict),
+        .target(
             name: "HydraCore",
             dependencies: [
                 "HydraLoop",
@@ -73,12 +77,12 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "HydraREST",
-            dependencies: ["HydraCore", "HydraHTTP", "HydraLoop", .product(name: "Crypto", package: "swift-crypto"),
+            dependencies: ["HydraCore", "HydraHTTP", "HydraLoop", "HydraAtRest", .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "OrderedCollections", package: "swift-collections")],
             swiftSettings: strict),
         .target(
             name: "HydraResources",
-            dependencies: ["HydraCore", "HydraREST", "HydraHTTP", "HydraLoop", .product(name: "Crypto", package: "swift-crypto"),
+            dependencies: ["HydraCore", "HydraREST", "HydraHTTP", "HydraLoop", "HydraAtRest", .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "OrderedCollections", package: "swift-collections")],
             swiftSettings: strict),
         .target(
@@ -92,7 +96,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "HydraStore",
-            dependencies: ["HydraCore", "HydraLoop", "HydraHTTP", "CSQLite", "CZlib", .product(name: "Crypto", package: "swift-crypto"),
+            dependencies: ["HydraCore", "HydraLoop", "HydraHTTP", "HydraAtRest", "CSQLite", "CZlib",
                            .product(name: "OrderedCollections", package: "swift-collections")],
             swiftSettings: strict),
         .target(

@@ -1,4 +1,5 @@
 import Foundation
+import HydraAtRest
 import HydraCore
 import HydraHTTP
 import HydraLoop

@@ -1,7 +1,8 @@
-import HydraLoop
 import Foundation
+import HydraAtRest
 import HydraCore
 import HydraHTTP
+import HydraLoop
 import Synchronization
 
 /// The REST client manager (the HJRestClientManager idea): servers, api routes,

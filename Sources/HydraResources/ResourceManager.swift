@@ -1,9 +1,10 @@
 import Foundation
-import OrderedCollections
+import HydraAtRest
 import HydraCore
 import HydraHTTP
 import HydraLoop
 import HydraREST
+import OrderedCollections
 import Synchronization
 
 /// The resource manager (the HJResourceManager idea, resources.md): runs

@@ -1,22 +1,17 @@
-import Crypto
 import Foundation
+import HydraAtRest
 import HydraHTTP
 import HydraCore
 
 /// Encodes shared values at rest: plain JSON text, gzip of it, or AES-GCM of
-/// it with a key derived (HKDF-SHA256) from the `HYDRA_SHARED_KEY`
-/// passphrase. Thread-safe: any thread may encode or decode.
+/// it with the ``AtRestKey`` of the `HYDRA_SHARED_KEY` passphrase. Thread-safe: any thread may encode or decode.
 ///
 /// Errors never contain the value, in clear or encoded.
-struct SharedCodec: @unchecked Sendable {
-    // @unchecked: `SymmetricKey` is not declared `Sendable`, but it is an
-    // immutable value whose storage is never written after init.
-    private let key: SymmetricKey?
+struct SharedCodec: Sendable {
+    private let key: AtRestKey?
 
     /// The environment variable the passphrase comes from, named in errors.
     static let keyVariable = "HYDRA_SHARED_KEY"
-    /// The shortest passphrase accepted.
-    static let minimumKeyLength = 16
 
     /// Errors (naming `HYDRA_SHARED_KEY`) when a passphrase is given but
     /// shorter than 16 characters. An empty passphrase counts as none (an
@@ -26,12 +21,10 @@ struct SharedCodec: @unchecked Sendable {
             key = nil
             return
         }
-        guard passphrase.count >= Self.minimumKeyLength else {
-            throw StoreError("\(Self.keyVariable) must be a passphrase of at least \(Self.minimumKeyLength) characters")
+        guard let key = AtRestKey(passphrase: passphrase) else {
+            throw StoreError("\(Self.keyVariable) must be a passphrase of at least \(AtRestKey.minimumPassphraseLength) characters")
         }
-        key = HKDF<SHA256>.deriveKey(inputKeyMaterial: SymmetricKey(data: Data(passphrase.utf8)),
-                                     salt: Data("hydra-shared-v1".utf8), info: Data("shared".utf8),
-                                     outputByteCount: 32)
+        self.key = key
     }
 
     /// The failure of `setShared` with aes-gcm and no key: nothing is stored.
@@ -47,13 +40,9 @@ struct SharedCodec: @unchecked Sendable {
             do { return try Gzip.compress(clear) } catch { throw StoreError(error.description) }
         case .aesGCM:
             guard let key else { throw Self.missingKey }
-            let sealed: AES.GCM.SealedBox
-            do { sealed = try AES.GCM.seal(clear, using: key) } catch {
+            do { return try key.seal(clear) } catch {
                 throw StoreError("aes-gcm: cannot encrypt: \(error)")
             }
-            // With the default 12-byte nonce, `combined` (nonce + ciphertext + tag) always exists.
-            guard let combined = sealed.combined else { throw StoreError("aes-gcm: cannot encrypt: no combined form") }
-            return [UInt8](combined)
         }
     }
 
@@ -69,7 +58,7 @@ struct SharedCodec: @unchecked Sendable {
                 throw StoreError("shared key \"\(name)\" is encrypted (aes-gcm): it cannot be read without \(Self.keyVariable)")
             }
             do {
-                clear = [UInt8](try AES.GCM.open(AES.GCM.SealedBox(combined: Data(bytes)), using: key))
+                clear = try key.open(bytes)
             } catch {
                 throw StoreError("shared key \"\(name)\" cannot be decrypted: \(Self.keyVariable) differs from the passphrase it was stored with")
             }

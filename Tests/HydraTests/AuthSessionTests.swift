@@ -202,11 +202,10 @@ import Testing
         #expect(configError(#""servers": {"s": "http://h"}, "apis": {"a": {"server": "s", "endpoint": "/", "auth": "nope"}}"#)
             .contains("apis.a.auth"))
         // An env value is read, and an api that opts in uses it.
-        setenv("HYDRA_TEST_AUTH_TOKEN", "from-env-55", 1)
         let fromEnv = try makeEngine("""
             , "auth": {"ci": {"type": "bearer", "token": "${env.HYDRA_TEST_AUTH_TOKEN}"}},
               "apis": {"me": {"server": "testsvr", "endpoint": "/bearer/from-env-55", "auth": "ci"}}
-            """)
+            """, environment: ["HYDRA_TEST_AUTH_TOKEN": "from-env-55"])
         defer { fromEnv.shutdown() }
         #expect(try await fromEnv.run(spec(#"{"type":"remote","api":"me"}"#)).result?["body"] == ["authenticated": true])
     }

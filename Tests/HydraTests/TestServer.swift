@@ -95,7 +95,11 @@ final class OwnTestServer: @unchecked Sendable {
 }
 
 /// An engine configured for the test server; shut down by the caller.
-func makeEngine(_ extra: String = "", jobs: String? = nil, state: String? = nil) throws -> HydraEngine {
+/// `environment` is what `${env.NAME}` reads: tests never `setenv`, which
+/// races with other tests starting processes (Foundation's `Process.run`
+/// copies `environ` and crashed on it).
+func makeEngine(_ extra: String = "", jobs: String? = nil, state: String? = nil,
+                environment: [String: String] = ProcessInfo.processInfo.environment) throws -> HydraEngine {
     let text = """
         {"servers": {"testsvr": "\(TestServer.base)"},
          "apis": {"items": {"server": "testsvr", "endpoint": "/items"},
@@ -103,7 +107,7 @@ func makeEngine(_ extra: String = "", jobs: String? = nil, state: String? = nil)
          "defaults": {"server": "testsvr", "timeoutMs": 10000}
          \(extra)}
         """
-    let config = try Configuration(json: try JSONParser.parse(text))
+    let config = try Configuration(json: try JSONParser.parse(text), environment: environment)
     return try HydraEngine(configuration: config, stateDirectory: state ?? NSTemporaryDirectory() + "hydra-tests",
                            jobsDirectory: jobs)
 }

@@ -197,8 +197,10 @@ extension Configuration {
         }
     }
 
-    /// Decodes a configuration document.
-    public init(json: JSONValue) throws(ValidationError) {
+    /// Decodes a configuration document; `${env.NAME}` in the `auth` section
+    /// reads `environment` (the process's by default).
+    public init(json: JSONValue,
+                environment: [String: String] = ProcessInfo.processInfo.environment) throws(ValidationError) {
         self.init()
         var r = try FieldReader(json, path: "")
         if var o = try r.object("rpc") {
@@ -284,7 +286,6 @@ extension Configuration {
             }
         }
         if let o = try r.object("auth") {
-            let environment = ProcessInfo.processInfo.environment
             for (key, value) in o.members {
                 auth[key] = try AuthScheme(json: value, path: o.path(key), environment: environment)
             }
