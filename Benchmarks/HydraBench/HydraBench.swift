@@ -53,11 +53,11 @@ struct HydraBench {
             // One variant alone (for a profiler): auth, plain.
             guard let url = text("--url") else { usage() }
             let authed = text("--variant") == "auth"
-            let engine = try RESTBench.engine(concurrency: 64, auth: authed)
             var spec = RemoteSpec.get(url)
             if authed { spec.auth = "ci" }
-            let (rate, us) = try RESTBench.throughput(engine, .remote(spec), requests: option("--requests", 200_000), concurrency: 64)
-            engine.shutdown()
+            let side = try RESTBench.Side(worker: "rest", concurrency: 64, auth: authed, spec: .remote(spec))
+            let (rate, us) = try side.run(requests: option("--requests", 200_000), concurrency: 64)
+            side.engine.shutdown()
             print(#"{"name":"auth-only","rps":\#(Int(rate)),"workerUs":\#(us)}"#)
         case "merged":
             guard let url = text("--url"), let log = text("--log") else { usage() }

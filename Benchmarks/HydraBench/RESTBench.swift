@@ -12,57 +12,78 @@ import Foundation
 import Hydra
 
 enum RESTBench {
-    /// Remote GETs through one remote worker, `concurrency` in flight: jobs per
-    /// second, and the worker thread's CPU µs per job.
-    static func throughput(_ engine: HydraEngine, _ spec: JobSpec, requests: Int, concurrency: Int) throws -> (Double, Double) {
-        let warm = HydraBench.Countdown(concurrency)
-        for _ in 0..<concurrency { try engine.submit(spec) { warm.tick(failed: $0.state != .succeeded) } }
-        warm.wait()
+    /// Remote GETs through the engine's one remote worker (thread `thread`),
+    /// `concurrency` in flight: jobs per second, and that thread's CPU µs per job.
+    static func throughput(_ engine: HydraEngine, _ spec: JobSpec, requests: Int, concurrency: Int,
+                           thread: String) throws -> (Double, Double) {
         let countdown = HydraBench.Countdown(requests)
-        let cpuBefore = HydraBench.threadCPU()["hydra-rest"] ?? 0
+        let cpuBefore = HydraBench.threadCPU()[thread] ?? 0
         let start = HydraBench.now()
         for _ in 0..<requests { try engine.submit(spec) { countdown.tick(failed: $0.state != .succeeded) } }
         countdown.wait()
         precondition(countdown.failures.load(ordering: .relaxed) == 0, "failed jobs in the auth bench")
-        let cpu = Double((HydraBench.threadCPU()["hydra-rest"] ?? 0) - cpuBefore) / 1000 / Double(requests)
+        let cpu = Double((HydraBench.threadCPU()[thread] ?? 0) - cpuBefore) / 1000 / Double(requests)
         return (Double(requests) / (Double(HydraBench.now() - start) / 1e9), cpu)
     }
 
-    static func engine(concurrency: Int, auth: Bool) throws -> HydraEngine {
+    /// An engine with one remote worker named `worker` (its thread: `hydra-<worker>`).
+    static func engine(worker: String, concurrency: Int, auth: Bool) throws -> HydraEngine {
         var config = Configuration()
         config.defaults.headers = [:]
-        config.workers = [Configuration.Worker(name: "rest", kind: .remote, maxConnections: concurrency,
+        config.workers = [Configuration.Worker(name: worker, kind: .remote, maxConnections: concurrency,
                                                maxHostConnections: concurrency, maxActive: concurrency)]
         if auth { config.auth["ci"] = .bearer(token: "bench-token-0123456789abcdef0123456789abcdef") }
         return try HydraEngine(configuration: config)
     }
 
-    /// Auth on vs off, alternating: the median of the per-pair ratios.
+    /// The jobs of one side of the auth row, on their own warm engine.
+    struct Side {
+        let engine: HydraEngine
+        let spec: JobSpec
+        let thread: String
+
+        init(worker: String, concurrency: Int, auth: Bool, spec: JobSpec) throws {
+            engine = try RESTBench.engine(worker: worker, concurrency: concurrency, auth: auth)
+            self.spec = spec
+            thread = "hydra-" + worker
+            // Warm: threads up, `concurrency` connections open.
+            _ = try throughput(engine, spec, requests: concurrency * 4, concurrency: concurrency, thread: thread)
+        }
+
+        func run(requests: Int, concurrency: Int) throws -> (Double, Double) {
+            try throughput(engine, spec, requests: requests, concurrency: concurrency, thread: thread)
+        }
+    }
+
+    /// Auth on vs off: both engines built and warmed once, then `pairs` rounds
+    /// that run the same number of jobs on each, alternating which goes first
+    /// (ABBA); the median of the per-round ratios. One process, warm engines,
+    /// short interleaved rounds: drift of the machine (this VM's speed moves by
+    /// 10% over minutes) falls on both sides alike. A third engine whose jobs
+    /// set the same `Authorization` header themselves (no session) runs in each
+    /// round too: what the header alone costs curl and the server.
     static func auth(url: String, requests: Int, concurrency: Int, pairs: Int) throws {
+        let token = "bench-token-0123456789abcdef0123456789abcdef"
+        var authed = RemoteSpec.get(url)
+        authed.auth = "ci"
+        var headed = RemoteSpec.get(url)
+        headed.headers["Authorization"] = .string("Bearer " + token)
+        let plain = try Side(worker: "plain", concurrency: concurrency, auth: false, spec: .remote(.get(url)))
+        let auth = try Side(worker: "auth", concurrency: concurrency, auth: true, spec: .remote(authed))
+        let header = try Side(worker: "header", concurrency: concurrency, auth: false, spec: .remote(headed))
+        defer { [plain, auth, header].forEach { $0.engine.shutdown() } }
+        // Rounds of a quarter of `requests` each side, four times as many rounds: the same work, finer interleaving.
+        let rounds = pairs * 4, perRound = max(requests / 4, concurrency * 8)
         var ratios: [Double] = []
         var plainRates: [Double] = [], authRates: [Double] = []
         var plainCPU: [Double] = [], authCPU: [Double] = [], headerCPU: [Double] = []
-        func measure(auth: Bool) throws -> (Double, Double) {
-            let engine = try engine(concurrency: concurrency, auth: auth)
-            defer { engine.shutdown() }
-            var spec = RemoteSpec.get(url)
-            if auth { spec.auth = "ci" }
-            return try throughput(engine, .remote(spec), requests: requests, concurrency: concurrency)
-        }
-        for pair in 0..<pairs {
-            // ABBA: which runs first alternates (the second run of a pair was seen to lose up to 10% whatever it was).
-            let authFirst = pair % 2 == 1
-            let first = try measure(auth: authFirst)
-            let second = try measure(auth: !authFirst)
+        for round in 0..<rounds {
+            let authFirst = round % 2 == 1
+            let first = try (authFirst ? auth : plain).run(requests: perRound, concurrency: concurrency)
+            let second = try (authFirst ? plain : auth).run(requests: perRound, concurrency: concurrency)
             let (plainRate, plainUs) = authFirst ? second : first
             let (authRate, authUs) = authFirst ? first : second
-            // The same header set by the job itself, no session: what the header costs curl and the server.
-            let header = try engine(concurrency: concurrency, auth: false)
-            var headed = RemoteSpec.get(url)
-            headed.headers["Authorization"] = "Bearer bench-token-0123456789abcdef0123456789abcdef"
-            let (_, headerUs) = try throughput(header, .remote(headed), requests: requests, concurrency: concurrency)
-            header.shutdown()
-            headerCPU.append(headerUs)
+            headerCPU.append(try header.run(requests: perRound, concurrency: concurrency).1)
             plainRates.append(plainRate)
             authRates.append(authRate)
             ratios.append(authRate / plainRate)
@@ -71,7 +92,7 @@ enum RESTBench {
         }
         func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
         let list = ratios.map { String(HydraBench.round3($0)) }.joined(separator: ",")
-        print(#"{"name":"auth-bearer","concurrency":\#(concurrency),"requests":\#(requests),"plainRps":\#(Int(median(plainRates))),"authRps":\#(Int(median(authRates))),"ratio":\#(HydraBench.round3(median(ratios))),"ratios":[\#(list)],"plainWorkerUs":\#(HydraBench.round3(median(plainCPU))),"authWorkerUs":\#(HydraBench.round3(median(authCPU))),"headerOnlyWorkerUs":\#(HydraBench.round3(median(headerCPU)))}"#)
+        print(#"{"name":"auth-bearer","concurrency":\#(concurrency),"requests":\#(perRound),"rounds":\#(rounds),"plainRps":\#(Int(median(plainRates))),"authRps":\#(Int(median(authRates))),"ratio":\#(HydraBench.round3(median(ratios))),"ratios":[\#(list)],"plainWorkerUs":\#(HydraBench.round3(median(plainCPU))),"authWorkerUs":\#(HydraBench.round3(median(authCPU))),"headerOnlyWorkerUs":\#(HydraBench.round3(median(headerCPU)))}"#)
     }
 
     /// `jobs` identical GETs submitted at once, merged, then as many unmerged.

@@ -74,10 +74,19 @@ final class RouteResolver: Sendable {
         credentialHeaders = RouteResolver.credentialHeaderNames + configuration.apiKeyHeaders
     }
 
-    /// A fixed auth scheme's headers and secret texts, worked out once (not per request).
+    /// A fixed auth scheme's headers and secret texts, worked out once (not per
+    /// request): the headers keyed by lowercased name, as ``prepare`` merges them,
+    /// so a request with no other header shares them instead of building its own.
     struct FixedAuth: Sendable {
-        let headers: [(String, String)]
+        let headers: OrderedDictionary<String, HTTPHeader>
         let secrets: [String]
+
+        init(headers: [(String, String)], secrets: [String]) {
+            var keyed = OrderedDictionary<String, HTTPHeader>()
+            for (name, value) in headers { keyed[name.lowercased()] = HTTPHeader(name, value) }
+            self.headers = keyed
+            self.secrets = secrets
+        }
     }
     private let fixedAuth: [String: FixedAuth]
     /// Request headers whose values are credentials (masked in what comes back):
@@ -148,13 +157,19 @@ final class RouteResolver: Sendable {
         // Auth (rest.md §1): the job's session, else its api's, else its server's.
         var authSession: String?
         if applyAuth, let name = spec.auth ?? api?.auth ?? server?.auth {
-            guard configuration.auth[name] != nil else { throw JobError(.invalid, "auth: unknown auth '\(name)'") }
             if let fixed = fixedAuth[name] {
-                for (header, value) in fixed.headers { add(header, value) }
-                // The scheme's own texts (worked out once); shared, not copied, in the common case.
+                // The scheme's own headers and texts (worked out once): shared, not
+                // copied, when the request has no header or secret of its own.
+                if headers.isEmpty {
+                    headers = fixed.headers
+                } else {
+                    headers.merge(fixed.headers) { _, scheme in scheme }
+                }
                 secrets = secrets.isEmpty ? fixed.secrets : secrets + fixed.secrets
-            } else {
+            } else if configuration.auth[name] != nil {
                 authSession = name  // OAuth2: the token is added per attempt
+            } else {
+                throw JobError(.invalid, "auth: unknown auth '\(name)'")
             }
         }
 
@@ -222,7 +237,7 @@ final class RouteResolver: Sendable {
         }
 
         var request = HTTPRequest(
-            method: method, url: url, headers: Array(headers.values), body: body,
+            method: method, url: url, headers: headers.values.elements, body: body,
             timeoutMilliseconds: timeoutMs ?? api?.timeoutMs ?? configuration.defaults.timeoutMs,
             connectTimeoutMilliseconds: spec.connectTimeoutMs ?? configuration.defaults.connectTimeoutMs,
             maxRedirects: spec.maxRedirects ?? configuration.defaults.maxRedirects,
