@@ -71,6 +71,7 @@ final class RouteResolver: Sendable {
             fixed[name] = FixedAuth(headers: scheme.fixedHeaders, secrets: scheme.secretTexts)
         }
         fixedAuth = fixed
+        defaultHeaders = FixedAuth.keyed(configuration.defaults.headers.map { ($0.key, $0.value) })
         credentialHeaders = RouteResolver.credentialHeaderNames + configuration.apiKeyHeaders
     }
 
@@ -82,13 +83,19 @@ final class RouteResolver: Sendable {
         let secrets: [String]
 
         init(headers: [(String, String)], secrets: [String]) {
+            self.headers = FixedAuth.keyed(headers)
+            self.secrets = secrets
+        }
+
+        static func keyed(_ headers: [(String, String)]) -> OrderedDictionary<String, HTTPHeader> {
             var keyed = OrderedDictionary<String, HTTPHeader>()
             for (name, value) in headers { keyed[name.lowercased()] = HTTPHeader(name, value) }
-            self.headers = keyed
-            self.secrets = secrets
+            return keyed
         }
     }
     private let fixedAuth: [String: FixedAuth]
+    /// `defaults.headers`, keyed the same way: where every request's headers start.
+    private let defaultHeaders: OrderedDictionary<String, HTTPHeader>
     /// Request headers whose values are credentials (masked in what comes back):
     /// these, and the header names of the `api-key` schemes.
     private let credentialHeaders: [String]
@@ -131,9 +138,8 @@ final class RouteResolver: Sendable {
         let server = serverKey.flatMap { configuration.servers[$0] }
 
         // Headers: defaults < server < api < job, names compared case-insensitively.
-        var headers = OrderedDictionary<String, HTTPHeader>()
+        var headers = defaultHeaders
         func add(_ name: String, _ value: String) { headers[name.lowercased()] = HTTPHeader(name, value) }
-        for (name, value) in configuration.defaults.headers { add(name, value) }
         for (name, value) in server?.headers ?? [:] { add(name, value) }
         for (name, value) in api?.headers ?? [:] { add(name, value) }
         for (name, value) in spec.headers {

@@ -175,6 +175,28 @@ import Testing
         #expect(throws: JobError.self) { try engine.authStatus("nobody") }
     }
 
+    /// With no default headers a fixed scheme's headers are shared, not built
+    /// per request: the scheme still wins over the job's own Authorization, and
+    /// the job's other headers still go out.
+    @Test func aFixedSchemeMergesWithTheJobsOwnHeaders() async throws {
+        let text = """
+            {"servers": {"testsvr": "\(TestServer.base)"}, "defaults": {"server": "testsvr", "headers": {}},
+             "auth": {"ci": {"type": "bearer", "token": "ci-token-456"}}}
+            """
+        let engine = try HydraEngine(configuration: try Configuration(json: try JSONParser.parse(text), environment: [:]),
+                                     stateDirectory: NSTemporaryDirectory() + "hydra-tests")
+        defer { engine.shutdown() }
+        let alone = try await engine.run(spec(#"{"type":"remote","endpoint":"/echo/a","auth":"ci"}"#))
+        #expect(alone.result?["body"]?["headers"]?["authorization"] == "Bearer ***")
+        let mixed = try await engine.run(spec(#"{"type":"remote","endpoint":"/echo/m","auth":"ci","headers":{"X-Trace":"t-1","Authorization":"Token job-own-3"}}"#))
+        #expect(mixed.result?["body"]?["headers"]?["authorization"] == "Bearer ***")
+        #expect(mixed.result?["body"]?["headers"]?["x-trace"] == "t-1")
+        let again = try await engine.run(spec(#"{"type":"remote","endpoint":"/echo/b","auth":"ci"}"#))
+        #expect(again.result?["body"]?["headers"]?["authorization"] == "Bearer ***" && again.result?["body"]?["headers"]?["x-trace"] == nil)
+        let none = try await engine.run(spec(#"{"type":"remote","endpoint":"/echo/n"}"#))
+        #expect(none.result?["body"]?["headers"]?["authorization"] == nil)
+    }
+
     @Test func namesAndValuesAreCheckedWhereTheyAreWritten() async throws {
         let engine = try makeEngine(#", "auth": {"ci": {"type": "bearer", "token": "t"}}"#)
         defer { engine.shutdown() }
