@@ -15,6 +15,12 @@ extension DogmaResponse {
     private static let contentTypeName = HTTPHeaderBlock.lowercased("content-type")
     private static let jsonType = HTTPHeaderBlock.lowercased("application/json")
     private static let jsonSuffix = HTTPHeaderBlock.lowercased("+json")
+    private static let textPrefix = HTTPHeaderBlock.lowercased("text/")
+    private static let xmlSuffixes = ["/xml", "+xml"].map(HTTPHeaderBlock.lowercased)
+    private static let textualTypes = [
+        "application/javascript", "application/x-javascript", "application/ecmascript",
+        "application/x-www-form-urlencoded", "multipart/form-data",
+    ].map(HTTPHeaderBlock.lowercased)
 
     /// True when the Content-Type says JSON (`application/json`, `…+json`).
     var isJSON: Bool {
@@ -29,19 +35,13 @@ extension DogmaResponse {
     var impliedDogma: any Dogma {
         if isJSON { return JSONDogma() }
         guard let range = headerBlock.firstRange(Self.contentTypeName) else { return TextDogma() }
-        let contentType = String(decoding: headerBlock.bytes[range], as: UTF8.self)
-        return Self.isTextual(contentType: contentType) ? TextDogma() : RawDogma()
+        return headerBlock.bytes[range].withUnsafeBufferPointer(Self.isTextualMediaType) ? TextDogma() : RawDogma()
     }
 
     /// True for a textual media type: `text/*`, XML (`…/xml`, `…+xml`), JavaScript, form data.
     static func isTextual(contentType: String) -> Bool {
-        let media = contentType.split(separator: ";", maxSplits: 1).first.map {
-            $0.trimmingCharacters(in: .whitespaces).lowercased()
-        } ?? ""
-        if media.isEmpty || media.hasPrefix("text/") { return true }
-        if media.hasSuffix("/xml") || media.hasSuffix("+xml") { return true }
-        return ["application/javascript", "application/x-javascript", "application/ecmascript",
-                "application/x-www-form-urlencoded", "multipart/form-data"].contains(media)
+        var value = contentType
+        return value.withUTF8(isTextualMediaType)
     }
 
     /// True when a Content-Type value names JSON (`application/json`, `…+json`).
@@ -50,16 +50,37 @@ extension DogmaResponse {
         return value.withUTF8(isJSONMediaType)
     }
 
+    // Compared as bytes, any ASCII case, without building strings: every
+    // response without a dogma of its own passes here.
+
+    private static func isTextualMediaType(_ value: UnsafeBufferPointer<UInt8>) -> Bool {
+        let media = mediaType(value)
+        if media.isEmpty || hasPrefix(media, textPrefix) { return true }
+        if xmlSuffixes.contains(where: { hasSuffix(media, $0) }) { return true }
+        return textualTypes.contains { HTTPHeaderBlock.equalsLowered(media, $0) }
+    }
+
     private static func isJSONMediaType(_ value: UnsafeBufferPointer<UInt8>) -> Bool {
-        // The media type: up to ';', without surrounding spaces, any case.
+        let media = mediaType(value)
+        return HTTPHeaderBlock.equalsLowered(media, jsonType) || (media.count > jsonSuffix.count && hasSuffix(media, jsonSuffix))
+    }
+
+    /// The media type of a Content-Type value: up to `;`, without surrounding spaces or tabs.
+    private static func mediaType(_ value: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8> {
         var end = value.firstIndex(of: UInt8(ascii: ";")) ?? value.count
         while end > 0 && (value[end - 1] == 0x20 || value[end - 1] == 0x09) { end -= 1 }
         var start = 0
         while start < end && (value[start] == 0x20 || value[start] == 0x09) { start += 1 }
-        let media = UnsafeBufferPointer(rebasing: value[start..<end])
-        if HTTPHeaderBlock.equalsLowered(media, jsonType) { return true }
-        let suffix = jsonSuffix.count
-        return media.count > suffix
-            && HTTPHeaderBlock.equalsLowered(UnsafeBufferPointer(rebasing: media[(media.count - suffix)...]), jsonSuffix)
+        return UnsafeBufferPointer(rebasing: value[start..<end])
+    }
+
+    private static func hasPrefix(_ media: UnsafeBufferPointer<UInt8>, _ lowered: [UInt8]) -> Bool {
+        media.count >= lowered.count
+            && HTTPHeaderBlock.equalsLowered(UnsafeBufferPointer(rebasing: media[..<lowered.count]), lowered)
+    }
+
+    private static func hasSuffix(_ media: UnsafeBufferPointer<UInt8>, _ lowered: [UInt8]) -> Bool {
+        media.count >= lowered.count
+            && HTTPHeaderBlock.equalsLowered(UnsafeBufferPointer(rebasing: media[(media.count - lowered.count)...]), lowered)
     }
 }

@@ -80,10 +80,12 @@ import Testing
 
     @Test func textualMediaTypes() {
         for type in ["text/plain", "text/html; charset=utf-8", "application/xml", "application/atom+xml",
-                     "application/javascript", "application/x-www-form-urlencoded", " TEXT/CSV "] {
+                     "application/javascript", "application/x-www-form-urlencoded", " TEXT/CSV ",
+                     "\tApplication/Atom+XML ; charset=x", "multipart/form-data; boundary=b", "", " ; x=1"] {
             #expect(DogmaResponse.isTextual(contentType: type), "\(type)")
         }
-        for type in ["application/octet-stream", "image/png", "application/pdf"] {
+        for type in ["application/octet-stream", "image/png", "application/pdf", "application/xmlish", "textual/plain",
+                     "application/javascript2", "xml"] {
             #expect(!DogmaResponse.isTextual(contentType: type), "\(type)")
         }
     }
