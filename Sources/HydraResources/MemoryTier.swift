@@ -5,12 +5,33 @@ import OrderedCollections
 /// (`resources.memoryBytes`; 0 keeps nothing). One per remote worker, owned by
 /// its loop thread (loop-confined, like the executor that holds it), so a hit
 /// never crosses threads.
+///
+/// A hit, a store and an eviction cost the same whatever the number of copies
+/// held: a dictionary finds the entry and a doubly linked list keeps the order
+/// of use (moving an entry in an ordered dictionary shifts every later one).
 final class MemoryTier {
     struct Entry {
         var record: ResourceRecord
         var content: [UInt8]
-        /// The result's stat fields, built once (a hit only adds `source`).
-        var stat: OrderedDictionary<String, JSONValue>
+        /// The result of a hit (the stat fields and `source: memory`), built
+        /// once when the copy is kept: a hit shares it, it does not copy it.
+        var result: OrderedDictionary<String, JSONValue>
+    }
+
+    /// One entry in the list of use. Ownership: `nodes` holds the only strong
+    /// reference to each node; the links are unowned and a node is unlinked
+    /// before `nodes` lets it go, so no link outlives its node (and dropping
+    /// a long list never recurses through strong links).
+    private final class Node {
+        let key: String
+        var entry: Entry
+        unowned(unsafe) var older: Node?
+        unowned(unsafe) var newer: Node?
+
+        init(key: String, entry: Entry) {
+            self.key = key
+            self.entry = entry
+        }
     }
 
     let capacity: Int
@@ -19,38 +40,76 @@ final class MemoryTier {
     }
     /// Reports each change of ``bytes`` (to the manager's count of every tier's).
     private let account: (Int) -> Void
-    /// Least recently used first.
-    private var entries: OrderedDictionary<String, Entry> = [:]
+    private var nodes: [String: Node] = [:]
+    /// The least and the most recently used ends of the list.
+    private unowned(unsafe) var oldest: Node?
+    private unowned(unsafe) var newest: Node?
 
     init(capacity: Int, account: @escaping (Int) -> Void) {
         self.capacity = capacity
         self.account = account
     }
 
+    /// The number of copies held.
+    var count: Int { nodes.count }
+
     /// The entry for `key`, now the most recently used.
     func get(_ key: String) -> Entry? {
-        guard let index = entries.index(forKey: key) else { return nil }
-        let entry = entries.remove(at: index).value
-        entries[key] = entry
-        return entry
+        guard let node = nodes[key] else { return nil }
+        if node !== newest {
+            unlink(node)
+            append(node)
+        }
+        return node.entry
     }
 
     /// Keeps `content` under `record.key`, evicting the least recently used past the capacity.
-    func put(_ record: ResourceRecord, content: [UInt8], stat: OrderedDictionary<String, JSONValue>) {
+    func put(_ record: ResourceRecord, content: [UInt8], result: OrderedDictionary<String, JSONValue>) {
         remove(record.key)
         guard content.count <= capacity else { return }
-        entries[record.key] = Entry(record: record, content: content, stat: stat)
+        let node = Node(key: record.key, entry: Entry(record: record, content: content, result: result))
+        nodes[record.key] = node
+        append(node)
         bytes += content.count
-        while bytes > capacity, let first = entries.keys.first { remove(first) }
+        while bytes > capacity, let first = oldest { remove(first.key) }
     }
 
     func remove(_ key: String) {
-        if let old = entries.removeValue(forKey: key) { bytes -= old.content.count }
+        guard let node = nodes[key] else { return }
+        unlink(node)
+        nodes[key] = nil
+        bytes -= node.entry.content.count
     }
 
     func removeAll() {
-        entries.removeAll()
+        oldest = nil
+        newest = nil
+        nodes.removeAll()
         bytes = 0
+    }
+
+    /// The keys from the least to the most recently used (for tests).
+    var keysByUse: [String] {
+        var keys: [String] = []
+        var node = oldest
+        while let current = node {
+            keys.append(current.key)
+            node = current.newer
+        }
+        return keys
+    }
+
+    private func unlink(_ node: Node) {
+        if let older = node.older { older.newer = node.newer } else { oldest = node.newer }
+        if let newer = node.newer { newer.older = node.older } else { newest = node.older }
+        node.older = nil
+        node.newer = nil
+    }
+
+    private func append(_ node: Node) {
+        node.older = newest
+        if let last = newest { last.newer = node } else { oldest = node }
+        newest = node
     }
 
     /// The removal count of the repository this tier last saw: when it moved,

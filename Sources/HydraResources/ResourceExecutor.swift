@@ -132,7 +132,7 @@ final class ResourceExecutor: JobExecutor {
             manager.statistics.countMemoryHit()
             touch(key)
             handle.skipped(reason: "resource")
-            finish(waiter, record: entry.record, content: entry.content, source: "memory", stat: entry.stat)
+            finish(waiter, record: entry.record, content: entry.content, source: "memory", result: entry.result)
             return true
         }
         let plain = plainKey(spec)
@@ -539,16 +539,19 @@ final class ResourceExecutor: JobExecutor {
 
     // MARK: - Results
 
-    /// Finishes `waiter` with the result object (resources.md §1), checking its own `sha256`.
-    /// Keeps a copy in the memory tier with its stat fields built.
+    /// Keeps a copy in the memory tier, with the result of a hit on it built once.
     private func remember(_ record: ResourceRecord, _ content: [UInt8]) {
         // (A streamed copy too large for the tier comes without its bytes.)
         guard memory.capacity > 0, content.count == record.bytes else { return }
-        memory.put(record, content: content, stat: ResourceExecutor.stat(record, path: manager.relativePath(of: record.key)))
+        var hit = ResourceExecutor.stat(record, path: manager.relativePath(of: record.key))
+        hit["source"] = "memory"
+        memory.put(record, content: content, result: hit)
     }
 
+    /// Finishes `waiter` with the result object (resources.md §1), checking its
+    /// own `sha256`; `prebuilt` is a memory hit's result, `source` included.
     private func finish(_ waiter: Waiter, record: ResourceRecord, content: [UInt8], source: String,
-                        stat: OrderedDictionary<String, JSONValue>? = nil) {
+                        result prebuilt: OrderedDictionary<String, JSONValue>? = nil) {
         if let expected = waiter.spec.sha256 {
             let digest = record.cipher == .none ? record.sha256 : ResourceKey.sha256(content)
             if expected != digest {
@@ -556,8 +559,13 @@ final class ResourceExecutor: JobExecutor {
                 return
             }
         }
-        var o = stat ?? ResourceExecutor.stat(record, path: manager.relativePath(of: record.key))
-        o["source"] = .string(source)
+        var o: OrderedDictionary<String, JSONValue>
+        if let prebuilt {
+            o = prebuilt
+        } else {
+            o = ResourceExecutor.stat(record, path: manager.relativePath(of: record.key))
+            o["source"] = .string(source)
+        }
         switch waiter.spec.presentation {
         case .text?:
             guard let text = String(validating: content, as: UTF8.self) else {

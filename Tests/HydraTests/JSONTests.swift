@@ -1,9 +1,38 @@
+import OrderedCollections
 import Testing
 
 @testable import Hydra
 
 @Suite struct JSONTests {
     /// A line inside a larger buffer parses in place; errors count from the line's start.
+    /// `encodedSize` is the writer's length, for generated values full of what
+    /// needs escaping, and nil one byte below it.
+    @Test func encodedSizeIsTheWritersLength() {
+        var random = SystemRandomNumberGenerator()
+        let pieces = ["a", "é", "😀", "\"", "\\", "\n", "\r", "\t", "\u{01}", "\u{1F}", "\u{7F}", "/", " ", "\u{2028}"]
+        func text() -> String { (0..<Int.random(in: 0...12, using: &random)).map { _ in pieces.randomElement(using: &random)! }.joined() }
+        func value(_ depth: Int) -> JSONValue {
+            switch Int.random(in: 0...(depth > 3 ? 4 : 6), using: &random) {
+            case 0: return .null
+            case 1: return .bool(Bool.random(using: &random))
+            case 2: return .int(Int.random(in: Int.min...Int.max, using: &random))
+            case 3: return .double(Double.random(in: -1e6...1e6, using: &random))
+            case 4: return .string(text())
+            case 5: return .array((0..<Int.random(in: 0...4, using: &random)).map { _ in value(depth + 1) })
+            default:
+                var members = OrderedDictionary<String, JSONValue>()
+                for _ in 0..<Int.random(in: 0...4, using: &random) { members[text()] = value(depth + 1) }
+                return .object(members)
+            }
+        }
+        for _ in 0..<500 {
+            let v = value(0)
+            let length = JSONWriter.bytes(v).count
+            #expect(v.encodedSize(limit: length) == length, "\(JSONWriter.string(v))")
+            #expect(v.encodedSize(limit: length - 1) == nil, "\(JSONWriter.string(v))")
+        }
+    }
+
     @Test func aSliceParsesInPlace() throws {
         let buffer = Array(#"junk{"a":[1,"é"]}\n{"b":}"#.utf8)
         let first = buffer[4..<18], second = buffer[20...]

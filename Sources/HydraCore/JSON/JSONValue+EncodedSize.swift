@@ -38,14 +38,25 @@ extension JSONValue {
         budget -= utf8.count + 2
         // Escapes only add: a string already over the budget is not scanned.
         if budget < 0 { return false }
-        for byte in utf8 where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+        // Over the bytes in place (every result's keys and texts pass here, on the
+        // coordinator's thread; iterating the UTF-8 view cost a third of its time
+        // per resource job in a profile).
+        let escapes = utf8.withContiguousStorageIfAvailable(escapeLength) ?? escapeLength(utf8)
+        budget -= escapes
+        return budget >= 0
+    }
+
+    /// What escaping adds to a string's bytes: one for `"`, `\`, LF, CR and
+    /// tab, five for another control character (`\u00XX`).
+    private static func escapeLength<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> Int {
+        var extra = 0
+        for byte in bytes where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
             switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"), 0x0A, 0x0D, 0x09: budget -= 1
-            default: budget -= 5  // \u00XX
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), 0x0A, 0x0D, 0x09: extra += 1
+            default: extra += 5
             }
-            if budget < 0 { return false }
         }
-        return true
+        return extra
     }
 
     private static func decimalLength(_ i: Int) -> Int {
