@@ -16,6 +16,9 @@ final class MemoryTier {
         /// The result of a hit (the stat fields and `source: memory`), built
         /// once when the copy is kept: a hit shares it, it does not copy it.
         var result: OrderedDictionary<String, JSONValue>
+        /// `result`'s encoded length, counted once too (the coordinator checks
+        /// every result against `limits.maxResultBytes`).
+        var resultSize: Int
     }
 
     /// One entry in the list of use. Ownership: `nodes` holds the only strong
@@ -67,7 +70,8 @@ final class MemoryTier {
     func put(_ record: ResourceRecord, content: [UInt8], result: OrderedDictionary<String, JSONValue>) {
         remove(record.key)
         guard content.count <= capacity else { return }
-        let node = Node(key: record.key, entry: Entry(record: record, content: content, result: result))
+        let size = JSONValue.object(result).encodedSize(limit: .max) ?? .max
+        let node = Node(key: record.key, entry: Entry(record: record, content: content, result: result, resultSize: size))
         nodes[record.key] = node
         append(node)
         bytes += content.count

@@ -132,7 +132,7 @@ final class ResourceExecutor: JobExecutor {
             manager.statistics.countMemoryHit()
             touch(key)
             handle.skipped(reason: "resource")
-            finish(waiter, record: entry.record, content: entry.content, source: "memory", result: entry.result)
+            finish(waiter, record: entry.record, content: entry.content, source: "memory", kept: entry)
             return true
         }
         let plain = plainKey(spec)
@@ -549,9 +549,10 @@ final class ResourceExecutor: JobExecutor {
     }
 
     /// Finishes `waiter` with the result object (resources.md §1), checking its
-    /// own `sha256`; `prebuilt` is a memory hit's result, `source` included.
+    /// own `sha256`; `kept` is the memory tier's entry of a hit, whose result
+    /// (`source` included) is shared as it is unless the job asked for the content.
     private func finish(_ waiter: Waiter, record: ResourceRecord, content: [UInt8], source: String,
-                        result prebuilt: OrderedDictionary<String, JSONValue>? = nil) {
+                        kept: MemoryTier.Entry? = nil) {
         if let expected = waiter.spec.sha256 {
             let digest = record.cipher == .none ? record.sha256 : ResourceKey.sha256(content)
             if expected != digest {
@@ -560,8 +561,12 @@ final class ResourceExecutor: JobExecutor {
             }
         }
         var o: OrderedDictionary<String, JSONValue>
-        if let prebuilt {
-            o = prebuilt
+        if let kept {
+            if waiter.spec.presentation == nil || waiter.spec.presentation == .path {
+                waiter.handle.succeed(building: KeptResult(value: .object(kept.result), size: kept.resultSize))
+                return
+            }
+            o = kept.result
         } else {
             o = ResourceExecutor.stat(record, path: manager.relativePath(of: record.key))
             o["source"] = .string(source)
