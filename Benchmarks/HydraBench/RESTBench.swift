@@ -55,9 +55,9 @@ enum RESTBench {
         }
     }
 
-    /// Auth on vs off: both engines built and warmed once, then `pairs` rounds
-    /// that run the same number of jobs on each, alternating which goes first
-    /// (ABBA); the median of the per-round ratios. One process, warm engines,
+    /// Auth on vs off: both engines built and warmed once, then `8 × pairs`
+    /// rounds that run the same number of jobs on each, alternating which goes
+    /// first (ABBA); the median of the per-round ratios. One process, warm engines,
     /// short interleaved rounds: drift of the machine (this VM's speed moves by
     /// 10% over minutes) falls on both sides alike. A third engine whose jobs
     /// set the same `Authorization` header themselves (no session) runs in each
@@ -72,8 +72,9 @@ enum RESTBench {
         let auth = try Side(worker: "auth", concurrency: concurrency, auth: true, spec: .remote(authed))
         let header = try Side(worker: "header", concurrency: concurrency, auth: false, spec: .remote(headed))
         defer { [plain, auth, header].forEach { $0.engine.shutdown() } }
-        // Rounds of a quarter of `requests` each side, four times as many rounds: the same work, finer interleaving.
-        let rounds = pairs * 4, perRound = max(requests / 4, concurrency * 8)
+        // Rounds of a quarter of `requests` each side, eight times as many rounds as pairs:
+        // per-round ratios spread by ±5% here, so the median needs that many to settle within 1%.
+        let rounds = pairs * 8, perRound = max(requests / 4, concurrency * 8)
         var ratios: [Double] = []
         var plainRates: [Double] = [], authRates: [Double] = []
         var plainCPU: [Double] = [], authCPU: [Double] = [], headerCPU: [Double] = []
