@@ -67,10 +67,10 @@ enum ResourceBench {
     }
 
     /// resources.md's download row: `files` distinct files, `concurrency` in flight, each kept in the repository.
-    static func download(prefix: String, files: Int, concurrency: Int) throws {
+    static func download(prefix: String, files: Int, concurrency: Int, memoryBytes: Int? = nil) throws {
         let state = NSTemporaryDirectory() + "hydra-bench-dl-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: state) }
-        let engine = try engine(state: state, concurrency: concurrency, memoryBytes: nil)
+        let engine = try engine(state: state, concurrency: concurrency, memoryBytes: memoryBytes)
         defer { engine.shutdown() }
         let (seconds, bytes) = try fetchAll(engine, prefix: prefix, files: files)
         print(#"{"name":"resource-download","files":\#(files),"concurrency":\#(concurrency),"bytes":\#(bytes),"seconds":\#(HydraBench.round3(seconds)),"mbps":\#(HydraBench.round3(Double(bytes) / 1_048_576 / seconds))}"#)
