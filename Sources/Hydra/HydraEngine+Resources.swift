@@ -45,6 +45,15 @@ extension HydraEngine {
         }
     }
 
+    /// Adds or replaces the remaker `name` (resources.md §5: `"remaker": name`
+    /// in a `resource` job keeps and returns `body(content)` under a key of its
+    /// own). It runs on libuv's thread pool, never on a worker's loop; a throw
+    /// fails the job (kind `invalid`). For a remaker that reads the job's
+    /// `remakeOptions`, use `resources.register(remaker:)`.
+    public func register(remaker name: String, _ body: @escaping @Sendable (Data) throws -> Data) {
+        resources.register(remaker: name) { data, _ in try body(data) }
+    }
+
     /// Removes copies unused for `olderThanSec`, then the least recently used
     /// past `maxBytes`: `{"removed", "bytes"}`.
     public func purgeResources(olderThanSec: Double? = nil, maxBytes: Int? = nil) async throws -> JSONValue {

@@ -58,14 +58,16 @@ enum UploadPlan: Sendable {
 final class RouteResolver: Sendable {
     let configuration: Configuration
     let stateDirectory: String
-    /// Top-level paths of the state folder `saveAs` may not name beyond the
-    /// fixed ones (see ``SaveAsPath``): the Unix socket, when it lives there.
+    /// Paths in the state folder `saveAs` may not name, nor anything under
+    /// them, beyond the fixed ones (see ``SaveAsPath``): the Unix socket, when
+    /// it lives there, and the resource repository's folder (`resources.path`). Lowercased.
     let reservedPaths: Set<String>
 
     init(configuration: Configuration, stateDirectory: String) {
         self.configuration = configuration
         self.stateDirectory = stateDirectory
         reservedPaths = SaveAsPath.reservedSocket(configuration.rpc.unixSocket, stateDirectory: stateDirectory)
+            .union([configuration.resources.path.lowercased()])
         var fixed: [String: FixedAuth] = [:]
         for (name, scheme) in configuration.auth where scheme.oauth2 == nil {
             fixed[name] = FixedAuth(headers: scheme.fixedHeaders, secrets: scheme.secretTexts)

@@ -8,7 +8,7 @@ import HydraCore
 /// The server owns, at the top of the state folder: the database and its
 /// journals (every name starting with `hydra.db`: `-wal`, `-shm`,
 /// `-journal`), the `clean-shutdown` marker, the resource repository
-/// (`resources/`) and the Unix socket when it lives there. A path naming one
+/// (`resources/`, or `resources.path`) and the Unix socket when it lives there. A path naming one
 /// of them (in any letter case, for case-insensitive file systems) is refused
 /// by its text, at submit when the path is literal and when the job runs when
 /// it came from a reference. What is on disk is checked twice: at submit
@@ -34,8 +34,9 @@ struct SaveAsPath: Sendable, Equatable {
     }
 
     /// Checks `text` by its letters alone.
-    /// - Parameter reserved: more top-level relative paths the server owns
-    ///   (the Unix socket's path inside the state folder), lowercased.
+    /// - Parameter reserved: more relative paths the server owns, with
+    ///   everything under them (the Unix socket's path inside the state
+    ///   folder, the resource repository's folder), lowercased.
     init(_ text: String, reserved: Set<String> = []) throws(Refusal) {
         func refuse(_ why: String) -> Refusal { Refusal(message: why) }
         guard !text.utf8.contains(0) else { throw refuse("must not contain NUL") }
@@ -45,8 +46,9 @@ struct SaveAsPath: Sendable, Equatable {
         guard !parts.isEmpty else { throw refuse("names no file") }
         guard !parts.contains("..") else { throw refuse("must stay inside the state folder (no '..'): \(text.debugDescription)") }
         let top = parts[0].lowercased()
+        let whole = parts.joined(separator: "/").lowercased()
         if top.hasPrefix(SaveAsPath.databaseName) || SaveAsPath.reservedNames.contains(top)
-            || reserved.contains(parts.joined(separator: "/").lowercased()) {
+            || reserved.contains(where: { whole == $0 || whole.hasPrefix($0 + "/") }) {
             throw refuse("\(text.debugDescription) is a file the server owns (its database, journal, markers, resources or socket)")
         }
         components = parts

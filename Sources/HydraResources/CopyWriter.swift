@@ -24,8 +24,13 @@ struct CopyWriter: Sendable {
     let body: [UInt8]
     let remake: (name: String, remaker: ResourceManager.Remaker, options: JSONValue)?
     let cipher: ResourceCipher
-    /// The first job's `sha256`: the content must have it.
-    let expected: String?
+    /// The digests the content may have (the jobs' `sha256`s); nil: any.
+    let accepted: Set<String>?
+
+    /// The failure of content whose digest no job gave (resources.md: kind `invalid`).
+    static func mismatch(_ digest: String, _ accepted: Set<String>) -> JobError {
+        JobError(.invalid, "sha256: the content's digest is \(digest), expected \(accepted.sorted().joined(separator: " or "))")
+    }
 
     func run() -> Result<Copy, JobError> {
         var content = body
@@ -40,8 +45,8 @@ struct CopyWriter: Sendable {
             }
         }
         let digest = ResourceKey.sha256(content)
-        if let expected, expected != digest {
-            return .failure(JobError(.invalid, "sha256: the content's digest is \(digest), expected \(expected)"))
+        if let accepted, !accepted.contains(digest) {
+            return .failure(CopyWriter.mismatch(digest, accepted))
         }
         var stored = content
         switch cipher {

@@ -30,8 +30,7 @@ final class ResourceExecutor: JobExecutor {
     @exclusivity(unchecked) private var fetches: [String: Fetch] = [:]
     /// The key each waiting job (by task token) waits for.
     @exclusivity(unchecked) private var waiting: [UInt64: String] = [:]
-    /// Keys used since the last flush of `lastUsedAt` to the index (once a second, not per hit).
-    @exclusivity(unchecked) private var touched: Set<String> = []
+    /// The next hand-over of recorded uses to the index (``PendingUses``): once a second, not per hit.
     @exclusivity(unchecked) private var touchTimer: ScheduledTask?
     /// Keys of plain `url` requests (see ``plainKey(_:)``), at most 4,096.
     @exclusivity(unchecked) private var plainKeys: [String: String] = [:]
@@ -50,6 +49,11 @@ final class ResourceExecutor: JobExecutor {
         let task: WorkTask
         let handle: TaskHandle
         let spec: ResourceSpec
+        /// True for a job that wants the key with another cipher than the
+        /// transfer under way: it starts again once that transfer ends (and
+        /// then keeps a copy of its own), rather than being served a copy kept
+        /// another way (an `aes-gcm` copy's content must never reach a result).
+        var startsAgain = false
     }
 
     /// One transfer of a key, across its attempts, and the jobs waiting for it.
@@ -63,12 +67,17 @@ final class ResourceExecutor: JobExecutor {
         @exclusivity(unchecked) var transfer: HTTPTransferID?
         @exclusivity(unchecked) var timer: ScheduledTask?
         /// What an attempt cut mid-body received (the response's headers and the bytes so far) and
-        /// the validator the rest is asked for with: the next attempt sends `Range` + `If-Range`.
+        /// the validator, if any, the rest is asked for with: the next attempt sends `Range` (+ `If-Range`).
         /// (`bytes` holds the bytes so far of a body kept in memory; a streamed one's are in `file`.)
-        @exclusivity(unchecked) var resume: (headers: HTTPHeaderBlock, bytes: [UInt8], count: Int, validator: String)?
+        @exclusivity(unchecked) var resume: (headers: HTTPHeaderBlock, bytes: [UInt8], count: Int, validator: String?)?
+        /// How the copy is kept at rest, and its remaker: the first job's (the key covers the remaker;
+        /// a job with another cipher waits for this transfer and starts again).
+        let cipher: ResourceCipher
+        let remaker: String?
+        let remakeOptions: JSONValue?
         /// A plain copy (no cipher, no remaker) is streamed to its temporary file as it arrives
         /// (resources.md: never a whole large body in memory); its SHA-256 is taken off the loop.
-        let streams: Bool
+        var streams: Bool { cipher == .none && remaker == nil }
         @exclusivity(unchecked) var file: StateFileWriter?
 
         init(key: String, routed: RoutedRequest, first: Waiter, previous: ResourceRecord?) {
@@ -76,7 +85,23 @@ final class ResourceExecutor: JobExecutor {
             self.routed = routed
             waiters = [first]
             self.previous = previous
-            streams = first.spec.cipher == .none && first.spec.remaker == nil
+            cipher = first.spec.cipher
+            remaker = first.spec.remaker
+            remakeOptions = first.spec.remakeOptions
+        }
+
+        /// The jobs this transfer is for (not those that start again after it).
+        var served: [Waiter] { waiters.filter { !$0.startsAgain } }
+
+        /// The digests the content may have: nil when some job takes any
+        /// (gave no `sha256`), else those the jobs gave. A copy no job accepts is not kept.
+        var acceptedDigests: Set<String>? {
+            var digests: Set<String> = []
+            for waiter in served {
+                guard let digest = waiter.spec.sha256 else { return nil }
+                digests.insert(digest)
+            }
+            return digests.isEmpty ? nil : digests
         }
 
         /// Removes the temporary file of a fetch that ends without a copy.
@@ -125,12 +150,16 @@ final class ResourceExecutor: JobExecutor {
             memory.removeAll()
             memory.seenRemovals = removals
         }
-        // Memory first: a fresh copy (any copy in mode only) is served as it is. For a
-        // plain `url` the key is known without routing the request (see `plainKey`).
+        // Memory first: a fresh copy (any copy in mode only) kept the way the job asks
+        // (its cipher; its `sha256` when given) is served as it is. For a plain `url`
+        // the key is known without routing the request (see `plainKey`).
         func memoryHit(_ key: String) -> Bool {
-            guard spec.mode != .refresh, let entry = memory.get(key), fresh(entry.record) else { return false }
+            guard spec.mode != .refresh, let entry = memory.get(key), entry.record.cipher == spec.cipher,
+                  fresh(entry.record) else { return false }
+            // Another digest than the job's: the check on disk below drops the copy.
+            if let expected = spec.sha256, expected != ResourceManager.contentDigest(entry.record, entry.content) { return false }
             manager.statistics.countMemoryHit()
-            touch(key)
+            touch(key, at: now)
             handle.skipped(reason: "resource")
             finish(waiter, record: entry.record, content: entry.content, source: "memory", kept: entry)
             return true
@@ -146,19 +175,27 @@ final class ResourceExecutor: JobExecutor {
         }
         let key = plain ?? ResourceKey.make(url: routed.http.url, remaker: spec.remaker, options: spec.remakeOptions)
         if plain == nil, memoryHit(key) { return }
-        // Then disk.
+        // Then disk. A copy kept with another cipher is no copy for this job: it
+        // fetches and keeps its own in its place.
         var onDisk: (record: ResourceRecord, content: [UInt8])?
-        if let record = try? manager.index.resource(key: key) {
-            if let content = load(record) {
-                onDisk = (record, content)
-            } else {
+        if let record = try? manager.index.resource(key: key), record.cipher == spec.cipher {
+            switch manager.load(record) {
+            case .content(let content):
+                if let expected = spec.sha256, expected != ResourceManager.contentDigest(record, content) {
+                    drop(key)  // resources.md: a mismatch on disk drops the copy and fetches again
+                } else {
+                    onDisk = (record, content)
+                }
+            case .unreadable:
                 drop(key)  // a missing or corrupt file: the entry goes, the copy is fetched again
+            case .sealed:
+                break  // not for this job (its cipher needs the key, checked at submit)
             }
         }
         if spec.mode != .refresh, let (record, content) = onDisk, fresh(record) {
             manager.statistics.countDiskHit()
             remember(record, content)
-            touch(key)
+            touch(key, at: now)
             handle.skipped(reason: "resource")
             finish(waiter, record: record, content: content, source: "disk")
             return
@@ -170,8 +207,14 @@ final class ResourceExecutor: JobExecutor {
         manager.statistics.countMiss()
         waiting[task.token] = key
         if let fetch = fetches[key] {
-            manager.statistics.countMerged()
-            fetch.waiters.append(waiter)
+            if fetch.cipher == spec.cipher {
+                manager.statistics.countMerged()
+                fetch.waiters.append(waiter)
+            } else {
+                var later = waiter
+                later.startsAgain = true
+                fetch.waiters.append(later)
+            }
             return
         }
         let previous = onDisk.flatMap { $0.record.etag != nil || $0.record.lastModified != nil ? $0.record : nil }
@@ -227,9 +270,10 @@ final class ResourceExecutor: JobExecutor {
             http.appendToFile = fetch.resume != nil
         }
         if let resume = fetch.resume {
-            // The rest of an interrupted body, if it is still the same (else the server sends it all).
+            // The rest of an interrupted body; with a validator, only if it is still
+            // the same (else the server sends it all).
             http.headers.append(HTTPHeader("Range", "bytes=\(resume.count)-"))
-            http.headers.append(HTTPHeader("If-Range", resume.validator))
+            if let validator = resume.validator { http.headers.append(HTTPHeader("If-Range", validator)) }
             http.acceptEncoding = false
         } else if let previous = fetch.previous {
             if let etag = previous.etag { http.headers.append(HTTPHeader("If-None-Match", etag)) }
@@ -295,7 +339,7 @@ final class ResourceExecutor: JobExecutor {
         }
         if RoutedRequest.isRetryable(error), fetch.attempts < fetch.routed.retry.maxAttempts {
             let delay = max(0, min(fetch.routed.retry.delayMs(afterAttempt: fetch.attempts), 600_000))
-            for waiter in fetch.waiters { waiter.handle.retrying(attempt: fetch.attempts + 1, delayMs: delay, error: error) }
+            for waiter in fetch.served { waiter.handle.retrying(attempt: fetch.attempts + 1, delayMs: delay, error: error) }
             fetch.timer = loop.schedule(afterMilliseconds: UInt64(delay)) { [unowned self] in
                 fetch.timer = nil
                 self.attempt(fetch)
@@ -307,8 +351,9 @@ final class ResourceExecutor: JobExecutor {
 
     /// Keeps what a cut attempt received when the rest can be asked for: a
     /// `200` (or the `206` of a resumed attempt) that says `Accept-Ranges:
-    /// bytes` and has a validator (`If-Range` needs one that is strong enough:
-    /// an ETag, else Last-Modified).
+    /// bytes` (resources.md). Its validator, when it has one (an ETag, else
+    /// Last-Modified), goes in `If-Range`, so a changed file is sent whole;
+    /// without one the `206`'s `Content-Range` must still start where the kept bytes end.
     private func keepForResume(_ fetch: Fetch, _ partial: HTTPResponse?) {
         guard let partial, partial.bodyBytes > 0 else { return }
         if partial.status == 206, let earlier = fetch.resume {
@@ -316,14 +361,13 @@ final class ResourceExecutor: JobExecutor {
             return
         }
         guard partial.status == 200, partial.header("accept-ranges")?.lowercased().contains("bytes") == true,
-              let validator = partial.header("etag") ?? partial.header("last-modified"),
               partial.bodyBytes <= manager.settings.maxBytes else { return }
-        fetch.resume = (partial.headers, partial.body, partial.bodyBytes, validator)
+        fetch.resume = (partial.headers, partial.body, partial.bodyBytes, partial.header("etag") ?? partial.header("last-modified"))
     }
 
     /// `304`: the copy is still good; its bytes stay, `storedAt` is renewed.
     private func revalidated(_ fetch: Fetch, _ previous: ResourceRecord, _ response: HTTPResponse) {
-        guard let content = load(previous) else {
+        guard case .content(let content) = manager.load(previous) else {
             // The copy went meanwhile: fetch it whole.
             fetch.previous = nil
             attempt(fetch)
@@ -339,8 +383,8 @@ final class ResourceExecutor: JobExecutor {
         commit(fetch, record, content: content, source: "revalidated")
     }
 
-    /// A body judged a success: checked, remade when the first job names a
-    /// remaker, written at rest with its cipher and indexed. Hashing,
+    /// A body judged a success: remade when the jobs name a remaker, checked
+    /// against their `sha256`s, written at rest with its cipher and indexed. Hashing,
     /// remaking, compressing, sealing and writing run on the thread pool
     /// (``EventLoop/offload(_:then:)``), never on this loop.
     private func store(_ fetch: Fetch, _ response: HTTPResponse) {
@@ -350,17 +394,16 @@ final class ResourceExecutor: JobExecutor {
             keepStreamed(fetch, response.bodyBytes, meta)
             return
         }
-        let spec = fetch.waiters.first?.spec
         var remake: (name: String, remaker: ResourceManager.Remaker, options: JSONValue)?
-        if let name = spec?.remaker {
+        if let name = fetch.remaker {
             guard let remaker = manager.remaker(named: name) else {
                 fail(fetch, JobError(.invalid, "remaker: unknown remaker '\(name)'"))
                 return
             }
-            remake = (name, remaker, spec?.remakeOptions ?? .object([:]))
+            remake = (name, remaker, fetch.remakeOptions ?? .object([:]))
         }
         let work = CopyWriter(manager: manager, components: manager.components(of: fetch.key), body: response.body,
-                            remake: remake, cipher: spec?.cipher ?? .none, expected: spec?.sha256)
+                            remake: remake, cipher: fetch.cipher, accepted: fetch.acceptedDigests)
         loop.offload({ work.run() }) { [self] result in
             switch result {
             case .success(let copy):
@@ -382,16 +425,16 @@ final class ResourceExecutor: JobExecutor {
     }
 
     /// A plain copy streamed to its temporary file: on the thread pool its
-    /// digest taken and its bytes read back (only for a memory tier it fits in,
-    /// a quarter of it at most, or a job that asked for them with `as`); then,
+    /// digest taken and its bytes read back (only for a memory tier it fits
+    /// in, or a job that asked for them with `as`); then,
     /// on this loop, the digest checked and the file put in place and indexed.
     private func keepStreamed(_ fetch: Fetch, _ received: Int, _ meta: Meta) {
         guard let file = fetch.file else {
             fail(fetch, JobError(.internal, "resource: a streamed copy without its file"))
             return
         }
-        let wanted = fetch.waiters.contains { $0.spec.presentation != nil && $0.spec.presentation != .path }
-            || (memory.capacity > 0 && received <= memory.capacity / 4)
+        let wanted = fetch.served.contains { $0.spec.presentation != nil && $0.spec.presentation != .path }
+            || (memory.capacity > 0 && received <= memory.capacity)
         let written = file.written
         // Allocated here, filled on the pool: the bytes the memory tier keeps come
         // from (and go back to) this thread's malloc arena. Allocated on the pool
@@ -406,8 +449,8 @@ final class ResourceExecutor: JobExecutor {
                 self.fail(fetch, error)
                 return
             }
-            if let expected = fetch.waiters.first?.spec.sha256, expected != digest {
-                self.fail(fetch, JobError(.invalid, "sha256: the content's digest is \(digest), expected \(expected)"))
+            if let accepted = fetch.acceptedDigests, !accepted.contains(digest) {
+                self.fail(fetch, CopyWriter.mismatch(digest, accepted))
                 return
             }
             do throws(JobError) {
@@ -473,10 +516,9 @@ final class ResourceExecutor: JobExecutor {
             switch result {
             case .success:
                 self.remember(record, content)
-                if source == "network" {
-                    self.manager.emit(EventName.resourceStored, ["key": .string(record.key), "url": .string(record.url),
-                                                                 "bytes": .int(record.bytes), "source": .string(source)])
-                }
+                // A new copy, or one a 304 renewed (its `storedAt` moved).
+                self.manager.emit(EventName.resourceStored, ["key": .string(record.key), "url": .string(record.url),
+                                                             "bytes": .int(record.bytes), "source": .string(source)])
                 self.finishAll(fetch) { self.finish($0, record: record, content: content, source: source) }
             case .failure(let error):
                 self.fail(fetch, JobError(.internal, "resource index: \(error)"))
@@ -491,6 +533,8 @@ final class ResourceExecutor: JobExecutor {
         finishAll(fetch) { $0.handle.finish(.failure(error)) }
     }
 
+    /// Ends `fetch`: `body` finishes each job it served; the jobs that wait
+    /// for it to keep a copy of their own start again.
     private func finishAll(_ fetch: Fetch, _ body: (Waiter) -> Void) {
         if fetches[fetch.key] === fetch { fetches[fetch.key] = nil }
         fetch.discardFile()
@@ -498,17 +542,15 @@ final class ResourceExecutor: JobExecutor {
         fetch.waiters = []
         for waiter in waiters {
             waiting[waiter.task.token] = nil
-            body(waiter)
+            if waiter.startsAgain {
+                start(waiter.task, handle: waiter.handle)
+            } else {
+                body(waiter)
+            }
         }
     }
 
     // MARK: - Copies
-
-    /// The content of `record`'s file when it is there and its digest matches
-    /// (the index's, which is the job's `sha256` when one was given); else nil.
-    private func load(_ record: ResourceRecord) -> [UInt8]? {
-        manager.load(record)
-    }
 
     /// Removes a copy whose file is missing or corrupt (file and index entry).
     /// Here rather than on a queue: the index removal is queued before any
@@ -522,8 +564,9 @@ final class ResourceExecutor: JobExecutor {
         manager.emit(EventName.resourceRemoved, ["key": .string(key), "url": .string(url), "reason": "corrupt"])
     }
 
-    private func touch(_ key: String) {
-        touched.insert(key)
+    /// Records a use of `key` (see ``PendingUses``) and hands the uses to the index within a second.
+    private func touch(_ key: String, at time: Double) {
+        manager.uses.record(key, at: time)
         guard touchTimer == nil else { return }
         touchTimer = loop.schedule(afterMilliseconds: 1000) { [unowned self] in
             self.touchTimer = nil
@@ -531,10 +574,13 @@ final class ResourceExecutor: JobExecutor {
         }
     }
 
+    /// Writes the recorded uses (every worker's: whichever loop comes first) to the index.
     private func flushTouches() {
-        guard !touched.isEmpty else { return }
-        manager.index.touchResources(Array(touched), at: Date().timeIntervalSince1970)
-        touched.removeAll()
+        let uses = manager.uses.take()
+        guard !uses.isEmpty else { return }
+        for (time, keys) in Dictionary(grouping: uses.keys, by: { uses[$0]! }) {
+            manager.index.touchResources(keys, at: time)
+        }
     }
 
     // MARK: - Results
@@ -554,11 +600,17 @@ final class ResourceExecutor: JobExecutor {
     private func finish(_ waiter: Waiter, record: ResourceRecord, content: [UInt8], source: String,
                         kept: MemoryTier.Entry? = nil) {
         if let expected = waiter.spec.sha256 {
-            let digest = record.cipher == .none ? record.sha256 : ResourceKey.sha256(content)
+            let digest = ResourceManager.contentDigest(record, content)
             if expected != digest {
                 waiter.handle.finish(.failure(JobError(.invalid, "sha256: the content's digest is \(digest), expected \(expected)")))
                 return
             }
+        }
+        if record.cipher == .aesGCM, let shown = waiter.spec.presentation, shown != .path {
+            // Never reached (a copy kept another way is a miss; `as` with aes-gcm is refused at submit):
+            // the last guard before clear content could land in a result.
+            waiter.handle.finish(.failure(JobError(.internal, "as: an aes-gcm copy's content is never put in a result")))
+            return
         }
         var o: OrderedDictionary<String, JSONValue>
         if let kept {

@@ -14,26 +14,37 @@ extension ResourceManager {
     /// The key a plain `{"url": …}` resource (no remaker) has.
     public func key(forURL url: String) -> String { ResourceKey.make(url: url, remaker: nil, options: nil) }
 
-    /// The stat object of a copy (a job's result without `source` and `content`), or nil.
+    /// The stat object of a copy: a job's result without `content`, whose
+    /// `source` is `disk` (the repository's copy), or nil.
     public func stat(key: String) throws(StoreError) -> JSONValue? {
-        try index.resource(key: key).map { .object(ResourceExecutor.stat($0, path: relativePath(of: $0.key))) }
+        try index.resource(key: key).map {
+            var o = ResourceExecutor.stat($0, path: relativePath(of: $0.key))
+            o["source"] = "disk"
+            return .object(o)
+        }
     }
 
     /// The content of a copy from the repository only (never the network):
     /// `{"key", "content", "bytes", "eof"}`, `bytes` being the copy's size and
     /// `content` the `length` bytes from `offset` as `presentation` (default base64).
-    /// Nil when there is no good copy (a corrupt one is removed).
+    /// Nil when there is no good copy (a corrupt one is removed). Throws kind
+    /// `decode` when the bytes are not what `presentation` asks for, kind
+    /// `invalid` for an `aes-gcm` copy while `HYDRA_SHARED_KEY` is not set (the copy stays).
     public func read(key: String, as presentation: ResourceSpec.Presentation = .base64, offset: Int = 0,
                      length: Int? = nil) throws(JobError) -> JSONValue? {
         guard let record = try? index.resource(key: key) else { return nil }
-        guard let clear = load(record) else {
+        let clear: [UInt8]
+        switch load(record) {
+        case .content(let content): clear = content
+        case .sealed: throw ResourceManager.sealedError
+        case .unreadable:
             removeCopies([key], reason: "corrupt") { _ in }
             return nil
         }
-        let data = Data(clear)
-        let start = min(max(0, offset), data.count)
-        let end = length.map { min(data.count, start + max(0, $0)) } ?? data.count
-        let slice = [UInt8](data[start..<end])
+        // Peers' numbers: neither may overflow, however large.
+        let start = min(max(0, offset), clear.count)
+        let end = start + min(max(0, length ?? clear.count), clear.count - start)
+        let slice = clear[start..<end]
         let content: JSONValue
         switch presentation {
         case .base64: content = .string(Data(slice).base64EncodedString())
@@ -41,31 +52,53 @@ extension ResourceManager {
             guard let text = String(validating: slice, as: UTF8.self) else { throw JobError(.decode, "as: the content is not UTF-8 text") }
             content = .string(text)
         case .json:
-            do { content = try JSONParser.parse(slice) } catch { throw JobError(.decode, "as: the content is not JSON: \(error)") }
+            do { content = try JSONParser.parse(Array(slice)) } catch { throw JobError(.decode, "as: the content is not JSON: \(error)") }
         case .path: content = .string(relativePath(of: key))
         }
-        return ["key": .string(key), "content": content, "bytes": .int(record.bytes), "eof": .bool(end == data.count)]
+        return ["key": .string(key), "content": content, "bytes": .int(record.bytes), "eof": .bool(end == clear.count)]
     }
 
-    /// The clear content of `record`'s file when it is there and checks out
-    /// (size and SHA-256 of the file, and for aes-gcm its tag); else nil. Blocking file I/O.
-    func load(_ record: ResourceRecord) -> [UInt8]? {
-        guard let data = FileManager.default.contents(atPath: absolutePath(of: record.key)) else { return nil }
+    /// Why an `aes-gcm` copy cannot be opened: the key is not there.
+    static let sealedError = JobError(.invalid, "cipher: the copy is kept with aes-gcm and HYDRA_SHARED_KEY is not set")
+
+    /// What reading a copy's file gave.
+    enum Loaded {
+        /// The clear content: the file is there and checks out.
+        case content([UInt8])
+        /// Missing, truncated or corrupt (size, SHA-256 or aes-gcm tag): the copy must go.
+        case unreadable
+        /// An `aes-gcm` copy while `HYDRA_SHARED_KEY` is not set: it cannot be
+        /// opened and is not corrupt, so it stays.
+        case sealed
+    }
+
+    /// Reads `record`'s file and checks it (size and SHA-256 of the file at
+    /// rest, and for aes-gcm its tag). Blocking file I/O.
+    func load(_ record: ResourceRecord) -> Loaded {
+        guard let data = FileManager.default.contents(atPath: absolutePath(of: record.key)) else { return .unreadable }
         let stored = [UInt8](data)
-        guard stored.count == record.diskBytes, ResourceKey.sha256(stored) == record.sha256 else { return nil }
+        guard stored.count == record.diskBytes, ResourceKey.sha256(stored) == record.sha256 else { return .unreadable }
         switch record.cipher {
-        case .none: return stored
+        case .none: return .content(stored)
         case .aesGCM:
-            guard let clear = try? atRestKey?.open(stored), clear.count == record.bytes else { return nil }
-            return clear
+            guard let atRestKey else { return .sealed }
+            guard let clear = try? atRestKey.open(stored), clear.count == record.bytes else { return .unreadable }
+            return .content(clear)
         case .gzip:
-            guard let clear = try? Gzip.decompress(stored, limit: record.bytes), clear.count == record.bytes else { return nil }
-            return clear
+            guard let clear = try? Gzip.decompress(stored, limit: record.bytes), clear.count == record.bytes else { return .unreadable }
+            return .content(clear)
         }
+    }
+
+    /// The SHA-256 of a copy's clear content: the index's for a copy kept in
+    /// clear, else taken from `content` (the index keeps the digest of the file at rest).
+    static func contentDigest(_ record: ResourceRecord, _ content: [UInt8]) -> String {
+        record.cipher == .none ? record.sha256 : ResourceKey.sha256(content)
     }
 
     /// A page of stat objects, newest first: `{"resources": [...], "next"?}`.
     public func list(prefix: String?, limit: Int, after: String?) throws(StoreError) -> JSONValue {
+        let limit = min(max(1, limit), 10_000)
         let page = try index.resources(urlPrefix: prefix, after: after, limit: limit + 1)
         var o: OrderedDictionary<String, JSONValue> = [
             "resources": .array(page.prefix(limit).map { .object(ResourceExecutor.stat($0, path: relativePath(of: $0.key))) })]
@@ -73,25 +106,23 @@ extension ResourceManager {
         return .object(o)
     }
 
-    /// Removes the copies of `key`, `url`, or every URL starting with `prefix`
-    /// (at least one given): `done` gets `{"removed", "bytes"}`.
+    /// Removes the copies of `key`, `url` (its plain copy and every copy
+    /// remade from it), or every URL starting with `prefix` (at least one
+    /// given; each copy counted once): `done` gets `{"removed", "bytes"}`.
     public func remove(key: String?, url: String?, prefix: String?,
                        done: @escaping @Sendable (Result<JSONValue, StoreError>) -> Void) {
         chores.run { [self] in
             do throws(StoreError) {
                 var keys: [String] = []
                 if let key { keys.append(key) }
-                if let url { keys.append(self.key(forURL: url)) }
-                if let prefix {
-                    var after: String?
-                    while true {
-                        let page = try index.resources(urlPrefix: prefix, after: after, limit: 1000)
-                        keys += page.map(\.key)
-                        guard page.count == 1000 else { break }
-                        after = page.last?.key
-                    }
+                if let url {
+                    keys.append(self.key(forURL: url))
+                    let wanted = ResourceKey.canonicalURL(url)
+                    keys += try records(ofURLsStartingWith: url).filter { ResourceKey.canonicalURL($0.url) == wanted }.map(\.key)
                 }
-                let records = keys.compactMap { try? index.resource(key: $0) }
+                if let prefix { keys += try records(ofURLsStartingWith: prefix).map(\.key) }
+                var seen: Set<String> = []
+                let records = keys.filter { seen.insert($0).inserted }.compactMap { try? index.resource(key: $0) }
                 removeCopies(records.map(\.key), reason: "remove") { result in
                     done(result.map { _ in ["removed": .int(records.count), "bytes": .int(records.reduce(0) { $0 + $1.diskBytes })] })
                 }
@@ -101,13 +132,26 @@ extension ResourceManager {
         }
     }
 
+    /// Every entry whose URL starts with `prefix`, read from the index a page at a time.
+    private func records(ofURLsStartingWith prefix: String) throws(StoreError) -> [ResourceRecord] {
+        var out: [ResourceRecord] = []
+        var after: String?
+        while true {
+            let page = try index.resources(urlPrefix: prefix, after: after, limit: 1000)
+            out += page
+            guard page.count == 1000 else { return out }
+            after = page.last?.key
+        }
+    }
+
     /// Removes copies unused for `olderThanSec`, then the least recently used
     /// until the repository holds at most `maxBytes`: `done` gets `{"removed", "bytes"}`.
     public func purge(olderThanSec: Double?, maxBytes: Int?, reason: String = "purge",
                       done: @escaping @Sendable (Result<JSONValue, StoreError>) -> Void) {
         chores.run { [self] in
             do throws(StoreError) {
-                let records = try index.resourcesByUse()
+                // Hits the index does not show yet count: the copy just used stays.
+                let records = uses.overlaid(try index.resourcesByUse())
                 var total = records.reduce(0) { $0 + $1.diskBytes }
                 let cutoff = olderThanSec.map { Date().timeIntervalSince1970 - $0 }
                 var picked: [ResourceRecord] = []

@@ -18,12 +18,15 @@ extension ResourceManager {
         var present: Set<String> = []
         var files = 0
         let fm = FileManager.default
-        for folder in (try? fm.contentsOfDirectory(atPath: repositoryPath)) ?? [] {
+        // Only names the repository gives are touched (`ab/ab….bin`): a file of
+        // anyone else's in the folder is left where it is.
+        for folder in (try? fm.contentsOfDirectory(atPath: repositoryPath)) ?? [] where ResourceManager.isFolderName(folder) {
             let path = repositoryPath + "/" + folder
             var isFolder: ObjCBool = false
             guard fm.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue else { continue }
             for name in (try? fm.contentsOfDirectory(atPath: path)) ?? [] {
-                let key = name.hasSuffix(".bin") ? String(name.dropLast(4)) : ""
+                guard name.hasSuffix(".bin"), ResourceManager.isKey(String(name.dropLast(4))) else { continue }
+                let key = String(name.dropLast(4))
                 if known.contains(key) && key.hasPrefix(folder) {
                     present.insert(key)
                 } else if (try? fm.removeItem(atPath: path + "/" + name)) != nil {
@@ -38,6 +41,16 @@ extension ResourceManager {
             signal.wait()
         }
         return (files, missing.count)
+    }
+
+    /// True for a key's text: 64 lowercase hex digits (a SHA-256).
+    static func isKey(_ text: String) -> Bool {
+        text.utf8.count == 64 && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
+
+    /// True for a folder of the repository: the first two characters of the keys it holds.
+    static func isFolderName(_ text: String) -> Bool {
+        text.utf8.count == 2 && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
     }
 
     /// Starts the purge every `resources.purgeIntervalSec`: copies unused for

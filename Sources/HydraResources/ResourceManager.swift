@@ -38,6 +38,8 @@ public final class ResourceManager: JobManager {
     let upkeepRunning = Atomic<Bool>(false)
     /// Where removals and purges run.
     let chores = RepositoryChores()
+    /// Hits not yet written to the index's `lastUsedAt`.
+    let uses = PendingUses()
 
     /// - Parameters:
     ///   - rest: the REST manager bound to the same workers (routing, pool).
@@ -105,11 +107,13 @@ public final class ResourceManager: JobManager {
     }
 
     /// The memory tier of one executor: `resources.memoryBytes` shared by
-    /// every remote worker thread (each loop has its own tier, so a hit never
+    /// the remote workers (each worker's loop has its own tier, so a hit never
     /// crosses threads), so the process holds at most `memoryBytes` in all.
+    /// A remote worker is one loop whatever its `threads` (which bounds a local
+    /// worker's blocking work), so the share is per worker.
     var memoryBytesPerExecutor: Int {
-        let threads = rest.configuration.workers.filter { $0.kind == .remote }.reduce(0) { $0 + $1.threads }
-        return settings.memoryBytes / max(1, threads)
+        let workers = rest.configuration.workers.filter { $0.kind == .remote }.count
+        return settings.memoryBytes / max(1, workers)
     }
 
     public func makeExecutor(for worker: WorkerContext) -> any JobExecutor {

@@ -42,8 +42,11 @@ extension HydraService {
                 }
                 reply(.success(read))
             } catch {
-                reply(.failure(ServiceError(.invalidParams, "as: \(error.message)",
-                                            data: ["field": "as", "reason": .string(error.message)])))
+                // `decode`: the bytes are not what `as` asks for; else the copy cannot be opened.
+                let field = error.kind == .decode ? "as" : "key"
+                let reason = error.message.hasPrefix("as: ") ? String(error.message.dropFirst(4)) : error.message
+                reply(.failure(ServiceError(.invalidParams, "\(field): \(reason)",
+                                            data: ["field": .string(field), "reason": .string(reason)])))
             }
         }
     }

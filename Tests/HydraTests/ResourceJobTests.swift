@@ -400,9 +400,12 @@ import Testing
         let key = try #require(first.result?["key"]?.stringValue)
         let file = try #require(FileManager.default.contents(atPath: state + "/resources/\(key.prefix(2))/\(key).bin"))
         #expect(file.count < 1000 && file.range(of: Data("resource \(n)".utf8)) == nil)
-        let disk = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","as":"base64"}"#))
+        let disk = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","cipher":"gzip","as":"base64"}"#))
         #expect(disk.result?["source"] == "disk" && Data(base64Encoded: disk.result?["content"]?.stringValue ?? "")?.count == 5000)
         #expect(try engine.resourceData(url)?.count == 5000)
+        // A job that wants the copy in clear keeps its own in its place (another cipher is another copy).
+        let clear = try await engine.run(spec(#"{"type":"resource","url":"\#(url)"}"#))
+        #expect(clear.result?["source"] == "network" && clear.result?["path"] != nil)
     }
 }
 

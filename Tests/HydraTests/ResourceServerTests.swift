@@ -149,10 +149,15 @@ import Testing
                 #expect(bytes.range(of: Data(clear.utf8)) == nil, "\(name)")
             }
         }
-        // A job asking for another cipher's copy by its expected sha256 of the clear content still checks it.
+        // Another aes-gcm job checks its sha256 of the clear content against the kept copy.
         let digest = ResourceKeyDigest.sha256(Array(clear.utf8) + Array(repeating: UInt8(ascii: "."), count: 3000 - clear.utf8.count))
-        let checked = try client.call("job.result", ["jobId": client.call("job.submit", ["job": ["type": "resource", "url": .string(url), "sha256": .string(digest)]])["jobId"]!, "waitMs": 10_000])
+        let checked = try client.call("job.result", ["jobId": client.call("job.submit", ["job": ["type": "resource", "url": .string(url), "cipher": "aes-gcm", "sha256": .string(digest)]])["jobId"]!, "waitMs": 10_000])
         #expect(checked["result"]?["source"] == "memory", "\(checked)")
+        // A job without a cipher is never served the sealed copy (its content would land in
+        // the result in clear): it fetches a copy of its own, kept in clear in its place.
+        let plain = try client.call("job.result", ["jobId": client.call("job.submit", ["job": ["type": "resource", "url": .string(url), "as": "text"]])["jobId"]!, "waitMs": 10_000])
+        #expect(plain["result"]?["source"] == "network" && plain["result"]?["content"]?.stringValue?.hasPrefix(clear) == true, "\(plain)")
+        #expect(try client.call("resource.stat", ["key": .string(key)])["path"] != nil)
     }
 
     @Test func aesGCMWithoutTheKeyIsRefusedNamingIt() throws {
@@ -165,6 +170,37 @@ import Testing
         } catch {
             #expect(error.code == -32602 && error.message.contains("HYDRA_SHARED_KEY"), "\(error.message)")
         }
+    }
+
+    /// An aes-gcm copy left by a run with the key, read by a run without it:
+    /// `resource.read` answers -32602 naming `HYDRA_SHARED_KEY`, and the copy
+    /// stays (it is not corrupt); with the key again it reads as before.
+    @Test func aSealedCopyWithoutTheKeyStaysAndSaysWhy() throws {
+        let state = NSTemporaryDirectory() + "hydra-ressealed-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let key = ["HYDRA_SHARED_KEY": "a passphrase of 16+ chars"]
+        let url = TestServer.url("/resource/s\(UUID().uuidString.prefix(8).lowercased())")
+        var server = try ServerProcess(state: state, environment: key)
+        var client = try server.client()
+        let id = try client.call("job.submit", ["job": ["type": "resource", "url": .string(url), "cipher": "aes-gcm"]])["jobId"]!
+        let copy = try #require(try client.call("job.result", ["jobId": id, "waitMs": 10_000])["result"]?["key"])
+        _ = server.terminate()
+
+        server = try ServerProcess(state: state)
+        client = try server.client()
+        do {
+            _ = try client.call("resource.read", ["key": copy])
+            Issue.record("read without the key")
+        } catch {
+            #expect(error.code == -32602 && error.message.contains("HYDRA_SHARED_KEY"), "\(error.message)")
+        }
+        #expect(try client.call("resource.stat", ["key": copy])["source"] == "disk")
+        _ = server.terminate()
+
+        server = try ServerProcess(state: state, environment: key)
+        defer { _ = server.terminate() }
+        client = try server.client()
+        #expect(try client.call("resource.read", ["key": copy, "as": "text"])["content"]?.stringValue?.hasPrefix("resource ") == true)
     }
 }
 

@@ -599,7 +599,9 @@ class Handler(BaseHTTPRequestHandler):
         Content-Length and closes (a lying length, a cut connection), `?cut=after1`
         does so for every request after the first; `?validators=0` sends
         neither ETag nor Last-Modified; `?gz=1` sends the body gzipped (as
-        its content, no Content-Encoding), `?gz=bad` a corrupt gzip body.
+        its content, no Content-Encoding), `?gz=bad` a corrupt gzip body;
+        `?bump=1` makes the version the request's count (the same URL
+        answers another body each time).
         `Range: bytes=N-` (with a matching `If-Range` or none) answers 206
         with the rest (counter `resrange-<key>`); a cut sends half of that."""
         count = _increment(f"res-{key}")
@@ -611,7 +613,7 @@ class Handler(BaseHTTPRequestHandler):
         if "status" in self.query:
             self._json(self._status_code(self.query["status"]), {"error": "as asked"})
             return
-        version = self.query.get("v", "1")
+        version = str(count) if self.query.get("bump") == "1" else self.query.get("v", "1")
         body = f"resource {key} v{version}".encode()
         size = _int(self.query.get("size", "0"), "size")
         if size > len(body):

@@ -63,6 +63,24 @@ public struct Configuration: Sendable {
         public var maxAgeSec = 86_400
         /// How often expired and over-budget copies are removed.
         public var purgeIntervalSec = 3_600
+
+        /// `path` checked as the repository's folder: relative to `state.path`,
+        /// inside it (no `..`, and not `state.path` itself), and not a name the
+        /// server owns there (its database `hydra.db*`, the `clean-shutdown`
+        /// marker). Startup reconciliation removes files in this folder that
+        /// the index does not know, so it must never be the state folder
+        /// itself. Returns the path normalized (components joined with `/`).
+        static func folder(_ path: String, at field: String) throws(ValidationError) -> String {
+            let parts = path.split(separator: "/", omittingEmptySubsequences: true).filter { $0 != "." }
+            guard !path.hasPrefix("/"), !path.utf8.contains(0), !parts.isEmpty, !parts.contains("..") else {
+                throw ValidationError(path: field, "expected a folder inside state.path (relative, without '..', not state.path itself), got \(path.debugDescription)")
+            }
+            let top = parts[0].lowercased()
+            guard !top.hasPrefix("hydra.db"), top != "clean-shutdown" else {
+                throw ValidationError(path: field, "\(path.debugDescription) is a file the server owns in state.path")
+            }
+            return parts.joined(separator: "/")
+        }
     }
 
     public struct Worker: Sendable {
@@ -336,14 +354,12 @@ extension Configuration {
             try o.rejectUnknownKeys()
         }
         if var o = try r.object("resources") {
-            resources.path = try o.string("path") ?? resources.path
-            if resources.path.isEmpty || resources.path.hasPrefix("/") || resources.path.split(separator: "/").contains("..") {
-                throw ValidationError(path: o.path("path"), "expected a folder under state.path (relative, without '..')")
-            }
+            if let path = try o.string("path") { resources.path = try Resources.folder(path, at: o.path("path")) }
             resources.memoryBytes = try o.int("memoryBytes", min: 0) ?? resources.memoryBytes
             resources.maxBytes = try o.int("maxBytes", min: 1) ?? resources.maxBytes
             resources.maxAgeSec = try o.int("maxAgeSec", min: 0) ?? resources.maxAgeSec
-            resources.purgeIntervalSec = try o.int("purgeIntervalSec", min: 1) ?? resources.purgeIntervalSec
+            // At most a year: the timer counts milliseconds in 64 bits.
+            resources.purgeIntervalSec = try o.int("purgeIntervalSec", min: 1, max: 31_536_000) ?? resources.purgeIntervalSec
             try o.rejectUnknownKeys()
         }
         if var o = try r.object("jobs") {

@@ -16,7 +16,7 @@ public struct ResourceSpec: Sendable {
     /// Freshness in seconds; nil: `resources.maxAgeSec`.
     public var maxAgeSec: Int?
     public var cipher: ResourceCipher = .none
-    /// The expected SHA-256 (64 lowercase hex digits) of the content.
+    /// The expected SHA-256 of the content (64 hex digits, kept lowercase).
     public var sha256: String?
     public var remaker: String?
     public var remakeOptions: JSONValue?
@@ -45,9 +45,10 @@ public struct ResourceSpec: Sendable {
             }
             cipher = c
         }
-        let sha = try r.string("sha256")
+        // Hex digits in either case; kept lowercase, as digests are shown.
+        let sha = try r.string("sha256")?.lowercased()
         if let sha, sha.utf8.count != 64 || !sha.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) {
-            throw ValidationError(path: r.path("sha256"), "expected 64 lowercase hex digits")
+            throw ValidationError(path: r.path("sha256"), "expected 64 hex digits (a SHA-256)")
         }
         let remaker = try r.string("remaker")
         let options = r.value("remakeOptions")

@@ -1,0 +1,244 @@
+import Foundation
+import HydraCore
+import Testing
+
+@testable import Hydra
+@testable import HydraResources
+@testable import HydraStore
+
+/// The finer rules of resources.md, each against the real test server: the
+/// cipher a copy is kept with, `sha256` checks on disk and for jobs sharing a
+/// transfer, the disk LRU right after a hit, Range resume without validators,
+/// the memory tier's share, removals, and peers' numbers.
+@Suite final class ResourceRulesTests: Sendable {
+    let state = NSTemporaryDirectory() + "hydra-resrules-\(UUID().uuidString)"
+
+    deinit { try? FileManager.default.removeItem(atPath: state) }
+
+    func engine(_ resources: String = "", sharedKey: String? = nil, workers: String? = nil) throws -> HydraEngine {
+        let text = """
+            {"defaults": {"timeoutMs": 10000}\(resources.isEmpty ? "" : ", \"resources\": " + resources)\
+            \(workers.map { ", \"workers\": " + $0 } ?? "")}
+            """
+        return try HydraEngine(configuration: try Configuration(json: try JSONParser.parse(text)), stateDirectory: state,
+                               sharedKey: sharedKey)
+    }
+
+    func name() -> String { "q" + UUID().uuidString.prefix(8).lowercased() }
+
+    func counter(_ engine: HydraEngine, _ key: String) async throws -> Int {
+        let result = try await engine.run(spec(#"{"type":"remote","url":"\#(TestServer.url("/count/" + key))"}"#))
+        return result.result?["body"]?["count"]?.intValue ?? -1
+    }
+
+    func job(_ url: String, _ extra: String = "") throws -> JobSpec {
+        try spec(#"{"type":"resource","url":"\#(url)"\#(extra)}"#)
+    }
+
+    /// The body `/resource/NAME?size=N&v=V` sends.
+    func body(_ name: String, version: Int = 1, size: Int = 0) -> [UInt8] {
+        let text = Array("resource \(name) v\(version)".utf8)
+        return text + Array(repeating: UInt8(ascii: "."), count: max(0, size - text.count))
+    }
+
+    /// An aes-gcm copy is never served to a job that keeps it otherwise (its
+    /// clear content would land in the result): jobs with another cipher, even
+    /// while the sealed copy's transfer is under way, fetch and keep their own.
+    @Test func aCopyKeptWithAnotherCipherIsAMiss() async throws {
+        let engine = try engine(sharedKey: "a passphrase of 16+ chars")
+        defer { engine.shutdown() }
+        let n = name()
+        let url = TestServer.url("/resource/\(n)?delay=300")
+        let sealed = try job(url, #","cipher":"aes-gcm""#)
+        let plain = try job(url, #","as":"text""#)
+        async let first = engine.run(sealed)
+        try await Task.sleep(for: .milliseconds(100))  // the sealed copy's transfer is under way
+        async let second = engine.run(plain)
+        let (a, b) = try await (first, second)
+        #expect(a.result?["source"] == "network" && a.result?["path"] == nil && a.result?["content"] == nil, "\(a)")
+        #expect(b.result?["source"] == "network" && b.result?["content"]?.stringValue == "resource \(n) v1", "\(b)")
+        #expect(try await counter(engine, "res-\(n)") == 2)
+        // The copy is now the clear one; a sealed job fetches again and seals it in its place.
+        let key = try #require(b.result?["key"]?.stringValue)
+        #expect(try engine.resources.stat(key: key)?["path"] != nil)
+        let again = try await engine.run(sealed)
+        #expect(again.result?["source"] == "network")
+        #expect(try engine.resources.stat(key: key)?["path"] == nil)
+        // And jobs of the same cipher share copies as before.
+        #expect(try await engine.run(sealed).result?["source"] == "memory")
+    }
+
+    /// resources.md: "a mismatch on disk drops the copy and fetches again".
+    @Test func aJobsSHA256ThatTheKeptCopyLacksFetchesAgain() async throws {
+        let engine = try engine(#"{"memoryBytes": 0}"#)
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let n = name()
+        let url = TestServer.url("/resource/\(n)?bump=1")  // each request answers the next version
+        let v1 = try await engine.run(job(url))
+        #expect(v1.result?["sha256"] == .string(ResourceKey.sha256(body(n, version: 1))))
+        let want = ResourceKey.sha256(body(n, version: 2))
+        let v2 = try await engine.run(job(url, #","sha256":"\#(want.uppercased())","as":"text""#))
+        #expect(v2.result?["source"] == "network" && v2.result?["content"]?.stringValue == "resource \(n) v2", "\(v2)")
+        #expect(v2.result?["sha256"] == .string(want))
+        engine.bus.waitForEmits()
+        #expect(log.all.contains { $0.name == "resource.removed" && $0.fields["reason"] == "corrupt" })
+        // Served from disk now that it matches.
+        #expect(try await engine.run(job(url, #","sha256":"\#(want)""#)).result?["source"] == "disk")
+    }
+
+    /// Jobs sharing one transfer are each judged by their own `sha256`: a job
+    /// without one is not failed by another's wrong digest, and the copy is kept.
+    @Test func jobsSharingATransferAreJudgedByTheirOwnDigest() async throws {
+        let engine = try engine()
+        defer { engine.shutdown() }
+        let n = name()
+        let url = TestServer.url("/resource/\(n)?delay=300")
+        let wrong = String(repeating: "0", count: 64)
+        let steps = [#"{"type":"resource","url":"\#(url)","sha256":"\#(wrong)"}"#, #"{"type":"resource","url":"\#(url)","as":"text"}"#]
+        let group = try await engine.run(spec(#"{"type":"concurrent","steps":[\#(steps.joined(separator: ","))]}"#))
+        let errors = try #require(group.result?["errors"]?.arrayValue)
+        let results = try #require(group.result?["results"]?.arrayValue)
+        #expect(errors[0]["kind"] == "invalid" && (errors[0]["message"]?.stringValue ?? "").hasPrefix("sha256:"), "\(group)")
+        #expect(results[1]["content"]?.stringValue == "resource \(n) v1", "\(group)")
+        #expect(try await counter(engine, "res-\(n)") == 1)
+        #expect(try await engine.run(job(url)).result?["source"] == "memory")
+        // Every job with a wrong digest: nothing is kept.
+        let m = name()
+        let only = try await engine.run(job(TestServer.url("/resource/\(m)"), #","sha256":"\#(wrong)""#))
+        #expect(only.error?.kind == .invalid)
+        #expect(try await engine.run(job(TestServer.url("/resource/\(m)"), #","mode":"only""#)).error?.message == "not in repository")
+    }
+
+    /// `resource.purge` orders by use including hits the index has not been told of yet.
+    @Test func aPurgeRightAfterAHitKeepsTheCopyJustUsed() async throws {
+        let engine = try engine(#"{"memoryBytes": 0}"#)
+        defer { engine.shutdown() }
+        let n = name()
+        var keys: [String] = []
+        for i in 0..<3 {
+            let result = try await engine.fetchResource(TestServer.url("/resource/\(n)\(i)?size=100"))
+            keys.append(try #require(result["key"]?.stringValue))
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        // The oldest copy is used again, and at once the repository is bounded to two copies.
+        #expect(try await engine.fetchResource(TestServer.url("/resource/\(n)0?size=100"))["source"] == "disk")
+        let purged = try await engine.purgeResources(maxBytes: 200)
+        #expect(purged["removed"] == 1)
+        #expect(try engine.resources.stat(key: keys[1]) == nil, "the least recently used goes")
+        #expect(try engine.resources.stat(key: keys[0]) != nil && engine.resources.stat(key: keys[2]) != nil)
+    }
+
+    /// resources.md: resume "when the server answered `Accept-Ranges: bytes`",
+    /// with or without a validator for `If-Range`.
+    @Test func aCutTransferWithoutValidatorsIsResumedToo() async throws {
+        let engine = try engine()
+        defer { engine.shutdown() }
+        let n = name()
+        let url = TestServer.url("/resource/\(n)?size=100000&cut=first&validators=0")
+        let done = try await engine.run(job(url, #","retry":{"maxAttempts":2,"backoffMs":1},"as":"text""#))
+        #expect(done.result?["content"]?.stringValue?.utf8.count == 100_000, "\(String(describing: done.error))")
+        #expect(try await counter(engine, "resrange-\(n)") == 1)
+        #expect(try await counter(engine, "resbytes-\(n)") == 100_000)
+    }
+
+    /// `memoryBytes` is the whole tier of the process, shared by the remote
+    /// workers, not halved by a remote worker's `threads`; a copy that fits is kept.
+    @Test func theMemoryTierHoldsWhatMemoryBytesSays() async throws {
+        let engine = try engine(#"{"memoryBytes": 8192}"#)
+        defer { engine.shutdown() }
+        let url = TestServer.url("/resource/\(name())?size=5000")
+        #expect(try await engine.fetchResource(url)["source"] == "network")
+        #expect(try await engine.fetchResource(url)["source"] == "memory")
+        #expect(engine.resources.memoryBytes.load(ordering: .relaxed) == 5000)
+        let two = try self.engine(#"{"memoryBytes": 8192}"#,
+                             workers: #"[{"name":"a","kind":"remote"},{"name":"b","kind":"remote"},{"name":"l","kind":"local"}]"#)
+        defer { two.shutdown() }
+        #expect(two.resources.memoryBytesPerExecutor == 4096)
+    }
+
+    /// Removing by key and URL of the same copy counts it once; removing by
+    /// URL takes the copies remade from it too.
+    @Test func removalsCountEachCopyOnceAndCoverRemadeCopies() async throws {
+        let engine = try engine()
+        defer { engine.shutdown() }
+        engine.register(remaker: "upper") { Data(String(decoding: $0, as: UTF8.self).uppercased().utf8) }
+        let url = TestServer.url("/resource/\(name())")
+        let plain = try await engine.fetchResource(url)
+        var options = ResourceSpec(RemoteSpec(url: url))
+        options.remaker = "upper"
+        options.presentation = .text
+        let upper = try await engine.fetchResource(url, options: options)
+        #expect(upper["content"]?.stringValue?.hasPrefix("RESOURCE ") == true)
+        let removed = try await engine.removeResources(url: url, key: plain["key"]?.stringValue)
+        #expect(removed["removed"] == 2, "\(removed)")
+        #expect(try engine.resources.stat(key: upper["key"]!.stringValue!) == nil)
+    }
+
+    /// Peers' numbers never overflow: huge offsets and lengths read what there is.
+    @Test func readsWithHugeOffsetsAndLengths() async throws {
+        let engine = try engine()
+        defer { engine.shutdown() }
+        let n = name()
+        let result = try await engine.fetchResource(TestServer.url("/resource/\(n)"))
+        let key = try #require(result["key"]?.stringValue)
+        let all = try #require(try engine.resources.read(key: key, as: .text, offset: 1, length: Int.max))
+        #expect(all["content"]?.stringValue == "esource \(n) v1" && all["eof"] == true)
+        let none = try #require(try engine.resources.read(key: key, as: .text, offset: Int.max, length: Int.max))
+        #expect(none["content"] == "" && none["eof"] == true)
+        let some = try #require(try engine.resources.read(key: key, as: .text, offset: -5, length: 8))
+        #expect(some["content"] == "resource" && some["eof"] == false)
+        let page = try engine.resources.list(prefix: nil, limit: Int.max, after: nil)
+        #expect(page["resources"]?.arrayValue?.count == 1)
+    }
+
+    /// A revalidated copy (`304`) is announced like a new one: its `storedAt` moved.
+    @Test func aRevalidatedCopyIsAnnounced() async throws {
+        let engine = try engine()
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let url = TestServer.url("/resource/\(name())")
+        _ = try await engine.fetchResource(url)
+        var refresh = ResourceSpec(RemoteSpec(url: url))
+        refresh.mode = .refresh
+        #expect(try await engine.fetchResource(url, options: refresh)["source"] == "revalidated")
+        engine.bus.waitForEmits()
+        let sources = log.all.filter { $0.name == "resource.stored" }.map { $0.fields["source"] }
+        #expect(sources == ["network", "revalidated"])
+    }
+
+    /// `resources.path` is a folder inside the state folder the server does not
+    /// otherwise own, and `saveAs` never reaches it, wherever it is.
+    @Test func theRepositoryFolderIsCheckedAndReserved() async throws {
+        for bad in [".", "./", "a/../b", "/abs", "hydra.db", "HYDRA.DB-wal/x", "clean-shutdown", ""] {
+            #expect(throws: ValidationError.self, "\(bad)") {
+                try Configuration(json: try JSONParser.parse(#"{"resources": {"path": "\#(bad)"}}"#))
+            }
+        }
+        #expect(throws: ValidationError.self) {
+            try Configuration(json: try JSONParser.parse(#"{"resources": {"purgeIntervalSec": 99999999999999999}}"#))
+        }
+        let config = try Configuration(json: try JSONParser.parse(#"{"resources": {"path": "./cache//files/"}}"#))
+        #expect(config.resources.path == "cache/files")
+        let engine = try HydraEngine(configuration: config, stateDirectory: state)
+        defer { engine.shutdown() }
+        for path in ["cache/files/ab/x.bin", "Cache/Files", "./cache/files/y"] {
+            #expect(throws: ValidationError.self, "\(path)") {
+                _ = try engine.submit(spec(#"{"type":"remote","url":"http://127.0.0.1:1/","saveAs":"\#(path)"}"#))
+            }
+        }
+        _ = try engine.submit(spec(#"{"type":"remote","url":"http://127.0.0.1:1/","saveAs":"cache/other.bin"}"#))
+        // Startup reconciliation leaves files it did not name alone.
+        let folder = state + "/cache/files/ab"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: state + "/cache/files/notes.txt"))
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: folder + "/notes.txt"))
+        try Data("stale".utf8).write(to: URL(fileURLWithPath: folder + "/ab" + String(repeating: "0", count: 62) + ".bin"))
+        let removed = try engine.resources.reconcile()
+        #expect(removed.files == 1)
+        #expect(FileManager.default.fileExists(atPath: folder + "/notes.txt"))
+        #expect(FileManager.default.fileExists(atPath: state + "/cache/files/notes.txt"))
+    }
+}
