@@ -48,8 +48,9 @@ struct HydraBench {
             try ResourceBench.download(prefix: prefix, files: option("--files", 2000), concurrency: option("--concurrency", 16),
                                        memoryBytes: text("--memory-bytes").flatMap { Int($0) })
         case "resource-memory":
-            guard let prefix = text("--prefix") else { usage() }
-            try ResourceBench.memoryHeld(prefix: prefix, files: option("--files", 20_000), memoryBytes: option("--memory-bytes", 64 << 20))
+            guard let prefix = text("--prefix"), let connect = text("--connect"), let pid = text("--pid").flatMap({ Int($0) })
+            else { usage() }
+            try ResourceBench.serverMemory(connect: connect, pid: pid, prefix: prefix, files: option("--files", 20_000))
         case "auth-only":
             // One variant alone (for a profiler): auth, plain.
             guard let url = text("--url") else { usage() }
@@ -75,7 +76,7 @@ struct HydraBench {
     }
 
     static func usage() -> Never {
-        FileHandle.standardError.write(Data("usage: hydra-bench remote --url URL [--requests N] [--concurrency C] | local [--jobs N] | rpc-submit --connect ADDR [--jobs N --clients C --batch B] | rpc-remote --connect ADDR --url URL [--jobs N --clients C --batch B] | fanout --connect ADDR [--subscribers S --jobs N] | resource-hits --url URL [--jobs N --memory 1|0] | auth --url URL [--requests N --concurrency C --pairs P] | merged --url URL --log FILE [--jobs N] | upload --file PATH --state DIR --url URL | resource-download --prefix URL [--files N --concurrency C --memory-bytes B] | resource-memory --prefix URL [--files N --memory-bytes B]\n".utf8))
+        FileHandle.standardError.write(Data("usage: hydra-bench remote --url URL [--requests N] [--concurrency C] | local [--jobs N] | rpc-submit --connect ADDR [--jobs N --clients C --batch B] | rpc-remote --connect ADDR --url URL [--jobs N --clients C --batch B] | fanout --connect ADDR [--subscribers S --jobs N] | resource-hits --url URL [--jobs N --memory 1|0] | auth --url URL [--requests N --concurrency C --pairs P] | merged --url URL --log FILE [--jobs N] | upload --file PATH --state DIR --url URL | resource-download --prefix URL [--files N --concurrency C --memory-bytes B] | resource-memory --connect ADDR --pid PID --prefix URL [--files N]\n".utf8))
         exit(2)
     }
 

@@ -128,14 +128,7 @@ enum RESTBench {
     }
 
     /// The resident set of this process now and at its peak, in KiB (Linux `/proc/self/status`).
-    static func memory() -> (rss: Int, peak: Int) {
-        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-        func field(_ name: String) -> Int {
-            guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }) else { return 0 }
-            return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "0") ?? 0
-        }
-        return (field("VmRSS"), field("VmHWM"))
-    }
+    static func memory() -> (rss: Int, peak: Int) { ResourceBench.memory(of: Int(getpid())) }
 
     /// One raw `bodyFile` upload of `file` (relative to `state`) to `url`.
     static func upload(file: String, state: String, url: String) throws {

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Hydra
+import HydraRPC
 import HydraServer
 import Synchronization
 
@@ -76,17 +77,48 @@ enum ResourceBench {
         print(#"{"name":"resource-download","files":\#(files),"concurrency":\#(concurrency),"bytes":\#(bytes),"seconds":\#(HydraBench.round3(seconds)),"mbps":\#(HydraBench.round3(Double(bytes) / 1_048_576 / seconds))}"#)
     }
 
-    /// resources.md's memory row: `files` distinct resources through a memory tier of `memoryBytes`;
-    /// the process's RSS once the engine is up and warm (idle), and at its peak.
-    static func memoryHeld(prefix: String, files: Int, memoryBytes: Int) throws {
-        let state = NSTemporaryDirectory() + "hydra-bench-mem-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: state) }
-        let engine = try engine(state: state, concurrency: 16, memoryBytes: memoryBytes)
-        defer { engine.shutdown() }
-        _ = try fetchAll(engine, prefix: prefix + "warm-", files: 16)
-        let idle = RESTBench.memory().rss
-        let (seconds, bytes) = try fetchAll(engine, prefix: prefix, files: files)
-        let after = RESTBench.memory()
-        print(#"{"name":"resource-memory","files":\#(files),"bytes":\#(bytes),"seconds":\#(HydraBench.round3(seconds)),"memoryBytes":\#(memoryBytes),"idleRssKiB":\#(idle),"peakRssKiB":\#(after.peak),"rssKiB":\#(after.rss)}"#)
+    /// resources.md's memory row, on the real server: `hydra serve` (process
+    /// `pid`, listening on `connect`, its `resources.memoryBytes` set by the
+    /// caller) fetches `files` distinct resources, at most `window` jobs
+    /// outstanding; its RSS once warm (idle) and at its peak (`VmHWM`), from `/proc`.
+    static func serverMemory(connect: String, pid: Int, prefix: String, files: Int, window: Int = 2_000) throws {
+        let address = RPCBench.address(connect)
+        let client = try RPCClient(address: address)
+        let before = RPCBench.finished(client)
+        func job(_ name: String) -> JSONValue { ["type": "resource", "url": .string(prefix + name)] }
+        func submit(_ names: [String]) throws {
+            for reply in try client.callBatch(names.map { (method: "job.submit", params: ["job": job($0)] as JSONValue) },
+                                             timeout: .seconds(60)) {
+                if case .failure(let error) = reply { throw error }
+            }
+        }
+        func waitUntil(_ done: Int) { while RPCBench.finished(client) - before < done { usleep(5_000) } }
+        try submit((0..<16).map { "warm-\($0)" })
+        waitUntil(16)
+        usleep(200_000)
+        let idle = memory(of: pid).rss
+        let start = HydraBench.now()
+        var sent = 0
+        while sent < files {
+            while sent - (RPCBench.finished(client) - before - 16) > window { usleep(2_000) }
+            let n = min(500, files - sent)
+            try submit((sent..<(sent + n)).map(String.init))
+            sent += n
+        }
+        waitUntil(16 + files)
+        let seconds = Double(HydraBench.now() - start) / 1e9
+        let after = memory(of: pid)
+        let failed = try client.call("hydra.stats")["jobs"]?["failed"]?.intValue ?? -1
+        print(#"{"name":"resource-memory","files":\#(files),"failed":\#(failed),"seconds":\#(HydraBench.round3(seconds)),"idleRssKiB":\#(idle),"peakRssKiB":\#(after.peak),"rssKiB":\#(after.rss)}"#)
+    }
+
+    /// `VmRSS` and `VmHWM` (KiB) of process `pid`.
+    static func memory(of pid: Int) -> (rss: Int, peak: Int) {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        func field(_ name: String) -> Int {
+            guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }) else { return 0 }
+            return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "0") ?? 0
+        }
+        return (field("VmRSS"), field("VmHWM"))
     }
 }

@@ -589,9 +589,7 @@ final class ResourceExecutor: JobExecutor {
     private func remember(_ record: ResourceRecord, _ content: [UInt8]) {
         // (A streamed copy too large for the tier comes without its bytes.)
         guard memory.capacity > 0, content.count == record.bytes else { return }
-        var hit = ResourceExecutor.stat(record, path: manager.relativePath(of: record.key))
-        hit["source"] = "memory"
-        memory.put(record, content: content, result: hit)
+        memory.put(record, content: content, result: ResourceResult(record: record, source: "memory", manager: manager).fields)
     }
 
     /// Finishes `waiter` with the result object (resources.md §1), checking its
@@ -613,15 +611,20 @@ final class ResourceExecutor: JobExecutor {
             return
         }
         var o: OrderedDictionary<String, JSONValue>
+        let withoutContent = waiter.spec.presentation == nil || waiter.spec.presentation == .path
         if let kept {
-            if waiter.spec.presentation == nil || waiter.spec.presentation == .path {
+            if withoutContent {
                 waiter.handle.succeed(building: KeptResult(value: .object(kept.result), size: kept.resultSize))
                 return
             }
             o = kept.result
         } else {
-            o = ResourceExecutor.stat(record, path: manager.relativePath(of: record.key))
-            o["source"] = .string(source)
+            let result = ResourceResult(record: record, source: source, manager: manager)
+            if withoutContent {
+                waiter.handle.succeed(building: result)
+                return
+            }
+            o = result.fields
         }
         switch waiter.spec.presentation {
         case .text?:
