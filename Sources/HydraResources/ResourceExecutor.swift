@@ -279,8 +279,15 @@ final class ResourceExecutor: JobExecutor {
             if let etag = previous.etag { http.headers.append(HTTPHeader("If-None-Match", etag)) }
             if let modified = previous.lastModified { http.headers.append(HTTPHeader("If-Modified-Since", modified)) }
         }
+        // `job.progress` for every job the transfer serves (protocol §6: downloads):
+        // at most ten a second, plus the last, as for `saveAs`.
+        let progress: HTTPClient.Progress = { progress in
+            for waiter in fetch.waiters where !waiter.startsAgain {
+                waiter.handle.progress(bytes: progress.bytes, totalBytes: progress.totalBytes)
+            }
+        }
         do {
-            fetch.transfer = try client.start(http, progress: nil) { [unowned self] result in
+            fetch.transfer = try client.start(http, progress: http.reportsProgress ? progress : nil) { [unowned self] result in
                 fetch.transfer = nil
                 self.completed(fetch, result)
             }

@@ -193,6 +193,22 @@ import Testing
         #expect(page["resources"]?.arrayValue?.count == 1)
     }
 
+    /// A resource transfer is a download (protocol §6): `job.progress` with
+    /// `bytes` and `totalBytes`, the last one the whole body, before the final event.
+    @Test func aTransferReportsProgress() async throws {
+        let engine = try engine()
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let done = try await engine.run(job(TestServer.url("/resource/\(name())?size=300000")))
+        #expect(done.result?["source"] == "network")
+        engine.bus.waitForEmits()
+        let events = log.all.filter { $0.rootJobId == done.jobId }.map(\.name)
+        let progress = log.all.filter { $0.rootJobId == done.jobId && $0.name == "job.progress" }
+        #expect(progress.last?.fields["bytes"] == 300_000 && progress.last?.fields["totalBytes"] == 300_000, "\(progress)")
+        #expect(events.last == "job.succeeded" && events.firstIndex(of: "job.progress").map { $0 < events.count - 1 } == true)
+    }
+
     /// A revalidated copy (`304`) is announced like a new one: its `storedAt` moved.
     @Test func aRevalidatedCopyIsAnnounced() async throws {
         let engine = try engine()
