@@ -185,6 +185,18 @@ fi
 # Results go to results.jsonl and, as progress, to stderr; stdout gets the report.
 record() { printf '%s\n' "$1" >> "$RESULTS_JSONL"; printf '    %s\n' "$1" >&2; }
 
+# Starts the release `hydra serve` with CONFIG in the background (output in
+# $TMP/NAME.out and .err) and waits until it listens on PORT; SERVED_PID is its pid.
+start_serve() { # config, port, name
+    "$ROOT/.build/release/hydra" serve --config "$1" > "$TMP/$3.out" 2> "$TMP/$3.err" &
+    SERVED_PID=$!
+    for _ in $(seq 100); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null; then return; fi
+        sleep 0.05
+    done
+    warn "hydra serve ($3) did not listen on 127.0.0.1:$2"
+}
+
 # Last line of stdout that is a JSON object with the wanted name, or nothing.
 json_line() { # name, file
     python3 - "$1" "$2" <<'PY'
@@ -411,12 +423,8 @@ PY
              {"name": "local", "kind": "local"}],
  "defaults": {"headers": {}}, "resources": {"memoryBytes": 67108864, "maxBytes": 4294967296}}
 EOF
-    "$ROOT/.build/release/hydra" serve --config "$TMP/mem.json" > "$TMP/mem.out" 2> "$TMP/mem.err" &
-    MEM_PID=$!
-    for _ in $(seq 100); do
-        if (exec 3<>"/dev/tcp/127.0.0.1/$MEM_PORT") 2>/dev/null; then break; fi
-        sleep 0.05
-    done
+    start_serve "$TMP/mem.json" "$MEM_PORT" mem
+    MEM_PID=$SERVED_PID
     if "$HYDRA_BENCH" resource-memory --connect "127.0.0.1:$MEM_PORT" --pid "$MEM_PID" \
         --prefix "http://127.0.0.1:$PORT/mem/" --files 20000 > "$TMP/out.txt"; then
         line="$(json_line resource-memory "$TMP/out.txt")"; [[ -n "$line" ]] && record "$line"
@@ -514,12 +522,8 @@ if [[ "$HYDRA_OK" == 1 && -x "$HYDRA_BIN" && "${BENCH_SERVER:-1}" != 0 ]]; then
  "defaults": {"headers": {}}}
 EOF
     log "starting hydra serve on 127.0.0.1:$RPC_PORT"
-    "$HYDRA_BIN" serve --config "$TMP/hydra.json" > "$TMP/serve.out" 2> "$TMP/serve.err" &
-    SERVE_PID=$!
-    for _ in $(seq 100); do
-        if (exec 3<>"/dev/tcp/127.0.0.1/$RPC_PORT") 2>/dev/null; then break; fi
-        sleep 0.05
-    done
+    start_serve "$TMP/hydra.json" "$RPC_PORT" serve
+    SERVE_PID=$SERVED_PID
     rpc_run() { # name, args...
         local name="$1" line; shift
         if "$HYDRA_BENCH" "$@" --connect "127.0.0.1:$RPC_PORT" > "$TMP/out.txt"; then
