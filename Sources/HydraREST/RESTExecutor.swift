@@ -494,12 +494,14 @@ final class RESTExecutor: JobExecutor {
             }
             if response.status == 401, let token = call.token, !call.reauthorized, !call.handle.isCancelled,
                let session = call.request.authSession.flatMap(manager.sessions.session) {
-                // Once on a 401 (rest.md §1): a new token, and the same request again.
+                // Once on a 401 (rest.md §1): a new token, and the same request again. A session that
+                // cannot get one by itself (a password grant without a refresh token) fails it with this 401.
                 call.reauthorized = true
-                session.reject(token)
-                call.attempts -= 1
-                attempt(call)
-                return
+                if session.reject(token) {
+                    call.attempts -= 1
+                    attempt(call)
+                    return
+                }
             }
             if !call.request.secrets.isEmpty || call.token != nil {
                 // A server that echoes the credentials must not put them in a result or an event.

@@ -502,14 +502,17 @@ public final class HydraService: Sendable {
         }
     }
 
-    /// `auth.login {name, username?, password?}` → `{"ok": true, "expiresAt"?}`.
+    /// `auth.login {name, username?, password?}` → `{"ok": true, "expiresAt"}`:
+    /// always both members (rest.md §1); `expiresAt` is an ISO-8601 UTC time,
+    /// or `null` when the token endpoint gave no `expires_in`.
     public func authLogin(_ name: String, username: String?, password: String?,
                           reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         engine.rest.login(name, username: username, password: password) { result in
             switch result {
             case .success(let expiresAt):
-                var o: OrderedDictionary<String, JSONValue> = ["ok": true]
-                if let expiresAt { o["expiresAt"] = .double(expiresAt) }
+                let o: OrderedDictionary<String, JSONValue> = [
+                    "ok": true, "expiresAt": expiresAt.map { .string(HydraEvent.format($0)) } ?? .null,
+                ]
                 reply(.success(.object(o)))
             case .failure(let error):
                 reply(.failure(ServiceError.auth(error)))
