@@ -193,9 +193,10 @@ public final class RESTManager: JobManager {
             }
         }
         if let file = remote.bodyFile { try checkUpload(file, field: "bodyFile") }
-        if remote.bodyEncoding == .multipart, let body = remote.body, !Template.containsReference(body) {
-            for (i, part) in try MultipartPart.parts(of: body, path: at("body")).enumerated() {
-                if case .file(let file) = part.content { try checkUpload(file, field: "body.parts[\(i)].file") }
+        if remote.bodyEncoding == .multipart, let body = remote.body {
+            // Each part on its own: a reference elsewhere in the body does not defer a literal file's check.
+            for (i, part) in (try MultipartPart.partsKnownAtSubmit(of: body, path: at("body")) ?? []).enumerated() {
+                if case .file(let file)? = part?.content { try checkUpload(file, field: "body.parts[\(i)].file") }
             }
         }
         if let body = remote.body, !Template.containsReference(body) {

@@ -183,7 +183,8 @@ extension RemoteSpec {
         }
         if bodyEncoding == .multipart {
             guard let body else { throw ValidationError(path: r.path("body"), "required for bodyEncoding multipart") }
-            if !Template.containsReference(body) { _ = try MultipartPart.parts(of: body, path: r.path("body")) }
+            // Every part whose shape is literal is checked now; a reference takes its shape when the step runs.
+            _ = try MultipartPart.partsKnownAtSubmit(of: body, path: r.path("body"))
         }
         if var polling = try r.object("repeat") {
             self.repeat = try RepeatSpec(reader: &polling)
