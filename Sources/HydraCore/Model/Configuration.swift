@@ -198,7 +198,7 @@ extension Configuration {
     }
 
     /// Decodes a configuration document; `${env.NAME}` in the `auth` section
-    /// reads `environment` (the process's by default).
+    /// and in a server's `proxy` reads `environment` (the process's by default).
     public init(json: JSONValue,
                 environment: [String: String] = ProcessInfo.processInfo.environment) throws(ValidationError) {
         self.init()
@@ -276,7 +276,10 @@ extension Configuration {
                 case (nil, _?): throw ValidationError(path: s.path("clientCert"), "required with clientKey")
                 case (_?, nil): throw ValidationError(path: s.path("clientKey"), "required with clientCert")
                 }
-                server.proxy = try s.string("proxy")
+                // `${env.NAME}` keeps proxy credentials out of the file, as in the auth section.
+                if let proxy = try s.string("proxy") {
+                    server.proxy = try AuthScheme.expand(proxy, path: s.path("proxy"), environment: environment)
+                }
                 if let proxy = server.proxy { try Configuration.checkProxy(proxy, path: s.path("proxy")) }
                 server.headers = try s.stringMap("headers") ?? [:]
                 try HeaderSyntax.check(server.headers, path: s.path("headers"))
