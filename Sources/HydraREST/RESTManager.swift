@@ -162,11 +162,14 @@ public final class RESTManager: JobManager {
             // The configuration's dogma for this job, checked before anything is sent.
             try checkConfiguredDogma(api: remote.api.flatMap { Template.containsReference($0) ? nil : $0 })
         }
-        if remote.cache != nil {
-            let method = remote.method ?? remote.api.flatMap { config.apis[$0]?.method } ?? "GET"
-            if !Template.containsReference(method) && method != "GET" {
-                throw ValidationError(path: at("cache"), "only GET responses are cached (the method is \(method))")
-            }
+        // The job's method, or its api's; GET without either.
+        let method = remote.method ?? remote.api.flatMap { config.apis[$0]?.method } ?? "GET"
+        if remote.cache != nil, !Template.containsReference(method), method != "GET" {
+            throw ValidationError(path: at("cache"), "only GET responses are cached (the method is \(method))")
+        }
+        if remote.coalesce == true, !Template.containsReference(method), method != "GET" {
+            // rest.md §4: merging is for GET only; silently sending each one alone would hide the mistake.
+            throw ValidationError(path: at("coalesce"), "only GET requests are merged (the method is \(method))")
         }
         // Parsed specs were checked as they were read; these checks also cover specs built in code.
         for (name, value) in remote.headers {

@@ -308,6 +308,9 @@ extension Configuration {
                 api.invalidates = try a.stringArray("invalidates") ?? []
                 api.cacheIgnoreQuery = try a.bool("cacheIgnoreQuery") ?? false
                 api.coalesce = try a.bool("coalesce") ?? false
+                if api.coalesce && api.method != "GET" {
+                    throw ValidationError(path: a.path("coalesce"), "only GET requests are merged (the method is \(api.method))")
+                }
                 api.auth = try a.string("auth")
                 if var retry = try a.object("retry") { api.retry = try RetryPolicy(reader: &retry) }
                 api.timeoutMs = try a.int("timeoutMs", min: 1)
