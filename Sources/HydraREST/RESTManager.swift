@@ -58,6 +58,9 @@ public final class RESTManager: JobManager {
 
     public var configuration: Configuration { resolver.configuration }
 
+    /// The `auth` section's api-key headers, masked in `job.queued` summaries.
+    public var secretHeaderNames: Set<String> { Set(configuration.apiKeyHeaders) }
+
     func updateHooks(_ change: (inout RESTHooks) -> Void) {
         hooks.withLock {
             change(&$0)

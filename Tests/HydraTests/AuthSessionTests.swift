@@ -334,6 +334,36 @@ import HydraLoop
         #expect(openStatus["state"] == "valid" && openStatus["expiresAt"] == nil)
     }
 
+    /// rest.md §1: a `job.queued` summary shows a remote job's headers with
+    /// credential values as `***` (the fixed names, the configuration's
+    /// api-key headers, names with `token`), the others as given; no event
+    /// carries the secrets.
+    @Test func jobQueuedSummariesShowHeadersWithCredentialsMasked() throws {
+        let server = try ServerProcess(config: #""auth": {"key": {"type": "api-key", "header": "X-Custom-Key", "value": "k"}}"#)
+        defer { server.terminate() }
+        let client = try server.client()
+        let watcher = try server.client()
+        _ = try watcher.call("events.subscribe", [:])
+        let headers: JSONValue = ["Authorization": "Bearer s3cret", "X-Trace": "t1", "cookie": "sid=c00kie-9",
+                                  "X-Custom-Key": "own-key-7", "X-Auth-Token": "tok-en-5"]
+        let job = try client.call("job.submit", ["job": ["type": "serial", "steps": [
+            ["type": "remote", "endpoint": "/echo/h", "headers": headers],
+        ]]])["jobId"]!
+        #expect(try client.call("job.result", ["jobId": job, "waitMs": 10_000])["state"] == "succeeded")
+        var events: [JSONValue] = []
+        while let note = try watcher.nextNotification(timeout: .milliseconds(500)) { events.append(note) }
+        let queued = events.compactMap { $0["params"] }.filter { $0["event"] == "job.queued" && $0["stepPath"] == "0" }
+        #expect(queued.count == 1)
+        let shown = try #require(queued.first?["spec"]?["headers"], "\(queued)")
+        #expect(shown == ["Authorization": "***", "X-Trace": "t1", "cookie": "***", "X-Custom-Key": "***", "X-Auth-Token": "***"])
+        let text = events.map { JSONWriter.string($0) }.joined()
+        #expect(text.contains("job.succeeded"))
+        // (The echoed X-Auth-Token comes back in the result: responses are masked for rest.md's names only.)
+        for secret in ["s3cret", "c00kie-9", "own-key-7"] {
+            #expect(!text.contains(secret), "\(secret) in an event")
+        }
+    }
+
     /// Over the real server: `auth.*` methods, the CLI, and tokens sealed at rest across a restart.
     @Test func theServerLogsInOverRPCAndKeepsTokensSealed() throws {
         let key = UUID().uuidString
