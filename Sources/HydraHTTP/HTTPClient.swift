@@ -36,9 +36,6 @@ public final class HTTPClient {
     @exclusivity(unchecked) private var closed = false
     @exclusivity(unchecked) private var pendingCompletions: [(Transfer, CURLcode)] = []
     @exclusivity(unchecked) private var completing: [(Transfer, CURLcode)] = []
-    /// True when no proxy variable was set at start: transfers then tell curl
-    /// "no proxy" once, instead of curl reading the environment on every request.
-    private let noProxyInEnvironment: Bool
     /// The timer's action, made once (curl restarts the timer for every transfer).
     @exclusivity(unchecked) private var timeoutAction: () -> Void
 
@@ -56,7 +53,6 @@ public final class HTTPClient {
         loop.preconditionInEventLoop()
         HTTPClient.initializeLibrary()
         self.loop = loop
-        noProxyInEnvironment = HTTPClient.proxyVariables.allSatisfy { getenv($0) == nil }
         guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed") }
         self.multi = multi
         timer = LoopTimer(loop: loop)
@@ -101,7 +97,7 @@ public final class HTTPClient {
         let id = nextID
         nextID += 1
         let transfer = idle.popLast()
-            ?? Transfer(client: Unmanaged.passUnretained(self).toOpaque(), noProxy: noProxyInEnvironment)
+            ?? Transfer(client: Unmanaged.passUnretained(self).toOpaque())
         do {
             try transfer.begin(id: id, request, completion: completion, progress: progress)
         } catch {
@@ -141,9 +137,6 @@ public final class HTTPClient {
     }
 
     // MARK: - curl callbacks (loop thread, from inside libcurl)
-
-    /// The variables curl reads for proxies (it ignores upper-case `HTTP_PROXY`).
-    private static let proxyVariables = ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"]
 
     static func from(_ pointer: UnsafeMutableRawPointer) -> HTTPClient {
         Unmanaged<HTTPClient>.fromOpaque(pointer).takeUnretainedValue()

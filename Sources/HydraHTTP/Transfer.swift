@@ -15,8 +15,6 @@ final class Transfer {
     private let errorBuffer: UnsafeMutablePointer<CChar>
     /// The client, for curl's open/close-socket callbacks (see ``HTTPClient``).
     private let clientPointer: UnsafeMutableRawPointer
-    /// No proxy variable is set: say so to curl (see ``HTTPClient``).
-    private let noProxy: Bool
 
     // The request in flight (reset by `end`).
     @exclusivity(unchecked) private(set) var id: UInt64 = 0
@@ -94,11 +92,10 @@ final class Transfer {
         }
     }
 
-    init(client: UnsafeMutableRawPointer, noProxy: Bool) {
+    init(client: UnsafeMutableRawPointer) {
         guard let easy = curl_easy_init() else { fatalError("curl_easy_init failed") }
         self.easy = easy
         clientPointer = client
-        self.noProxy = noProxy
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(to: 0)
     }
@@ -218,7 +215,9 @@ final class Transfer {
             if let ca = shape.caFile { set(CURLOPT_PROXY_CAINFO, ca) }
             set(CURLOPT_PROXY_SSL_VERIFYPEER, shape.verifyTLS ? 1 : 0)
             set(CURLOPT_PROXY_SSL_VERIFYHOST, shape.verifyTLS ? 2 : 0)
-        } else if noProxy {
+        } else {
+            // Only a configured proxy is used: "" tells curl not to read http_proxy and the
+            // like from the environment (set once per request shape, not per request).
             set(CURLOPT_PROXY, "")
         }
         let me = Unmanaged.passUnretained(self).toOpaque()
@@ -436,15 +435,30 @@ final class Transfer {
         progress(HTTPProgress(upload: upload, bytes: Int64(now), totalBytes: total > 0 ? Int64(total) : nil))
     }
 
-    /// `text` with the proxy URL's password (its `user:password@` part)
-    /// replaced by `***` wherever it appears; the user name is not a secret.
+    /// `text` with the proxy URL's credentials (its `user:password@` part,
+    /// or `user@`) replaced by `***` wherever they appear: the whole part,
+    /// then the password alone and the user name alone (as written and
+    /// percent-decoded, as curl may quote either), the user name when it has
+    /// 4 characters or more (a shorter one would mask unrelated text).
     static func masking(_ proxy: String, in text: String) -> String {
-        guard let at = proxy.firstIndex(of: "@"), let schemeEnd = proxy.range(of: "://") else { return text }
-        let credentials = proxy[schemeEnd.upperBound..<at]
-        var out = text
+        guard let schemeEnd = proxy.range(of: "://"),
+              let at = proxy[schemeEnd.upperBound...].firstIndex(of: "@") else { return text }
+        let credentials = String(proxy[schemeEnd.upperBound..<at])
+        guard !credentials.isEmpty else { return text }
+        let user: String, password: String
         if let colon = credentials.firstIndex(of: ":") {
-            let password = String(credentials[credentials.index(after: colon)...])
-            if !password.isEmpty { out = out.replacingOccurrences(of: password, with: "***") }
+            user = String(credentials[..<colon])
+            password = String(credentials[credentials.index(after: colon)...])
+        } else {
+            (user, password) = (credentials, "")
+        }
+        var secrets = [credentials, credentials.removingPercentEncoding ?? credentials]
+        for (part, minimum) in [(password, 1), (user, 4)] where part.count >= minimum {
+            secrets += [part, part.removingPercentEncoding ?? part]
+        }
+        var out = text
+        for secret in secrets where !secret.isEmpty && out.contains(secret) {
+            out = out.replacingOccurrences(of: secret, with: "***")
         }
         return out
     }
@@ -483,18 +497,31 @@ final class Transfer {
             failure.partial = HTTPResponse(status: status, headers: headers, body: body, bodyBytes: bodyBytes)
             return failure
         }
+        return HTTPFailure(Transfer.kind(of: code), detail)
+    }
+
+    /// The failure kind of a curl error: every TLS error code libcurl 7.88
+    /// defines is `tls` (rest.md §7: "any certificate failure"), a timeout
+    /// `timeout`, a URL curl cannot use `invalid`, anything else `network`.
+    static func kind(of code: CURLcode) -> HTTPFailure.Kind {
         switch code {
         case CURLE_OPERATION_TIMEDOUT:
-            return HTTPFailure(.timeout, detail)
+            return .timeout
         case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_CONNECT_ERROR,
              CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ENGINE_NOTFOUND,
              CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_ENGINE_INITFAILED, CURLE_SSL_CRL_BADFILE, CURLE_SSL_ISSUER_ERROR,
-             CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_SHUTDOWN_FAILED, CURLE_USE_SSL_FAILED:
-            return HTTPFailure(.tls, detail)
+             CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_SHUTDOWN_FAILED, CURLE_USE_SSL_FAILED, CURLE_SSL_CLIENTCERT:
+            return .tls
         case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL:
-            return HTTPFailure(.invalid, detail)
+            return .invalid
         default:
-            return HTTPFailure(.network, detail)
+            return .network
         }
+    }
+
+    /// ``kind(of:)`` by curl's number, for callers that do not import the C module (the tests).
+    static func kind(ofCurlCode code: Int) -> HTTPFailure.Kind {
+        guard let raw = UInt32(exactly: code) else { return .network }
+        return kind(of: CURLcode(rawValue: raw))
     }
 }

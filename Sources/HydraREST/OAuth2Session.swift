@@ -104,14 +104,29 @@ final class OAuth2Session: Sendable {
         }
     }
 
-    /// Marks `token` as refused (a 401): the next ``withToken(on:send:_:)`` gets
-    /// another. A token already replaced is left alone, so fifty 401s of the same
-    /// old token cause one token request.
-    func reject(_ token: String) {
+    /// Marks `token` as refused (a 401) and tells whether the request may be
+    /// sent again with another: true when the next ``withToken(on:send:_:)``
+    /// can get one by itself (a refresh token, client credentials, or a token
+    /// that already replaced this one). A token already replaced is left alone,
+    /// so fifty 401s of the same old token cause one token request.
+    ///
+    /// False for a password session that holds no refresh token: it cannot
+    /// renew without the password (never kept), so its token is dropped, the
+    /// session reads `failed` in `auth.status` until the next `auth.login`,
+    /// and the caller fails the request with the 401 (kind `http`).
+    func reject(_ token: String) -> Bool {
         state.withLock { s in
-            guard s.tokens?.access == token else { return }
-            s.tokens?.expiresAt = 0
-            s.tokens?.refreshAt = 0
+            guard let tokens = s.tokens, tokens.access == token else {
+                // Replaced (or being replaced) already; else whatever the session's grant can do.
+                return s.tokens != nil || s.fetching || !isPasswordGrant
+            }
+            if tokens.refresh != nil || !isPasswordGrant {
+                s.tokens?.expiresAt = 0
+                return true
+            }
+            s.tokens = nil
+            s.failed = true
+            return false
         }
     }
 
@@ -220,9 +235,10 @@ final class OAuth2Session: Sendable {
                         then: ((Result<OAuth2Tokens, JobError>) -> Void)?) {
         let now = Self.now()
         var kept: OAuth2Tokens?
-        let (waiters, result): ([Waiter], Result<String, JobError>) = state.withLock { s in
+        let (waiters, result, overtaken): ([Waiter], Result<String, JobError>, Bool) = state.withLock { s in
             guard s.generation == generation else {
-                return ([], .failure(JobError(.auth, "auth \(name): logged out")))
+                // `auth.logout` came while this request was out: its waiters were failed then.
+                return ([], .failure(JobError(.auth, "auth \(name): logged out")), true)
             }
             s.fetching = false
             let result: Result<String, JobError>
@@ -243,10 +259,15 @@ final class OAuth2Session: Sendable {
                 }
             }
             defer { s.waiters = [] }
-            return (s.waiters, result)
+            return (s.waiters, result, false)
         }
         if let kept { persist(kept) }
-        then?(outcome)
+        if overtaken, case .success = outcome {
+            // A login (or renewal) that a logout overtook kept nothing: it must not answer "ok".
+            then?(.failure(JobError(.auth, "auth \(name): logged out while logging in")))
+        } else {
+            then?(outcome)
+        }
         resume(waiters, result)
     }
 

@@ -9,17 +9,21 @@ struct OAuth2Tokens: Sendable, Equatable {
     var refresh: String?
     /// When the access token runs out (seconds since 1970); nil: never said.
     var expiresAt: Double?
-    /// When to get a new one before it does: 30 s before `expiresAt`, or
-    /// halfway for a lifetime under a minute (a 20 s token is still used for 10 s).
-    var refreshAt: Double?
+
+    /// How long before `expiresAt` a token is renewed (rest.md §1: "30 s
+    /// before `expires_in` runs out"), taken literally: a token whose
+    /// lifetime is 30 s or less is due at once.
+    static let refreshMargin: Double = 30
+
+    /// When to get a new one before it runs out: `refreshMargin` before
+    /// `expiresAt`. Derived, not stored, so tokens kept at rest by an earlier
+    /// version follow the same rule once restored.
+    var refreshAt: Double? { expiresAt.map { $0 - Self.refreshMargin } }
 
     init(access: String, refresh: String?, expiresIn: Double?, now: Double) {
         self.access = access
         self.refresh = refresh
-        if let expiresIn {
-            expiresAt = now + expiresIn
-            refreshAt = now + expiresIn - min(30, expiresIn / 2)
-        }
+        if let expiresIn { expiresAt = now + expiresIn }
     }
 
     /// Usable as it is at `now` (not yet in its refresh window).
@@ -71,7 +75,6 @@ struct OAuth2Tokens: Sendable, Equatable {
         var o: [String: JSONValue] = ["access": .string(access)]
         if let refresh { o["refresh"] = .string(refresh) }
         if let expiresAt { o["expiresAt"] = .double(expiresAt) }
-        if let refreshAt { o["refreshAt"] = .double(refreshAt) }
         return JSONWriter.bytes(.object(.init(uniqueKeysWithValues: o.sorted { $0.key < $1.key })))
     }
 
@@ -79,7 +82,6 @@ struct OAuth2Tokens: Sendable, Equatable {
         guard let json = try? JSONParser.parse(bytes), let access = json["access"]?.stringValue else { return nil }
         self.access = access
         refresh = json["refresh"]?.stringValue
-        expiresAt = json["expiresAt"]?.doubleValue
-        refreshAt = json["refreshAt"]?.doubleValue
+        expiresAt = json["expiresAt"]?.doubleValue  // an older `refreshAt` member is ignored: derived now
     }
 }

@@ -494,12 +494,14 @@ final class RESTExecutor: JobExecutor {
             }
             if response.status == 401, let token = call.token, !call.reauthorized, !call.handle.isCancelled,
                let session = call.request.authSession.flatMap(manager.sessions.session) {
-                // Once on a 401 (rest.md §1): a new token, and the same request again.
+                // Once on a 401 (rest.md §1): a new token, and the same request again. A session that
+                // cannot get one by itself (a password grant without a refresh token) fails it with this 401.
                 call.reauthorized = true
-                session.reject(token)
-                call.attempts -= 1
-                attempt(call)
-                return
+                if session.reject(token) {
+                    call.attempts -= 1
+                    attempt(call)
+                    return
+                }
             }
             if !call.request.secrets.isEmpty || call.token != nil {
                 // A server that echoes the credentials must not put them in a result or an event.
@@ -630,11 +632,15 @@ final class RESTExecutor: JobExecutor {
     }
 
     /// A polled call's response: true when another round follows (scheduled
-    /// after `everyMs`), false when the condition holds. After `maxTimes`
-    /// rounds without it, the call fails with kind `condition` and the last
-    /// response as its result (true: nothing more to do here).
+    /// after `everyMs`), false when the condition holds. Every round's
+    /// response emits `job.progress {round}` first (rest.md §5), the one that
+    /// meets the condition and the last of `maxTimes` included, so N rounds
+    /// are N progress events, all before the final event. After `maxTimes`
+    /// rounds without the condition, the call fails with kind `condition` and
+    /// the last response as its result (true: nothing more to do here).
     private func pollAgain(_ call: RemoteCall, _ polling: RepeatSpec, result: RemoteResult) -> Bool {
         let built = result.build()
+        call.handle.polled(round: call.round)
         if polling.isMet(by: built) { return false }
         guard call.round < polling.maxTimes else {
             let wanted = polling.negated ? "other than \(JSONWriter.string(polling.value))" : JSONWriter.string(polling.value)
@@ -642,7 +648,6 @@ final class RESTExecutor: JobExecutor {
                 "repeat: \(polling.path) was not \(wanted) after \(call.round) rounds"), result: built))
             return true
         }
-        call.handle.polled(round: call.round)
         call.round += 1
         call.attempts = 0  // each round has the whole retry policy
         call.timer = loop.schedule(afterMilliseconds: UInt64(polling.everyMs)) { [unowned self] in

@@ -9,7 +9,8 @@ public struct AuthStatus: Sendable {
     public var type: String
     /// `none`, `valid`, `refreshing` or `failed`.
     public var state: String
-    /// When the token runs out (seconds since 1970), when one is held and its lifetime known.
+    /// When the token runs out (seconds since 1970), when one is held and its
+    /// lifetime known; on the wire an ISO-8601 UTC string like every time.
     public var expiresAt: Double?
     /// Token requests sent since start (an extension, for operators and tests).
     public var tokenRequests: Int
@@ -17,7 +18,7 @@ public struct AuthStatus: Sendable {
     /// The `auth.status` object.
     public var json: JSONValue {
         var o: [(String, JSONValue)] = [("name", .string(name)), ("type", .string(type)), ("state", .string(state))]
-        if let expiresAt { o.append(("expiresAt", .double(expiresAt))) }
+        if let expiresAt { o.append(("expiresAt", .string(HydraEvent.format(expiresAt)))) }
         o.append(("tokenRequests", .int(tokenRequests)))
         return .object(.init(uniqueKeysWithValues: o))
     }

@@ -58,6 +58,9 @@ public final class RESTManager: JobManager {
 
     public var configuration: Configuration { resolver.configuration }
 
+    /// The `auth` section's api-key headers, masked in `job.queued` summaries.
+    public var secretHeaderNames: Set<String> { Set(configuration.apiKeyHeaders) }
+
     func updateHooks(_ change: (inout RESTHooks) -> Void) {
         hooks.withLock {
             change(&$0)
@@ -162,11 +165,14 @@ public final class RESTManager: JobManager {
             // The configuration's dogma for this job, checked before anything is sent.
             try checkConfiguredDogma(api: remote.api.flatMap { Template.containsReference($0) ? nil : $0 })
         }
-        if remote.cache != nil {
-            let method = remote.method ?? remote.api.flatMap { config.apis[$0]?.method } ?? "GET"
-            if !Template.containsReference(method) && method != "GET" {
-                throw ValidationError(path: at("cache"), "only GET responses are cached (the method is \(method))")
-            }
+        // The job's method, or its api's; GET without either.
+        let method = remote.method ?? remote.api.flatMap { config.apis[$0]?.method } ?? "GET"
+        if remote.cache != nil, !Template.containsReference(method), method != "GET" {
+            throw ValidationError(path: at("cache"), "only GET responses are cached (the method is \(method))")
+        }
+        if remote.coalesce == true, !Template.containsReference(method), method != "GET" {
+            // rest.md §4: merging is for GET only; silently sending each one alone would hide the mistake.
+            throw ValidationError(path: at("coalesce"), "only GET requests are merged (the method is \(method))")
         }
         // Parsed specs were checked as they were read; these checks also cover specs built in code.
         for (name, value) in remote.headers {
@@ -193,9 +199,10 @@ public final class RESTManager: JobManager {
             }
         }
         if let file = remote.bodyFile { try checkUpload(file, field: "bodyFile") }
-        if remote.bodyEncoding == .multipart, let body = remote.body, !Template.containsReference(body) {
-            for (i, part) in try MultipartPart.parts(of: body, path: at("body")).enumerated() {
-                if case .file(let file) = part.content { try checkUpload(file, field: "body.parts[\(i)].file") }
+        if remote.bodyEncoding == .multipart, let body = remote.body {
+            // Each part on its own: a reference elsewhere in the body does not defer a literal file's check.
+            for (i, part) in (try MultipartPart.partsKnownAtSubmit(of: body, path: at("body")) ?? []).enumerated() {
+                if case .file(let file)? = part?.content { try checkUpload(file, field: "body.parts[\(i)].file") }
             }
         }
         if let body = remote.body, !Template.containsReference(body) {

@@ -102,7 +102,7 @@ final class RouteResolver: Sendable {
     /// these, and the header names of the `api-key` schemes.
     private let credentialHeaders: [String]
     /// The standard credential headers, lowercased (the response cache's key tells callers apart by them too).
-    static let credentialHeaderNames = ["authorization", "proxy-authorization", "cookie"]
+    static let credentialHeaderNames = CredentialHeaders.fixedNames
 
     /// - Parameter encodeWithDogma: encodes a body with the named dogma; nil when that
     ///   dogma leaves encoding to `bodyEncoding`.

@@ -435,30 +435,48 @@ public final class HydraService: Sendable {
 
     // MARK: - Cache, workers, stats
 
-    /// `cache.get {url}` (or, an extension, `{key}` for a credential variant):
-    /// the stored response, fresh or stale, never asking the network; `-32002`
-    /// when none. On the read thread: it waits for queued cache writes first
-    /// (what a finished job stored, a millisecond or two), never on the RPC loop.
+    /// `cache.get {url}` (or, an extension, `{key}` for one exact key): the
+    /// stored response, fresh or stale, never asking the network; `-32002`
+    /// when none. A URL finds the key `GET URL`, else the newest of its
+    /// variants (`GET URL auth=…`, `GET URL session=NAME`: requests with
+    /// credentials are cached apart), else the same two for the URL without
+    /// its query (apis with `cacheIgnoreQuery` store it so). Times are ISO-8601
+    /// UTC, as everywhere on the wire. On the read thread: it waits for queued
+    /// cache writes first (what a finished job stored, a millisecond or two),
+    /// never on the RPC loop.
     public func cachedResponse(url: String?, key: String?,
                                reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
-        guard let key = key ?? url.map({ "GET " + $0 }) else {
+        guard let wanted = key ?? url.map({ "GET " + $0 }) else {
             reply(.failure(ServiceError(.invalidParams, "url: required", data: ["field": "url", "reason": "required"])))
             return
         }
+        // The keys to try in order: exact, then variants (`KEY …`); for a URL, again without its query.
+        let withoutQuery = key == nil ? url.flatMap { url in url.firstIndex(of: "?").map { "GET " + String(url[..<$0]) } } : nil
+        let candidates = [wanted] + (withoutQuery.map { [$0] } ?? [])
+        let exactOnly = key != nil
         reads.run { [store] in
             store.flush()
-            let entry: CachedResponse?
-            do throws(StoreError) { entry = try store.storedResponse(key) } catch {
+            var found: (key: String, entry: CachedResponse)?
+            do throws(StoreError) {
+                for candidate in candidates where found == nil {
+                    if let entry = try store.storedResponse(candidate) {
+                        found = (candidate, entry)
+                    } else if !exactOnly {
+                        found = try store.newestStoredResponse(keyPrefix: candidate + " ")
+                    }
+                }
+            } catch {
                 reply(.failure(ServiceError(error)))
                 return
             }
-            guard let entry else {
+            guard let (foundKey, entry) = found else {
                 reply(.failure(ServiceError.notFound(field: url == nil ? "key" : "url",
-                                                     "nothing cached under '\(ServiceError.clip(key))'")))
+                                                     "nothing cached under '\(ServiceError.clip(wanted))'")))
                 return
             }
-            var o: OrderedDictionary<String, JSONValue> = ["key": .string(key), "storedAt": .double(entry.storedAt),
-                                                           "expiresAt": .double(entry.expiresAt)]
+            var o: OrderedDictionary<String, JSONValue> = ["key": .string(foundKey),
+                                                           "storedAt": .string(HydraEvent.format(entry.storedAt)),
+                                                           "expiresAt": .string(HydraEvent.format(entry.expiresAt))]
             if let etag = entry.value["headers"]?["etag"] { o["etag"] = etag }
             o["result"] = entry.value
             reply(.success(.object(o)))
@@ -469,7 +487,7 @@ public final class HydraService: Sendable {
     public func removeCached(api: String?, url: String?, prefix: String?,
                              reply: @escaping @Sendable (Result<Int, ServiceError>) -> Void) {
         let bus = engine.bus
-        // Cache keys are "GET URL" (only GET responses are cached).
+        // Cache keys are "GET URL" (only GET responses are cached), with variants "GET URL …" removed alike.
         store.removeResponses(api: api, key: url.map { "GET " + $0 }, prefix: prefix.map { "GET " + $0 }) { result in
             switch result {
             case .success(let keys):
@@ -502,14 +520,17 @@ public final class HydraService: Sendable {
         }
     }
 
-    /// `auth.login {name, username?, password?}` → `{"ok": true, "expiresAt"?}`.
+    /// `auth.login {name, username?, password?}` → `{"ok": true, "expiresAt"}`:
+    /// always both members (rest.md §1); `expiresAt` is an ISO-8601 UTC time,
+    /// or `null` when the token endpoint gave no `expires_in`.
     public func authLogin(_ name: String, username: String?, password: String?,
                           reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         engine.rest.login(name, username: username, password: password) { result in
             switch result {
             case .success(let expiresAt):
-                var o: OrderedDictionary<String, JSONValue> = ["ok": true]
-                if let expiresAt { o["expiresAt"] = .double(expiresAt) }
+                let o: OrderedDictionary<String, JSONValue> = [
+                    "ok": true, "expiresAt": expiresAt.map { .string(HydraEvent.format($0)) } ?? .null,
+                ]
                 reply(.success(.object(o)))
             case .failure(let error):
                 reply(.failure(ServiceError.auth(error)))

@@ -342,6 +342,28 @@ public final class SQLiteStore: StateStore {
         }
     }
 
+    /// The newest entry (by `stored_at`) whose key starts with `prefix`, with
+    /// its key. A range over the key's index (`prefix` ≤ key < `prefix` with
+    /// its last byte raised by one: SQLite compares text bytewise), not a scan. Caller's thread.
+    public func newestStoredResponse(keyPrefix prefix: String) throws(StoreError) -> (key: String, entry: CachedResponse)? {
+        var upper = Array(prefix.utf8)
+        guard let last = upper.last, last < 0x7F else {
+            throw StoreError("a cache key prefix must end with an ASCII character", invalidArgument: "keyPrefix")
+        }
+        upper[upper.count - 1] = last + 1
+        return try reader.use { db throws(StoreError) in
+            var found: (key: String, entry: CachedResponse)?
+            try db.query("""
+                SELECT key, value, stored_at, ttl FROM cache WHERE key >= ? AND key < ?
+                ORDER BY stored_at DESC LIMIT 1
+                """, [.text(prefix), .text(String(decoding: upper, as: UTF8.self))]) { row throws(StoreError) in
+                found = (row.text(0) ?? "", CachedResponse(value: try row.json(1) ?? .null, storedAt: row.double(2),
+                                                           expiresAt: row.double(2) + row.double(3)))
+            }
+            return found
+        }
+    }
+
     /// Stores (or replaces) a response under `key`, with the api it belongs
     /// to, fresh for `ttl` seconds from `now` and kept `keep` seconds past
     /// that (for revalidation and stale-if-error). Fire and forget. Any thread.
@@ -350,7 +372,7 @@ public final class SQLiteStore: StateStore {
     }
 
     /// Removes cached responses matching every criterion given (api, key with
-    /// its credential variants `KEY auth=…`, key prefix taken literally); none
+    /// its variants `KEY …`: `auth=…`, `session=NAME`; key prefix taken literally); none
     /// given removes all. `done` receives their keys, on the writer thread once
     /// committed. Any thread.
     public func removeResponses(api: String?, key: String?, prefix: String?,

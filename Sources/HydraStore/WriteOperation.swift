@@ -251,9 +251,10 @@ enum WriteOperation: Sendable {
                 bindings.append(.text(api))
             }
             if let key {
-                // The key and its variants for callers with other credentials (`KEY auth=…`).
+                // The key and every variant of it (`KEY auth=…`, `KEY session=NAME`, and both):
+                // a URL holds no space, so `KEY ` starts only the variants of this key.
                 conditions.append("(key = ? OR substr(key, 1, ?) = ?)")
-                bindings += [.text(key), .int((key + " auth=").unicodeScalars.count), .text(key + " auth=")]
+                bindings += [.text(key), .int((key + " ").unicodeScalars.count), .text(key + " ")]
             }
             if let prefix {
                 // Not LIKE: `%` and `_` in a prefix are literal. substr counts characters.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import HydraLoop
 
 @testable import Hydra
 @testable import HydraRPC
@@ -48,20 +49,40 @@ import Testing
         #expect(!text.contains("tok-") && !text.contains("s3cret"))
     }
 
-    @Test func aTokenIsRefreshedBeforeItRunsOut() async throws {
+    @Test func aTokenIsRefreshed30SecondsBeforeItRunsOut() async throws {
         let key = UUID().uuidString
-        // A 3 s token is renewed after half its life (30 s before the end for longer ones).
-        let engine = try engine(key, tokenQuery: "&ttl=3")
+        // A 35 s token is due 5 s after it was issued (30 s before it runs out), not halfway (17.5 s).
+        let engine = try engine(key, tokenQuery: "&ttl=35")
         defer { engine.shutdown() }
+        let start = Date()
         #expect(try await engine.run(guarded(key)).state == .succeeded)
-        try await Task.sleep(for: .milliseconds(1_700))
+        let issued = Date()  // the token came before this
+        #expect(try await engine.run(guarded(key)).state == .succeeded)
+        if Date().timeIntervalSince(start) < 4 {
+            #expect(try await counter(engine, "token:\(key)") == 1)  // still fresh: reused
+        }
+        try await Task.sleep(for: .seconds(5.3 - Date().timeIntervalSince(issued)))
         let later = try await engine.run(guarded(key))
         #expect(later.state == .succeeded, "\(String(describing: later.error))")
-        // Renewed with the refresh token (however slow the machine, at least once), never by starting over,
-        // and never sent once it had run out.
+        // Renewed with the refresh token, never by starting over, and never sent once it had run out.
         #expect(try await counter(engine, "token:\(key):refresh_token") >= 1)
         #expect(try await counter(engine, "token:\(key):client_credentials") == 1)
         #expect(try await counter(engine, "protected-401:\(key)") == 0)
+    }
+
+    @Test func aTokenOf30SecondsOrLessIsDueAtOnceButServesTheRequestsThatWaitedForIt() async throws {
+        let key = UUID().uuidString
+        let engine = try engine(key, tokenQuery: "&ttl=20&delayMs=200")
+        defer { engine.shutdown() }
+        // Five requests wait for one token request and use what it returned: no loop of fetches.
+        let steps = (0..<5).map { _ in #"{"type":"remote","endpoint":"/protected/x","query":{"key":"\#(key)"},"auth":"svc"}"# }
+        let fan = try await engine.run(spec(#"{"type":"concurrent","steps":[\#(steps.joined(separator: ","))]}"#))
+        #expect(fan.state == .succeeded, "\(String(describing: fan.error))")
+        #expect(try await counter(engine, "token:\(key)") == 1)
+        // The next request finds it due (20 s ≤ 30 s) and renews it first.
+        #expect(try await engine.run(guarded(key)).state == .succeeded)
+        #expect(try await counter(engine, "token:\(key):refresh_token") == 1)
+        #expect(try await counter(engine, "token:\(key):client_credentials") == 1)
     }
 
     @Test func a401GetsANewTokenAndSendsOnceMore() async throws {
@@ -149,6 +170,60 @@ import Testing
         #expect(throws: JobError.self) { try engine.logout(auth: "nobody") }
     }
 
+    /// A password session without a refresh token cannot renew by itself: a
+    /// 401 fails that request with kind `http` (the 401), and the session reads
+    /// `failed` until the next login.
+    @Test func a401OnAPasswordSessionWithoutARefreshTokenFailsWithKindHTTP() async throws {
+        let key = UUID().uuidString
+        let engine = try engine(key, tokenQuery: "&refresh=0", type: "oauth2-password")
+        defer { engine.shutdown() }
+        try await engine.login(auth: "svc", username: "alice", password: "wonderland")
+        #expect(try await engine.run(guarded(key)).state == .succeeded)
+        _ = try await engine.run(spec(#"{"type":"remote","endpoint":"/oauth/revoke","query":{"key":"\#(key)"}}"#))
+        let refused = try await engine.run(guarded(key))
+        #expect(refused.state == .failed)
+        #expect(refused.error?.kind == .http && refused.error?.status == 401, "\(String(describing: refused.error))")
+        #expect(try await counter(engine, "protected-401:\(key)") == 1)
+        let status = try engine.authStatus("svc")
+        #expect(status.state == "failed" && status.expiresAt == nil)
+        // It needs a login now; after one it works again.
+        let before = try await engine.run(guarded(key))
+        #expect(before.error?.kind == .auth && before.error?.message.contains("not logged in") == true)
+        try await engine.login(auth: "svc", username: "alice", password: "wonderland")
+        #expect(try await engine.run(guarded(key)).state == .succeeded)
+        #expect(try await counter(engine, "token:\(key):password") == 2)
+    }
+
+    /// `auth.logout` while the token request of `auth.login` is out: the login
+    /// keeps nothing, so it must not report success.
+    @Test func aLogoutDuringALoginFailsTheLogin() throws {
+        let key = UUID().uuidString
+        let engine = try engine(key, tokenQuery: "&delayMs=1500", type: "oauth2-password")
+        defer { engine.shutdown() }
+        // Synchronous, polling with usleep: a Swift task's sleep may resume late while other tests
+        // hold the cooperative pool, and the window is the token endpoint's 1.5 s delay.
+        let outcome = Locked<Result<Double?, JobError>?>(nil)
+        engine.rest.login("svc", username: "alice", password: "wonderland") { result in outcome.withLock { $0 = result } }
+        let deadline = Date().addingTimeInterval(10)
+        while try engine.authStatus("svc").state != "refreshing" && outcome.withLock({ $0 }) == nil && Date() < deadline {
+            usleep(1_000)
+        }
+        #expect(try engine.authStatus("svc").state == "refreshing")
+        try engine.logout(auth: "svc")
+        while outcome.withLock({ $0 }) == nil && Date() < deadline { usleep(5_000) }
+        guard case .failure(let error)? = outcome.withLock({ $0 }) else {
+            Issue.record("the login did not fail although the logout came first: \(String(describing: outcome.withLock { $0 }))")
+            return
+        }
+        #expect(error.kind == .auth && error.message.contains("logged out while logging in"), "\(error)")
+        #expect(try engine.authStatus("svc").state == "none")
+        // Nothing was kept: a request of the session is not logged in.
+        let result = Locked<JobResult?>(nil)
+        _ = try engine.submit(try guarded(key)) { done in result.withLock { $0 = done } }
+        while result.withLock({ $0 }) == nil && Date() < deadline { usleep(5_000) }
+        #expect(result.withLock { $0 }?.error?.kind == .auth)
+    }
+
     @Test func fixedSchemesSendTheirHeaderAndNeverShowIt() async throws {
         let engine = try makeEngine("""
             , "auth": {"ci": {"type": "bearer", "token": "ci-token-123"},
@@ -230,6 +305,63 @@ import Testing
             """, environment: ["HYDRA_TEST_AUTH_TOKEN": "from-env-55"])
         defer { fromEnv.shutdown() }
         #expect(try await fromEnv.run(spec(#"{"type":"remote","api":"me"}"#)).result?["body"] == ["authenticated": true])
+    }
+
+    /// Over the real server: `auth.login` always answers `expiresAt` (`null`
+    /// when the token endpoint gave no `expires_in`), and `auth.status` tells
+    /// it too, both as ISO-8601 UTC times like every time on the wire.
+    @Test func loginAndStatusTellExpiryAsWireTimes() throws {
+        let key = UUID().uuidString
+        let token = "\(TestServer.base)/oauth/token?key=\(key)"
+        let server = try ServerProcess(config: """
+            "auth": {"user": {"type": "oauth2-password", "tokenUrl": "\(token)&ttl=600", "clientId": "app", "clientSecret": "s3cret"},
+                     "open": {"type": "oauth2-password", "tokenUrl": "\(token)&expires=0", "clientId": "app", "clientSecret": "s3cret"}}
+            """)
+        defer { server.terminate() }
+        let client = try server.client()
+        let before = Date().timeIntervalSince1970
+        let login = try client.call("auth.login", ["name": "user", "username": "alice", "password": "wonderland"])
+        #expect(login["ok"] == true)
+        let expiresAt = try #require(wireTime(login["expiresAt"]), "\(login)")
+        #expect(expiresAt > before + 599 && expiresAt < Date().timeIntervalSince1970 + 601)
+        let status = try client.call("auth.status", ["name": "user"])
+        #expect(status["state"] == "valid" && wireTime(status["expiresAt"]) == expiresAt, "\(status)")
+
+        let open = try client.call("auth.login", ["name": "open", "username": "alice", "password": "wonderland"])
+        #expect(open["ok"] == true && open["expiresAt"] == .some(.null), "\(open)")
+        #expect(open.objectValue?.keys.elements == ["ok", "expiresAt"])
+        let openStatus = try client.call("auth.status", ["name": "open"])
+        #expect(openStatus["state"] == "valid" && openStatus["expiresAt"] == nil)
+    }
+
+    /// rest.md §1: a `job.queued` summary shows a remote job's headers with
+    /// credential values as `***` (the fixed names, the configuration's
+    /// api-key headers, names with `token`), the others as given; no event
+    /// carries the secrets.
+    @Test func jobQueuedSummariesShowHeadersWithCredentialsMasked() throws {
+        let server = try ServerProcess(config: #""auth": {"key": {"type": "api-key", "header": "X-Custom-Key", "value": "k"}}"#)
+        defer { server.terminate() }
+        let client = try server.client()
+        let watcher = try server.client()
+        _ = try watcher.call("events.subscribe", [:])
+        let headers: JSONValue = ["Authorization": "Bearer s3cret", "X-Trace": "t1", "cookie": "sid=c00kie-9",
+                                  "X-Custom-Key": "own-key-7", "X-Auth-Token": "tok-en-5"]
+        let job = try client.call("job.submit", ["job": ["type": "serial", "steps": [
+            ["type": "remote", "endpoint": "/echo/h", "headers": headers],
+        ]]])["jobId"]!
+        #expect(try client.call("job.result", ["jobId": job, "waitMs": 10_000])["state"] == "succeeded")
+        var events: [JSONValue] = []
+        while let note = try watcher.nextNotification(timeout: .milliseconds(500)) { events.append(note) }
+        let queued = events.compactMap { $0["params"] }.filter { $0["event"] == "job.queued" && $0["stepPath"] == "0" }
+        #expect(queued.count == 1)
+        let shown = try #require(queued.first?["spec"]?["headers"], "\(queued)")
+        #expect(shown == ["Authorization": "***", "X-Trace": "t1", "cookie": "***", "X-Custom-Key": "***", "X-Auth-Token": "***"])
+        let text = events.map { JSONWriter.string($0) }.joined()
+        #expect(text.contains("job.succeeded"))
+        // (The echoed X-Auth-Token comes back in the result: responses are masked for rest.md's names only.)
+        for secret in ["s3cret", "c00kie-9", "own-key-7"] {
+            #expect(!text.contains(secret), "\(secret) in an event")
+        }
     }
 
     /// Over the real server: `auth.*` methods, the CLI, and tokens sealed at rest across a restart.

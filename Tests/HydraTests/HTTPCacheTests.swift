@@ -122,6 +122,48 @@ import Testing
         #expect(offline.state == .failed && offline.error?.kind == .network)
     }
 
+    /// `cache.get {url}` finds what requests of that URL stored under other
+    /// keys: a session's variant (`GET URL session=NAME`), and an api's entry
+    /// stored without the query (`cacheIgnoreQuery`); `cache.remove {url}`
+    /// removes every variant.
+    @Test func cacheGetAndRemoveFindEveryVariantOfAURL() throws {
+        let key = UUID().uuidString
+        let server = try ServerProcess(config: """
+            "auth": {"svc": {"type": "oauth2-client-credentials", "tokenUrl": "\(TestServer.base)/oauth/token?key=\(key)",
+                             "clientId": "app", "clientSecret": "s3cret"}},
+            "apis": {"q": {"server": "testsvr", "endpoint": "/cacheable/:key", "cacheTTL": 60, "cacheIgnoreQuery": true}}
+            """)
+        defer { server.terminate() }
+        let client = try server.client()
+        func run(_ job: JSONValue) throws {
+            let id = try client.call("job.submit", ["job": job])["jobId"]!
+            let done = try client.call("job.result", ["jobId": id, "waitMs": 10_000])
+            #expect(done["state"] == "succeeded", "\(done)")
+        }
+        func notFound(_ url: String) -> Bool {
+            do { _ = try client.call("cache.get", ["url": .string(url)]); return false } catch { return error.code == -32002 }
+        }
+        // A session's request: cached as `GET URL session=svc`.
+        try run(["type": "remote", "endpoint": "/protected/x", "query": ["key": .string(key)], "auth": "svc", "cache": ["ttlSec": 60]])
+        let protected = "\(TestServer.base)/protected/x?key=\(key)"
+        let variant = try client.call("cache.get", ["url": .string(protected)])
+        #expect(variant["key"] == .string("GET \(protected) session=svc"), "\(variant)")
+        #expect(variant["result"]?["body"]?["ok"] == true && wireTime(variant["storedAt"]) != nil)
+        // The token never shows in what cache.get returns.
+        #expect(!JSONWriter.string(variant).contains("tok-"))
+
+        // An api that ignores the query: found from the URL as requested, query and all.
+        try run(["type": "remote", "api": "q", "pathVars": ["key": .string(key)], "query": ["a": "1"]])
+        let queryless = try client.call("cache.get", ["url": .string("\(TestServer.base)/cacheable/\(key)?a=1")])
+        #expect(queryless["key"] == .string("GET \(TestServer.base)/cacheable/\(key)"), "\(queryless)")
+        #expect(queryless["result"]?["body"]?["key"] == .string(key))
+
+        // cache.remove {url} takes the session's variant too.
+        let removed = try client.call("cache.remove", ["url": .string(protected)])
+        #expect(removed["removed"] == 1, "\(removed)")
+        #expect(notFound(protected))
+    }
+
     @Test func cacheGetReadsTheStoreAndNeverTheNetwork() throws {
         let key = UUID().uuidString
         let server = try ServerProcess(config: #""apis": {"c": {"server": "testsvr", "endpoint": "/cacheable/:key", "cacheTTL": "http"}}"#)
@@ -134,8 +176,11 @@ import Testing
         let entry = try client.call("cache.get", ["url": .string(url)])
         #expect(entry["key"] == .string("GET " + url) && entry["etag"] == "\"e1\"")
         #expect(entry["result"]?["body"]?["n"] == 1)
-        let stored = try #require(entry["storedAt"]?.doubleValue), expires = try #require(entry["expiresAt"]?.doubleValue)
-        #expect(abs(expires - stored - 60) < 0.001)
+        // Times as every time on the wire: ISO-8601 UTC with milliseconds.
+        let stored = try #require(wireTime(entry["storedAt"]), "\(entry)")
+        let expires = try #require(wireTime(entry["expiresAt"]), "\(entry)")
+        #expect(abs(expires - stored - 60) < 0.002)
+        #expect(abs(stored - Date().timeIntervalSince1970) < 60)
         do {
             _ = try client.call("cache.get", ["url": "http://127.0.0.1:1/never"])
             Issue.record("expected -32002")

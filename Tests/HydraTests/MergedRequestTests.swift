@@ -31,6 +31,43 @@ import Testing
         #expect(separateCount.result?["body"]?["count"] == 3)
     }
 
+    /// rest.md §4: merging is for GET only. `"coalesce": true` on a job whose
+    /// method is literal and not GET is `-32602` naming `coalesce`; an api that
+    /// says it with another method is a configuration error naming the key.
+    @Test func coalesceIsRefusedForOtherMethods() throws {
+        let engine = try makeEngine(#", "apis": {"post": {"server": "testsvr", "endpoint": "/upload", "method": "POST"}}"#)
+        defer { engine.shutdown() }
+        func refusal(_ json: String) -> (String, String)? {
+            do {
+                _ = try engine.prepare(spec(json))
+                return nil
+            } catch let error as ValidationError {
+                return (error.path, error.reason)
+            } catch {
+                return ("?", "\(error)")
+            }
+        }
+        let own = refusal(#"{"type":"remote","method":"POST","endpoint":"/upload","coalesce":true}"#)
+        #expect(own?.0 == "coalesce" && own?.1.contains("GET") == true, "\(String(describing: own))")
+        let fromApi = refusal(#"{"type":"remote","api":"post","coalesce":true}"#)
+        #expect(fromApi?.0 == "coalesce" && fromApi?.1.contains("POST") == true, "\(String(describing: fromApi))")
+        let nested = refusal(#"{"type":"serial","steps":[{"type":"remote","method":"DELETE","endpoint":"/x","coalesce":true}]}"#)
+        #expect(nested?.0 == "steps[0].coalesce", "\(String(describing: nested))")
+        // GET, false, and a method from a reference (known only when the step runs) are accepted.
+        #expect(refusal(#"{"type":"remote","method":"GET","endpoint":"/x","coalesce":true}"#) == nil)
+        #expect(refusal(#"{"type":"remote","method":"POST","endpoint":"/upload","coalesce":false}"#) == nil)
+        #expect(refusal(#"{"type":"remote","method":"${input.m}","endpoint":"/x","coalesce":true}"#) == nil)
+
+        do {
+            _ = try Configuration(json: try JSONParser.parse("""
+                {"servers": {"s": "http://h"}, "apis": {"a": {"server": "s", "endpoint": "/", "method": "PUT", "coalesce": true}}}
+                """))
+            Issue.record("a non-GET api with coalesce was accepted")
+        } catch {
+            #expect("\(error)".contains("apis.a.coalesce") && "\(error)".contains("PUT"), "\(error)")
+        }
+    }
+
     /// A merged job that is cancelled leaves the others waiting; when the job
     /// whose request they wait for is cancelled, the next one sends its own.
     /// (The server answers after 60 s and the jobs would wait 120 s: nothing

@@ -17,8 +17,14 @@ import Testing
             """))
         #expect(done.state == .succeeded, "\(String(describing: done.error))")
         #expect(done.result?["body"]?["hits"] == 3)
-        let rounds = log.all.filter { $0.rootJobId == done.jobId && $0.name == "job.progress" }.map { $0.fields["round"] }
-        #expect(rounds == [1, 2])
+        // rest.md §5: each round emits job.progress with its number, the one that met the condition
+        // included (3 rounds, 3 events), all before the final event.
+        let events = log.all.filter { $0.rootJobId == done.jobId }
+        let rounds = events.filter { $0.name == "job.progress" }.map { $0.fields["round"] }
+        #expect(rounds == [1, 2, 3])
+        #expect(events.last?.name == "job.succeeded")
+        let lastProgress = try #require(events.lastIndex { $0.name == "job.progress" })
+        #expect(events[(lastProgress + 1)...].map(\.name) == ["job.succeeded"])
 
         let other = UUID().uuidString
         let notEquals = try await engine.run(spec("""
@@ -35,6 +41,10 @@ import Testing
         #expect(gaveUp.error?.kind == .condition)
         #expect(gaveUp.error?.message.contains("after 2 rounds") == true)
         #expect(gaveUp.result?["body"]?["hits"] == 2)
+        // The last of maxTimes rounds is reported too, before the failure.
+        let gaveUpEvents = log.all.filter { $0.rootJobId == gaveUp.jobId }
+        #expect(gaveUpEvents.filter { $0.name == "job.progress" }.map { $0.fields["round"] } == [1, 2])
+        #expect(gaveUpEvents.last?.name == "job.failed")
     }
 
     @Test func aPollIsCancelledBetweenRounds() async throws {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Hydra
+@testable import HydraHTTP
 
 /// TLS options and proxies (rest.md §7) against real peers: certificates made
 /// with `openssl` at test time, the test server's routes over HTTPS
@@ -164,6 +165,67 @@ import Testing
         #expect(unreachable.error?.kind == .network)
         let text = (log.all.map { JSONWriter.string($0.json) } + [unreachable.error?.message ?? ""]).joined()
         #expect(!text.contains("s3cr3t-proxy"))
+    }
+
+    /// Proxy credentials are secrets (rest.md §7): curl's messages show
+    /// neither the password nor the user name, together or apart, as written
+    /// or percent-decoded.
+    @Test func proxyCredentialsAreMaskedWholeInCurlsMessages() {
+        let proxy = "http://proxy-user%40corp:s3cr%3At@127.0.0.1:3128"
+        let message = "Failed via proxy-user%40corp:s3cr%3At@127.0.0.1 (user proxy-user@corp, password s3cr:t, proxy-user%40corp)"
+        let masked = Transfer.masking(proxy, in: message)
+        for secret in ["proxy-user", "s3cr", "corp:"] {
+            #expect(!masked.contains(secret), "\(secret) in \(masked)")
+        }
+        #expect(masked.contains("127.0.0.1"))
+        // A user alone (no password) is masked too; a URL without credentials changes nothing.
+        #expect(Transfer.masking("socks5h://lonely-user@10.0.0.1:1080", in: "auth for lonely-user failed") == "auth for *** failed")
+        #expect(Transfer.masking("http://10.0.0.1:3128", in: "cannot reach 10.0.0.1") == "cannot reach 10.0.0.1")
+    }
+
+    /// rest.md §7: any certificate failure is kind `tls`; every TLS error code
+    /// of libcurl 7.88 maps to it (a client certificate the server requires included).
+    @Test func everyTLSErrorCodeOfCurlIsKindTLS() {
+        // curl.h's numbers (stable ABI; the test target does not import the C module, whose socket
+        // declarations would shadow Glibc's): SSL_CONNECT_ERROR 35, SSL_ENGINE_NOTFOUND 53,
+        // SSL_ENGINE_SETFAILED 54, SSL_CERTPROBLEM 58, SSL_CIPHER 59, PEER_FAILED_VERIFICATION 60,
+        // USE_SSL_FAILED 64, SSL_ENGINE_INITFAILED 66, SSL_CACERT_BADFILE 77, SSL_SHUTDOWN_FAILED 80,
+        // SSL_CRL_BADFILE 82, SSL_ISSUER_ERROR 83, SSL_PINNEDPUBKEYNOTMATCH 90, SSL_INVALIDCERTSTATUS 91,
+        // SSL_CLIENTCERT 98.
+        for code in [35, 53, 54, 58, 59, 60, 64, 66, 77, 80, 82, 83, 90, 91, 98] {
+            #expect(Transfer.kind(ofCurlCode: code) == .tls, "CURLcode \(code)")
+        }
+        #expect(Transfer.kind(ofCurlCode: 7) == .network)  // COULDNT_CONNECT
+        #expect(Transfer.kind(ofCurlCode: 28) == .timeout)  // OPERATION_TIMEDOUT
+    }
+
+    /// README: without `proxy`, the environment's proxy variables are not
+    /// used either. A server started with `http_proxy` pointing at a closed
+    /// port still reaches the test server directly.
+    @Test func theEnvironmentsProxyVariablesAreNotUsed() throws {
+        let nowhere = "http://127.0.0.1:\(TestServer.closedPort)"
+        let server = try ServerProcess(environment: ["http_proxy": nowhere, "HTTPS_PROXY": nowhere, "https_proxy": nowhere,
+                                                     "all_proxy": nowhere, "ALL_PROXY": nowhere, "no_proxy": "", "NO_PROXY": ""])
+        defer { server.terminate() }
+        let client = try server.client()
+        let id = try client.call("job.submit", ["job": ["type": "remote", "endpoint": "/items"]])["jobId"]!
+        let done = try client.call("job.result", ["jobId": id, "waitMs": 10_000])
+        #expect(done["state"] == "succeeded", "\(done)")
+    }
+
+    /// README: `${env.NAME}` in a server's `proxy` reads the environment, so
+    /// proxy credentials need not be written in the file; a missing variable
+    /// is named, never a value.
+    @Test func aProxyMayTakeItsCredentialsFromTheEnvironment() throws {
+        let json = try JSONParser.parse(#"{"servers": {"s": {"url": "http://h", "proxy": "http://u:${env.HYDRA_TEST_PROXY_PW}@127.0.0.1:3128"}}}"#)
+        let config = try Configuration(json: json, environment: ["HYDRA_TEST_PROXY_PW": "from-env-pw"])
+        #expect(config.servers["s"]?.proxy == "http://u:from-env-pw@127.0.0.1:3128")
+        do {
+            _ = try Configuration(json: json, environment: [:])
+            Issue.record("a proxy with an unset variable was accepted")
+        } catch {
+            #expect("\(error)".contains("servers.s.proxy") && "\(error)".contains("HYDRA_TEST_PROXY_PW is not set"), "\(error)")
+        }
     }
 
     @Test func badTLSAndProxySettingsAreNamedAtLoad() throws {

@@ -105,6 +105,13 @@ import Testing
             (#""bodyEncoding":"multipart","body":{"parts":[]}"#, "body.parts", "must not be empty"),
             (#""bodyEncoding":"multipart","body":{"files":[]}"#, "body.parts", "required"),
             (#""bodyFile":"uploads/a.bin","body":"x""#, "bodyFile", "not both"),
+            // Each part on its own: a reference in another part (or in a value) does not defer a literal file.
+            (#""bodyEncoding":"multipart","body":{"parts":[{"name":"m","value":"${input.meta}"},{"name":"f","file":"uploads/missing.bin"}]}"#,
+             "body.parts[1].file", "no file"),
+            (#""bodyEncoding":"multipart","body":{"parts":["${input.part}",{"name":"f","file":"../x","filename":"${input.n}"}]}"#,
+             "body.parts[1].file", "no '..'"),
+            (#""bodyEncoding":"multipart","body":{"parts":[{"name":"${input.n}"},{"name":"f","file":"uploads/a.bin"}]}"#,
+             "body.parts[0].value", "exactly one"),
         ]
         for (members, path, reason) in cases {
             let found = refusal(#"{"type":"remote","method":"POST","endpoint":"/upload",\#(members)}"#)
@@ -117,6 +124,14 @@ import Testing
             """))
         #expect(referenced.state == .failed && referenced.error?.kind == .invalid)
         #expect(referenced.error?.message.contains("bodyFile") == true && referenced.error?.message.contains("symbolic link") == true, "\(String(describing: referenced.error))")
+        // A part's file from a reference: accepted at submit, kind invalid naming the part when it runs.
+        let part = try await engine.run(spec("""
+            {"type":"serial","steps":[{"type":"local","name":"echo","input":"uploads/missing.bin"},
+              {"type":"remote","method":"POST","endpoint":"/upload","bodyEncoding":"multipart",
+               "body":{"parts":[{"name":"m","value":"x"},{"name":"f","file":"${prev}"}]}}]}
+            """))
+        #expect(part.state == .failed && part.error?.kind == .invalid, "\(String(describing: part.error))")
+        #expect(part.error?.message.contains("body.parts[1].file") == true, "\(String(describing: part.error))")
     }
 
     @Test func aBigUploadReachesASinkWhole() async throws {

@@ -92,7 +92,8 @@ Endpoints (methods GET/POST/PUT/PATCH/DELETE/HEAD/OPTIONS unless noted)
                             request; answers {"access_token",
                             "token_type": "bearer", "expires_in", "refresh_token"}
                             with ?ttl=S (default 60) and ?delayMs=N (sleep
-                            first); ?refresh=0 issues no refresh token.  Bad
+                            first); ?refresh=0 issues no refresh token;
+                            ?expires=0 leaves expires_in out.  Bad
                             client: 401 {"error": "invalid_client"}; bad grant:
                             400 {"error": "invalid_grant"}
 /oauth/html                 200 text/html "<html>login page</html>" (a token
@@ -748,6 +749,8 @@ def _oauth(self, action):
         access = f"tok-{n}-{os.urandom(6).hex()}"
         _TOKENS[access] = (time.time() + ttl, key)
         answer = {"access_token": access, "token_type": "bearer", "expires_in": ttl}
+        if self.query.get("expires", "1") == "0":
+            del answer["expires_in"]
         if self.query.get("refresh", "1") != "0":
             refresh = f"ref-{n}-{os.urandom(6).hex()}"
             _REFRESH.add(refresh)

@@ -119,8 +119,13 @@ public struct HydraEvent: Sendable {
         return out
     }
 
-    /// RFC 3339 UTC with milliseconds: `2026-11-22T10:00:00.123Z`.
+    /// RFC 3339 UTC with milliseconds: `2026-11-22T10:00:00.123Z`. The one
+    /// format of every time on the wire (event `time`, `createdAt`, a cached
+    /// response's `storedAt`/`expiresAt`, a token's `expiresAt`). Times outside
+    /// years 1970–9999 (a cache lifetime of `Int.max` seconds) are clamped to
+    /// that range, so a four-digit year always comes out and nothing traps.
     public static func format(_ time: Double) -> String {
+        let time = time.isNaN ? 0 : min(max(time, 0), 253_402_300_799.999)
         var seconds = time_t(time.rounded(.down))
         var parts = tm()
         gmtime_r(&seconds, &parts)

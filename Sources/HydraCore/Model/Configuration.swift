@@ -216,7 +216,7 @@ extension Configuration {
     }
 
     /// Decodes a configuration document; `${env.NAME}` in the `auth` section
-    /// reads `environment` (the process's by default).
+    /// and in a server's `proxy` reads `environment` (the process's by default).
     public init(json: JSONValue,
                 environment: [String: String] = ProcessInfo.processInfo.environment) throws(ValidationError) {
         self.init()
@@ -294,7 +294,10 @@ extension Configuration {
                 case (nil, _?): throw ValidationError(path: s.path("clientCert"), "required with clientKey")
                 case (_?, nil): throw ValidationError(path: s.path("clientKey"), "required with clientCert")
                 }
-                server.proxy = try s.string("proxy")
+                // `${env.NAME}` keeps proxy credentials out of the file, as in the auth section.
+                if let proxy = try s.string("proxy") {
+                    server.proxy = try AuthScheme.expand(proxy, path: s.path("proxy"), environment: environment)
+                }
                 if let proxy = server.proxy { try Configuration.checkProxy(proxy, path: s.path("proxy")) }
                 server.headers = try s.stringMap("headers") ?? [:]
                 try HeaderSyntax.check(server.headers, path: s.path("headers"))
@@ -323,6 +326,9 @@ extension Configuration {
                 api.invalidates = try a.stringArray("invalidates") ?? []
                 api.cacheIgnoreQuery = try a.bool("cacheIgnoreQuery") ?? false
                 api.coalesce = try a.bool("coalesce") ?? false
+                if api.coalesce && api.method != "GET" {
+                    throw ValidationError(path: a.path("coalesce"), "only GET requests are merged (the method is \(api.method))")
+                }
                 api.auth = try a.string("auth")
                 if var retry = try a.object("retry") { api.retry = try RetryPolicy(reader: &retry) }
                 api.timeoutMs = try a.int("timeoutMs", min: 1)

@@ -70,9 +70,16 @@ extension JobSpec {
         return .object(o)
     }
 
-    /// A short description for `job.queued` events: type and target, never
-    /// headers, bodies or inputs (which may hold secrets).
-    public var summary: JSONValue {
+    /// A short description for `job.queued` events with only the fixed
+    /// credential headers masked (see ``summary(secretHeaders:)``).
+    public var summary: JSONValue { summary(secretHeaders: []) }
+
+    /// A short description for `job.queued` events: type and target, and a
+    /// remote job's own `headers` with credential values (``CredentialHeaders``:
+    /// the fixed names, `secretHeaders` — the configuration's api-key headers,
+    /// lowercased — and names holding `api-key`/`apikey`/`token`) shown as
+    /// `***` (rest.md §1). Never bodies or inputs, which may hold secrets.
+    public func summary(secretHeaders: Set<String>) -> JSONValue {
         var o = OrderedDictionary<String, JSONValue>()
         o["type"] = .string(typeName)
         if let id { o["id"] = .string(id) }
@@ -84,12 +91,14 @@ extension JobSpec {
             if let server = r.server { o["server"] = .string(server) }
             if let endpoint = r.endpoint { o["endpoint"] = .string(endpoint) }
             if let url = r.url { o["url"] = .string(RemoteSpec.redactingCredentials(url)) }
+            if !r.headers.isEmpty { o["headers"] = CredentialHeaders.masked(r.headers, configured: secretHeaders) }
         case .resource(let res):
             let r = res.request
             if let api = r.api { o["api"] = .string(api) }
             if let server = r.server { o["server"] = .string(server) }
             if let endpoint = r.endpoint { o["endpoint"] = .string(endpoint) }
             if let url = r.url { o["url"] = .string(RemoteSpec.redactingCredentials(url)) }
+            if !r.headers.isEmpty { o["headers"] = CredentialHeaders.masked(r.headers, configured: secretHeaders) }
             o["mode"] = .string(res.mode.rawValue)
         case .local(let l): o["name"] = .string(l.name)
         case .serial(let g), .concurrent(let g): o["steps"] = .int(g.steps.count)
@@ -183,7 +192,8 @@ extension RemoteSpec {
         }
         if bodyEncoding == .multipart {
             guard let body else { throw ValidationError(path: r.path("body"), "required for bodyEncoding multipart") }
-            if !Template.containsReference(body) { _ = try MultipartPart.parts(of: body, path: r.path("body")) }
+            // Every part whose shape is literal is checked now; a reference takes its shape when the step runs.
+            _ = try MultipartPart.partsKnownAtSubmit(of: body, path: r.path("body"))
         }
         if var polling = try r.object("repeat") {
             self.repeat = try RepeatSpec(reader: &polling)

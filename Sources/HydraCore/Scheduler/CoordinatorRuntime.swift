@@ -129,7 +129,7 @@ final class CoordinatorRuntime {
         root.emittedEvents = submission.emittedEvents
         root.startedAt = submission.startedAt
         active.insert(root, forKey: root.key)
-        emit(EventName.queued, node) { ["spec": submission.spec.summary] }
+        emit(EventName.queued, node) { ["spec": submission.spec.summary(secretHeaders: dispatcher.secretHeaderNames)] }
         if submission.resumed {
             // Once per restart (never deduplicated against the events of an earlier run).
             let done = submission.recoveredSteps.count
@@ -219,7 +219,7 @@ final class CoordinatorRuntime {
             let child = GraphNode(spec: spec.steps[i], path: group.childPath(i), index: i, root: group.root,
                                   parent: group, scope: group.innerScope)
             group.children.append(child)
-            emit(EventName.queued, child) { ["spec": child.spec.summary] }
+            emit(EventName.queued, child) { ["spec": child.spec.summary(secretHeaders: dispatcher.secretHeaderNames)] }
             run(child)
         }
         group.starting = false

@@ -11,6 +11,8 @@ public final class Dispatcher: Sendable {
     private let managersByType: [String: any JobManager]
     private let defaultWorker: [Int?]
     private let library: (any JobLibrary)?
+    /// Every manager's ``JobManager/secretHeaderNames``: what `job.queued` summaries mask.
+    let secretHeaderNames: Set<String>
 
     /// Nesting of named jobs deeper than this is refused (it is almost surely a cycle).
     public static let maxNamedJobDepth = 16
@@ -26,6 +28,7 @@ public final class Dispatcher: Sendable {
         }
         self.managers = byKind
         managersByType = byType
+        secretHeaderNames = managers.reduce(into: []) { $0.formUnion($1.secretHeaderNames) }
         var defaults = [Int?](repeating: nil, count: JobKind.allCases.count)
         for (i, worker) in workers.enumerated() where defaults[worker.kind.index] == nil {
             guard !byKind[worker.kind.index].isEmpty else {

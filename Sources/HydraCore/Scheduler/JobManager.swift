@@ -19,8 +19,13 @@ public protocol JobManager: AnyObject, Sendable {
     /// Creates the executor that runs this manager's jobs on `worker`.
     /// Called once per bound worker, on that worker's loop thread.
     func makeExecutor(for worker: WorkerContext) -> any JobExecutor
+    /// Header names (lowercased) whose values carry credentials this manager
+    /// knows of beyond the fixed ones (``CredentialHeaders``): the
+    /// configuration's api-key headers. `job.queued` summaries mask them.
+    var secretHeaderNames: Set<String> { get }
 }
 
 extension JobManager {
     public var jobTypes: Set<String> { Set(kinds.map(\.rawValue)) }
+    public var secretHeaderNames: Set<String> { [] }
 }

@@ -26,7 +26,7 @@ public final class TaskHandle {
         worker.report(task, .progress(bytes: bytes, total: totalBytes, upload: upload))
     }
 
-    /// A polled request's round `round` ended without its condition; the next one follows (rest.md §5).
+    /// A polled request's round `round` got its response (rest.md §5: every round emits `job.progress {round}`, the last included).
     public func polled(round: Int) {
         guard !isFinished else { return }
         worker.announce(self)

@@ -8,12 +8,18 @@ public protocol ResponseCacheStore: Sendable {
     /// The entry for `key`, fresh or stale (until `prune` removes it); nil if absent.
     func storedResponse(_ key: String) throws(StoreError) -> CachedResponse?
 
+    /// The most recently stored entry whose key starts with `prefix` (taken
+    /// literally), with its key; nil if none. `cache.get` finds a URL's
+    /// variants with it (`GET URL auth=…`, `GET URL session=NAME`).
+    func newestStoredResponse(keyPrefix prefix: String) throws(StoreError) -> (key: String, entry: CachedResponse)?
+
     /// Stores a response under `key` (with the api it belongs to), fresh for
     /// `ttl` seconds and kept `keep` seconds past that. Fire and forget.
     func storeResponse(_ key: String, api: String?, value: JSONValue, ttl: Double, keep: Double, now: Double)
 
     /// Removes cached responses by api, key (with its variants for other
-    /// credentials, `KEY auth=…`), or key prefix; `done` receives their keys.
+    /// credentials and sessions: every `KEY …` key), or key prefix; `done`
+    /// receives their keys.
     func removeResponses(api: String?, key: String?, prefix: String?,
                          done: @escaping @Sendable (Result<[String], StoreError>) -> Void)
 }
