@@ -218,6 +218,40 @@ import Testing
         #expect(missing?.isNotFound == true)
     }
 
+    /// A named job that is a single step sees its own `input` (protocol §4), as a named graph's steps do.
+    @Test func aNamedLeafJobSeesItsOwnInput() async throws {
+        let folder = NSTemporaryDirectory() + "hydra-jobs-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try #"{"type":"local","name":"echo","input":{"hello":"${input.user}"}}"#
+            .write(toFile: folder + "/greet.json", atomically: true, encoding: .utf8)
+        let engine = try makeEngine(jobs: folder)
+        defer { engine.shutdown() }
+        let alone = try await engine.run(spec(#"{"type":"job","name":"greet","input":{"user":"gandalf"}}"#), input: ["user": "saruman"])
+        #expect(alone.result == ["hello": "gandalf"], "\(String(describing: alone.error))")
+        // As a step: its input may come from the graph around it, its own strings see only that input.
+        let step = try await engine.run(spec(#"{"type":"serial","steps":[{"type":"local","name":"echo","input":"frodo"},{"type":"job","name":"greet","input":{"user":"${prev}"}}]}"#))
+        #expect(step.result?["results"]?[1] == ["hello": "frodo"], "\(String(describing: step.error))")
+    }
+
+    /// `startedAt` says when a job started (protocol §5: optional): a job
+    /// still queued, behind a paused worker, has none; once it runs it has one.
+    @Test func aQueuedJobHasNoStartedAt() async throws {
+        let engine = try makeEngine(#", "workers": [{"name":"local","kind":"local","maxActive":1},{"name":"rest","kind":"remote"}]"#)
+        defer { engine.shutdown() }
+        let worker = try #require(engine.workers.first { $0.name == "local" })
+        worker.pause()
+        let id = try engine.submit(.local("echo", input: 1))
+        try await waitUntil { worker.stats().queued == 1 }
+        let queued = try #require(engine.status(of: id))
+        #expect(queued.state == .queued && queued.startedAt == nil, "\(queued)")
+        #expect(queued.json["startedAt"] == nil)
+        worker.resume()
+        _ = await engine.result(of: id)
+        let done = try #require(engine.status(of: id))
+        #expect(done.startedAt != nil && done.startedAt! >= queued.createdAt && done.finishedAt! >= done.startedAt!)
+    }
+
     @Test func pauseResumeAndPriorityPushToFront() async throws {
         let engine = try makeEngine(#", "workers": [{"name":"local","kind":"local","maxActive":1},{"name":"rest","kind":"remote"}]"#)
         defer { engine.shutdown() }

@@ -140,12 +140,11 @@ final class CoordinatorRuntime {
 
     /// Starts a node that was just created (its `job.queued` is already out).
     private func run(_ node: GraphNode) {
-        if node.root.startedAt == nil { node.root.startedAt = clock.now() }
         if case .named(let named) = node.spec.body {
-            // A named job's steps see its own input and ids.
+            // A named job's steps see its own input and ids; its `input` is resolved where it is written.
             do throws(ReferenceError) {
                 var input = node.scope.input
-                if let given = named.input { input = try Template.resolve(given, in: referenceScope(for: node)) }
+                if let given = named.input { input = try Template.resolve(given, in: referenceScope(for: node, in: node.scope)) }
                 node.innerScope = GraphScope(input: input)
             } catch {
                 finish(node, .failure(JobError(error.tooLarge ? .tooLarge : .invalid, error.description, stepPath: node.path)))
@@ -177,7 +176,8 @@ final class CoordinatorRuntime {
         var spec = node.effective
         if spec.ownStringsHaveReferences {
             do throws(ReferenceError) {
-                spec = try resolveReferences(in: spec, scope: referenceScope(for: node))
+                // A named job's own strings (a named leaf) see its input, not the graph around it.
+                spec = try resolveReferences(in: spec, scope: referenceScope(for: node, in: node.innerScope))
             } catch {
                 finish(node, .failure(JobError(error.tooLarge ? .tooLarge : .invalid, error.description, stepPath: node.path)))
                 return
@@ -451,11 +451,14 @@ final class CoordinatorRuntime {
         advance(node)
     }
 
-    /// The job is running: counted once (`hydra.stats`) and journaled with the
-    /// `startedAt` that `job.status` shows (kept from before a restart).
+    /// The job is running (a leaf: its worker started it; a group: its steps
+    /// are being started): counted once (`hydra.stats`), its `startedAt` set
+    /// now unless kept from before a restart (a job still queued, behind a
+    /// paused worker say, has none), and journaled.
     private func rootRunning(_ root: RootJob) {
         guard !root.countedRunning else { return }
         root.countedRunning = true
+        if root.startedAt == nil { root.startedAt = clock.now() }
         running.add(1)
         if root.journaled, let startedAt = root.startedAt { journal?.jobStarted(jobId: root.id, at: startedAt) }
     }
@@ -531,12 +534,14 @@ final class CoordinatorRuntime {
         !node.root.emittedEvents.isEmpty && node.root.emittedEvents.contains(stepPath: node.path, name: name)
     }
 
-    private func referenceScope(for node: GraphNode) -> ReferenceScope {
-        let scope = node.scope
+    /// What `node`'s references see in `scope`: its graph's (`node.scope`), or
+    /// for a named job's own strings the named job's (`node.innerScope`), which
+    /// sees no `prev` or step ids from outside.
+    private func referenceScope(for node: GraphNode, in scope: GraphScope) -> ReferenceScope {
         let environment = self.environment
         let shared = self.shared
         return ReferenceScope(
-            previous: previousResult(of: node),
+            previous: scope === node.scope ? previousResult(of: node) : nil,
             step: { scope.results[$0] },
             input: scope.input,
             shared: { key in
