@@ -580,7 +580,11 @@ public final class HydraService: Sendable {
         if paused { worker.pause() } else { worker.resume() }
     }
 
-    /// `hydra.stats`.
+    /// `hydra.stats`: protocol §5's counters (jobs by state, requests, cache
+    /// hits/misses, retries; the RPC layer adds `connections`), each where a
+    /// client looks first. `requests` is an object whose total is `sent`
+    /// (requests put on the network, every attempt); `retries` is also at the
+    /// top level, the same number as `requests.retries`.
     public func stats() -> JSONValue {
         let c = counters.value.withLock { $0 }
         let ended = journal.endings.withLock { $0 }
@@ -599,6 +603,7 @@ public final class HydraService: Sendable {
             "steps": ["queued": .int(queued), "active": .int(active),
                       "done": .int(workers.reduce(0) { $0 + $1.done }), "failed": .int(workers.reduce(0) { $0 + $1.failed })],
             "events": ["lastSeq": .int(Int(engine.bus.lastSeq))],
+            "retries": .int(rest.retries),
             "requests": ["sent": .int(rest.requests), "retries": .int(rest.retries), "failed": .int(rest.failedRequests),
                          "dummy": .int(rest.dummyResponses), "merged": .int(rest.merged)],
             "cache": ["hits": .int(rest.cacheHits), "misses": .int(rest.cacheMisses)],
