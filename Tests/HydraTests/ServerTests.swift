@@ -352,6 +352,18 @@ import Testing
             #expect(error.message.contains("HYDRA_SHARED_KEY"))
         }
         #expect(throws: RPCClientError.self) { try client.call("shared.get", ["key": "k"]) }
+        // An existing key: the missing key is what the error names, before
+        // anything else (no word of the cipher change), and the value stays.
+        _ = try client.call("shared.set", ["key": "g", "value": "old", "cipher": "gzip"])
+        do {
+            _ = try client.call("shared.set", ["key": "g", "value": "new", "cipher": "aes-gcm"])
+            Issue.record("stored without a key")
+        } catch {
+            #expect(error.code == -32602)
+            #expect(error.message.contains("HYDRA_SHARED_KEY"), "\(error.message)")
+            #expect(error.data?["field"] == "cipher")
+        }
+        #expect(try client.call("shared.get", ["key": "g"])["value"] == "old")
     }
 
     @Test func workersPauseAndResume() throws {
