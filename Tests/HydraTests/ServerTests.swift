@@ -50,6 +50,25 @@ import Testing
             ["type": "local", "name": "echo"], ["type": "local", "name": "echo"], ["type": "remote", "url": 3]]]])
         #expect(invalid.0 == -32602)
         #expect(invalid.1.contains("job.steps[2].url: expected string"))
+        // Protocol §2: a type error's message is exactly PATH: expected TYPE; what was
+        // sent instead is in error.data.reason.
+        for (job, field, reason): (JSONValue, String, String) in [
+            (["type": "serial", "steps": [["type": "local", "name": "echo"], ["type": "local", "name": "echo"],
+                                          ["type": "remote", "url": 3]]], "job.steps[2].url", "expected string, got number"),
+            (["type": "remote", "url": "http://x/", "headers": ["X-A": [1]]], "job.headers.X-A", "expected string, got array"),
+            (["type": "remote", "url": "http://x/", "timeoutMs": "soon"], "job.timeoutMs", "expected integer, got string"),
+            (["type": "serial", "steps": 1], "job.steps", "expected array, got number"),
+            (["type": "serial", "steps": [["type": "concurrent", "steps": ["x"]]]], "job.steps[0].steps[0]", "expected object, got string"),
+        ] {
+            do {
+                _ = try client.call("job.submit", ["job": job])
+                Issue.record("accepted: \(field)")
+            } catch {
+                #expect(error.code == -32602)
+                #expect(error.message == "\(field): \(reason.prefix { $0 != "," })")
+                #expect(error.data == ["field": .string(field), "reason": .string(reason)])
+            }
+        }
         #expect(code("job.submit", [:]).0 == -32602)
         #expect(code("job.status", ["jobId": "nope"]).0 == -32002)
         #expect(code("job.submit", ["job": ["type": "job", "name": "no-such-job"]]).0 == -32002)
