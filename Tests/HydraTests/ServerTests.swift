@@ -72,6 +72,19 @@ import Testing
         #expect(code("job.submit", [:]).0 == -32602)
         #expect(code("job.status", ["jobId": "nope"]).0 == -32002)
         #expect(code("job.submit", ["job": ["type": "job", "name": "no-such-job"]]).0 == -32002)
+        // An unknown worker is not found (protocol §2 lists workers under -32002), named by its path;
+        // a worker of the wrong kind exists: an invalid value.
+        do {
+            _ = try client.call("job.submit", ["job": ["type": "serial", "steps": [
+                ["type": "local", "name": "echo"], ["type": "remote", "api": "items", "worker": "nope"]]]])
+            Issue.record("an unknown worker was accepted")
+        } catch {
+            #expect(error.code == -32002)
+            #expect(error.message == "job.steps[1].worker: unknown worker 'nope'")
+            #expect(error.data == ["field": "job.steps[1].worker", "reason": "unknown worker 'nope'"])
+        }
+        #expect(code("job.submit", ["job": ["type": "remote", "api": "items", "worker": "local"]])
+                    == (-32602, "job.worker: worker 'local' runs local jobs, not remote"))
         #expect(code("no.such.method", [:]).0 == -32601)
         #expect(code("job.list", ["limit": "ten"]).1.contains("limit: expected integer"))
         #expect(code("worker.pause", ["name": "nobody"]).0 == -32002)
@@ -788,6 +801,11 @@ import Testing
         let invalid = try cli.hydra(["submit", "-"] + connect, stdin: #"{"type":"remote","url":3}"#)
         #expect(invalid.status == 2)
         #expect(invalid.err.contains("job.url: expected string"))
+        // An unknown worker is a refused call (not found), not invalid input: exit 1, as for a named job.
+        let noWorker = try cli.hydra(["submit", "-"] + connect, stdin: #"{"type":"local","name":"echo","worker":"nope"}"#)
+        #expect(noWorker.status == 1)
+        #expect(noWorker.err.contains("job.worker: unknown worker 'nope' (-32002)"), "\(noWorker.err)")
+        #expect(try cli.hydra(["submit", "-"] + connect, stdin: #"{"type":"job","name":"no-such-job"}"#).status == 1)
         #expect(try cli.hydra(["ping", "--connect", "nowhere"]).status == 2)
         #expect(try cli.hydra(["ping", "--connect", "127.0.0.1:\(TestServer.closedPort)"]).status == 1)
         #expect(try cli.hydra(["status", "nope"] + connect).status == 1)
