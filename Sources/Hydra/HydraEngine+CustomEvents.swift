@@ -37,7 +37,7 @@ extension HydraEngine {
                 let seq = try emit(custom: name, fields: fields, jobId: call.jobId, stepPath: call.stepPath)
                 return ["seq": .int(Int(seq))]
             } catch {
-                throw JobError(.invalid, "emit: input.\(error.path): \(error.reason)")
+                throw JobError(.invalid, "emit: input.\(error.path): \(error.fullReason)")
             }
         })
     }

@@ -536,7 +536,8 @@ final class RESTExecutor: JobExecutor {
                 }
                 outcome = .failure(error)
                 if RESTExecutor.isRetryable(error), let value = response.header("retry-after") {
-                    retryAfterMs = RetryAfter.milliseconds(value, cap: call.request.retry.maxBackoffMs)
+                    // Honoured in full (protocol §4), not bounded by the policy's maxBackoffMs.
+                    retryAfterMs = RetryAfter.milliseconds(value)
                 }
             }
         case .failure(let failure):
@@ -584,8 +585,9 @@ final class RESTExecutor: JobExecutor {
         guard RESTExecutor.isRetryable(error), call.attempts < call.request.retry.maxAttempts, !call.handle.isCancelled else {
             return false
         }
-        // Both are within 0...maxBackoffMs; the absolute cap bounds a policy with a huge maxBackoffMs.
-        let delay = max(0, min(retryAfterMs ?? call.request.retry.delayMs(afterAttempt: call.attempts), 600_000))
+        // The backoff is within 0...maxBackoffMs and Retry-After within the ceiling; the ceiling
+        // also bounds a policy with a huge maxBackoffMs.
+        let delay = max(0, min(retryAfterMs ?? call.request.retry.delayMs(afterAttempt: call.attempts), RetryAfter.ceilingMs))
         manager.statistics.countRetry()
         call.handle.retrying(attempt: call.attempts + 1, delayMs: delay, error: error)
         call.timer = loop.schedule(afterMilliseconds: UInt64(delay)) { [unowned self] in

@@ -4,16 +4,23 @@ import HydraHTTP
 /// A `Retry-After` field (RFC 9110 §10.2.3) from a peer, as the wait before
 /// the next attempt: delay-seconds or an HTTP-date.
 ///
-/// The value comes from the network, so it is read without trusting it: the
-/// seconds saturate instead of overflowing (a peer once sent
+/// Protocol §4 says retries honour `Retry-After`, so the server's wait is
+/// taken as given, even when it is longer than the retry policy's
+/// `maxBackoffMs` (that bounds Hydra's own backoff, not the peer's request).
+/// The value still comes from the network, so it is read without trusting
+/// it: the seconds saturate instead of overflowing (a peer once sent
 /// `9999999999999999` and the multiplication by 1000 trapped the process),
-/// a date in the past is no wait, and every wait is clamped to `cap` (the
-/// retry policy's `maxBackoffMs`: a server cannot park a job for longer than
-/// its owner allowed between attempts). Pure; thread-safe.
+/// a date in the past is no wait, and every wait stops at `ceilingMs`, so a
+/// hostile or broken peer cannot park a job for days. Pure; thread-safe.
 enum RetryAfter {
-    /// The wait `value` asks for in milliseconds, within `0...cap`; nil when
-    /// `value` is neither delay-seconds nor an HTTP-date (the usual backoff applies).
-    static func milliseconds(_ value: String, cap: Int, now: Double = Date().timeIntervalSince1970) -> Int? {
+    /// The longest wait before a retry, whatever the peer asks for or the
+    /// policy allows: 10 minutes.
+    static let ceilingMs = 600_000
+
+    /// The wait `value` asks for in milliseconds, within `0...cap` (the
+    /// ceiling unless a test asks for another); nil when `value` is neither
+    /// delay-seconds nor an HTTP-date (the usual backoff applies).
+    static func milliseconds(_ value: String, cap: Int = ceilingMs, now: Double = Date().timeIntervalSince1970) -> Int? {
         let cap = max(0, cap)
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         if let seconds = delaySeconds(trimmed, saturatingAt: cap / 1000 + 1) {

@@ -351,19 +351,21 @@ public final class HydraService: Sendable {
     /// `shared.set`: stores durably, then emits `shared.updated` (without the
     /// value when it is encrypted).
     ///
-    /// A key keeps its cipher: without `cipher`, a new value is stored the way
-    /// the old one was (an aes-gcm key stays encrypted); naming another cipher
-    /// than the key has is refused unless `changeCipher` says so.
-    public func setShared(_ key: String, value: JSONValue, cipher requested: SharedCipher?, changeCipher: Bool = false,
+    /// A named cipher replaces the value and its cipher, whatever the key had.
+    /// Without one, the new value is stored the way the old one was (an
+    /// aes-gcm key stays encrypted, so a secret is never written in clear by
+    /// a call that forgot the cipher); a new key is stored in clear. aes-gcm
+    /// without `HYDRA_SHARED_KEY` is refused first, naming it: nothing is
+    /// stored and nothing is emitted.
+    public func setShared(_ key: String, value: JSONValue, cipher requested: SharedCipher?,
                           reply: @escaping @Sendable (Result<Void, ServiceError>) -> Void) {
-        let current = store.sharedCipher(key)
-        if let requested, let current, requested != current, !changeCipher {
-            let reason = "key \"\(key)\" is stored with \(current.rawValue); pass changeCipher: true to store it with \(requested.rawValue)"
-            reply(.failure(ServiceError(.invalidParams, "cipher: \(reason)",
-                                        data: ["field": "cipher", "reason": .string(reason)])))
+        let cipher = requested ?? store.sharedCipher(key) ?? SharedCipher.none
+        do throws(StoreError) {
+            try store.checkCipher(cipher)
+        } catch {
+            reply(.failure(Self.sharedSetError(error)))
             return
         }
-        let cipher = requested ?? current ?? SharedCipher.none
         let bus = engine.bus
         store.setShared(key, value: value, cipher: cipher) { result in
             switch result {
@@ -373,15 +375,17 @@ public final class HydraService: Sendable {
                 }
                 reply(.success(()))
             case .failure(let error):
-                if let field = error.invalidArgument {
-                    // aes-gcm without HYDRA_SHARED_KEY (config.md: -32602 naming it).
-                    reply(.failure(ServiceError(.invalidParams, error.description,
-                                                data: ["field": .string(field), "reason": .string(error.description)])))
-                } else {
-                    reply(.failure(ServiceError(error)))
-                }
+                reply(.failure(Self.sharedSetError(error)))
             }
         }
+    }
+
+    /// A store failure of `shared.set` as the caller sees it: aes-gcm without
+    /// `HYDRA_SHARED_KEY` is `-32602` naming it (config.md), anything else as usual.
+    private static func sharedSetError(_ error: StoreError) -> ServiceError {
+        guard let field = error.invalidArgument else { return ServiceError(error) }
+        return ServiceError(.invalidParams, error.description,
+                            data: ["field": .string(field), "reason": .string(error.description)])
     }
 
     /// `shared.remove`: replies whether the key existed; emits `shared.removed` if it did.
@@ -413,10 +417,9 @@ public final class HydraService: Sendable {
                 }
                 cipher = named
             }
-            let changeCipher = call.input["changeCipher"]?.boolValue ?? false
             let value = call.input["value"] ?? .null
             let outcome: Result<Void, ServiceError> = await withCheckedContinuation { continuation in
-                setShared(key, value: value, cipher: cipher, changeCipher: changeCipher) { continuation.resume(returning: $0) }
+                setShared(key, value: value, cipher: cipher) { continuation.resume(returning: $0) }
             }
             if case .failure(let error) = outcome { throw JobError(.invalid, "shared.set: \(error.message)") }
             return ["key": .string(key)]
@@ -580,7 +583,11 @@ public final class HydraService: Sendable {
         if paused { worker.pause() } else { worker.resume() }
     }
 
-    /// `hydra.stats`.
+    /// `hydra.stats`: protocol §5's counters (jobs by state, requests, cache
+    /// hits/misses, retries; the RPC layer adds `connections`), each where a
+    /// client looks first. `requests` is an object whose total is `sent`
+    /// (requests put on the network, every attempt); `retries` is also at the
+    /// top level, the same number as `requests.retries`.
     public func stats() -> JSONValue {
         let c = counters.value.withLock { $0 }
         let ended = journal.endings.withLock { $0 }
@@ -599,6 +606,7 @@ public final class HydraService: Sendable {
             "steps": ["queued": .int(queued), "active": .int(active),
                       "done": .int(workers.reduce(0) { $0 + $1.done }), "failed": .int(workers.reduce(0) { $0 + $1.failed })],
             "events": ["lastSeq": .int(Int(engine.bus.lastSeq))],
+            "retries": .int(rest.retries),
             "requests": ["sent": .int(rest.requests), "retries": .int(rest.retries), "failed": .int(rest.failedRequests),
                          "dummy": .int(rest.dummyResponses), "merged": .int(rest.merged)],
             "cache": ["hits": .int(rest.cacheHits), "misses": .int(rest.cacheMisses)],

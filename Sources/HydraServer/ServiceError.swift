@@ -36,11 +36,11 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
     public init(_ error: ValidationError) {
         switch error.kind {
         case .invalid:
-            self.init(.invalidParams, error.description,
-                      data: ["field": .string(error.path), "reason": .string(error.reason)])
+            self.init(.invalidParams, error.message,
+                      data: ["field": .string(error.path), "reason": .string(error.fullReason)])
         case .notFound:
-            self.init(.notFound, error.description,
-                      data: ["field": .string(error.path), "reason": .string(error.reason)])
+            self.init(.notFound, error.message,
+                      data: ["field": .string(error.path), "reason": .string(error.fullReason)])
         case .overloaded: self.init(.overloaded, error.description)
         case .shuttingDown: self.init(.shuttingDown, error.description)
         }

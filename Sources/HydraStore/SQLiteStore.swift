@@ -317,6 +317,12 @@ public final class SQLiteStore: StateStore {
         shared.cipher(key)
     }
 
+    /// Throws, naming `HYDRA_SHARED_KEY` (field `cipher`), when `cipher` is
+    /// aes-gcm and the store has no key. Any thread.
+    public func checkCipher(_ cipher: SharedCipher) throws(StoreError) {
+        try codec.check(cipher)
+    }
+
     // MARK: - Response cache
 
     /// The response cached under `key` if `storedAt + ttl > now`, else nil.

@@ -31,8 +31,15 @@ struct SharedCodec: Sendable {
     static let missingKey = StoreError("cipher aes-gcm needs \(keyVariable) (a passphrase of 16+ characters)",
                                        invalidArgument: "cipher")
 
+    /// Throws ``missingKey`` when `cipher` is aes-gcm and there is no key:
+    /// what `encode` would refuse, asked before anything else is done.
+    func check(_ cipher: SharedCipher) throws(StoreError) {
+        if cipher == .aesGCM, key == nil { throw Self.missingKey }
+    }
+
     /// The bytes to store for `value`.
     func encode(_ value: JSONValue, cipher: SharedCipher) throws(StoreError) -> [UInt8] {
+        try check(cipher)
         let clear = JSONWriter.bytes(value)
         switch cipher {
         case .none: return clear

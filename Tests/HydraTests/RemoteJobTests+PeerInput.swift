@@ -12,29 +12,46 @@ extension RemoteJobTests {
     // MARK: - Retry-After
 
     /// `Retry-After: 9999999999999999` overflowed `seconds * 1000` and killed the
-    /// process, even with one attempt. Now it is clamped to the policy's maxBackoffMs.
+    /// process, even with one attempt. Now it saturates at the 10-minute ceiling,
+    /// whatever the policy's maxBackoffMs (protocol §4 honours `Retry-After`),
+    /// and the job can still be cancelled while it waits.
     @Test func aHugeRetryAfterNeitherTrapsNorParksTheJob() async throws {
         let engine = try makeEngine()
         defer { engine.shutdown() }
-        let log = EventLog()
-        _ = engine.subscribe(sink: log)
         let once = try await engine.run(spec(#"{"type":"remote","endpoint":"/status/503?retryAfter=9999999999999999","retry":{"maxAttempts":1}}"#))
         #expect(once.state == .failed)
         #expect(once.error?.kind == .http && once.error?.status == 503)
 
-        let started = Date()
-        let twice = try await engine.run(spec(#"{"type":"remote","endpoint":"/status/503?retryAfter=9999999999999999","retry":{"maxAttempts":2,"maxBackoffMs":300}}"#))
-        #expect(twice.error?.kind == .http && twice.error?.status == 503)
-        #expect(log.all.first { $0.name == "job.retrying" && $0.rootJobId == twice.jobId }?.fields["delayMs"] == 300)
-        #expect(Date().timeIntervalSince(started) < 5)
-
-        // Longer still, and nonsense: the engine keeps going.
+        // Longer still: the wait is the ceiling, not an overflow, and a cancel ends it.
         let digits = String(repeating: "9", count: 400)
-        let longer = try await engine.run(spec(#"{"type":"remote","endpoint":"/status/503?retryAfter=\#(digits)","retry":{"maxAttempts":2,"maxBackoffMs":10}}"#))
-        #expect(longer.error?.status == 503)
+        for value in ["9999999999999999", digits] {
+            let retrying = engine.events(EventFilter(events: ["job.retrying"]))
+            let id = try engine.submit(spec(#"{"type":"remote","endpoint":"/status/503?retryAfter=\#(value)","retry":{"maxAttempts":2,"maxBackoffMs":300}}"#))
+            let event = try await nextEvent(in: retrying) { $0.rootJobId == id }
+            #expect(event.fields["delayMs"] == .int(RetryAfter.ceilingMs))
+            #expect(await engine.cancel(id) == .cancelled)
+            #expect(await engine.result(of: id)?.state == .cancelled)
+        }
+        // Nonsense is not a wait: the usual backoff applies and the engine keeps going.
         let nonsense = try await engine.run(spec(#"{"type":"remote","endpoint":"/status/503?retryAfter=-5","retry":{"maxAttempts":2,"backoffMs":10,"maxBackoffMs":10}}"#))
         #expect(nonsense.error?.status == 503)
         #expect(try await engine.run(spec(#"{"type":"remote","api":"items"}"#)).state == .succeeded)
+    }
+
+    /// Protocol §4: retries honour `Retry-After`. A server's wait longer than
+    /// the policy's maxBackoffMs is waited in full (it used to be cut to
+    /// maxBackoffMs, so the retry came back before the server was ready).
+    @Test func retryAfterLongerThanMaxBackoffIsWaitedInFull() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let started = Date()
+        let result = try await engine.run(spec(#"{"type":"remote","endpoint":"/flaky/\#(UUID().uuidString)/1?status=503&retryAfter=2","retry":{"maxAttempts":2,"backoffMs":10,"maxBackoffMs":100}}"#))
+        #expect(result.state == .succeeded)
+        #expect(result.result?["attempts"] == 2)
+        #expect(log.all.first { $0.name == "job.retrying" && $0.rootJobId == result.jobId }?.fields["delayMs"] == 2000)
+        #expect(Date().timeIntervalSince(started) >= 1.95)
     }
 
     /// `Retry-After` as an HTTP date: the wait is the time until then.
@@ -59,13 +76,15 @@ extension RemoteJobTests {
         #expect((1500...3000).contains(delay), "delay \(delay) ms for \(date)")
         #expect(Date().timeIntervalSince(started) >= Double(delay) / 1000 - 0.05)
 
-        // A date in the past is no wait; a date far ahead waits maxBackoffMs.
+        // A date in the past is no wait; a date far ahead waits the ceiling, not maxBackoffMs.
         let past = try await engine.run(spec(#"{"type":"remote","endpoint":"/flaky/\#(UUID().uuidString)/1?retryAfter=Sun%2C%2006%20Nov%201994%2008%3A49%3A37%20GMT","retry":{"maxAttempts":2,"backoffMs":5000}}"#))
         #expect(past.state == .succeeded)
         #expect(log.all.first { $0.name == "job.retrying" && $0.rootJobId == past.jobId }?.fields["delayMs"] == 0)
-        let future = try await engine.run(spec(#"{"type":"remote","endpoint":"/flaky/\#(UUID().uuidString)/1?retryAfter=Fri%2C%2031%20Dec%209999%2023%3A59%3A59%20GMT","retry":{"maxAttempts":2,"maxBackoffMs":100}}"#))
-        #expect(future.state == .succeeded)
-        #expect(log.all.first { $0.name == "job.retrying" && $0.rootJobId == future.jobId }?.fields["delayMs"] == 100)
+        let retrying = engine.events(EventFilter(events: ["job.retrying"]))
+        let future = try engine.submit(spec(#"{"type":"remote","endpoint":"/flaky/\#(UUID().uuidString)/1?retryAfter=Fri%2C%2031%20Dec%209999%2023%3A59%3A59%20GMT","retry":{"maxAttempts":2,"maxBackoffMs":100}}"#))
+        let event = try await nextEvent(in: retrying) { $0.rootJobId == future }
+        #expect(event.fields["delayMs"] == .int(RetryAfter.ceilingMs))
+        #expect(await engine.cancel(future) == .cancelled)
     }
 
     /// The three forms of HTTP-date, and values that are neither form.
@@ -92,6 +111,13 @@ extension RemoteJobTests {
         #expect(RetryAfter.milliseconds("1.5", cap: 5000, now: now) == nil)
         #expect(RetryAfter.milliseconds("soon", cap: 5000, now: now) == nil)
         #expect(RetryAfter.milliseconds("5", cap: -1, now: now) == 0)
+        // Without a cap: the peer's value up to the ceiling, never a policy's maxBackoffMs.
+        #expect(RetryAfter.milliseconds("2", now: now) == 2000)
+        #expect(RetryAfter.milliseconds("600", now: now) == 600_000)
+        #expect(RetryAfter.milliseconds("601", now: now) == RetryAfter.ceilingMs)
+        #expect(RetryAfter.milliseconds("9999999999999999", now: now) == RetryAfter.ceilingMs)
+        #expect(RetryAfter.milliseconds("Fri, 31 Dec 9999 23:59:59 GMT", now: now) == RetryAfter.ceilingMs)
+        #expect(RetryAfter.milliseconds("Sun, 06 Nov 1994 08:49:37 GMT", now: now) == 2000)
     }
 
     // MARK: - Body size

@@ -310,7 +310,8 @@ import Testing
         #expect(throws: ValidationError(path: "api", "unknown api 'nope'")) {
             try engine.submit(spec(#"{"type":"remote","api":"nope"}"#))
         }
-        #expect(throws: ValidationError(path: "worker", "unknown worker 'w9'")) {
+        // Not found (-32002 on the wire), like an unknown named job.
+        #expect(throws: ValidationError(path: "worker", "unknown worker 'w9'", notFound: true)) {
             try engine.submit(spec(#"{"type":"remote","api":"items","worker":"w9"}"#))
         }
         #expect(throws: ValidationError(path: "name", "unknown local job 'nope'")) {

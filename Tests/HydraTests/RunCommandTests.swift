@@ -74,6 +74,10 @@ import Testing
         let invalid = try hydra(["run", "-"], stdin: #"{"type":"serial","steps":[{"type":"local","name":"echo"},{"type":"remote","url":3}]}"#)
         #expect(invalid.status == 2)
         #expect(invalid.err.contains("steps[1].url: expected string"))
+        // In a spec run in-process, an unknown worker is an invalid spec, like an unknown named job.
+        let noWorker = try hydra(["run", "-"], stdin: #"{"type":"local","name":"echo","worker":"nope"}"#)
+        #expect(noWorker.status == 2)
+        #expect(noWorker.err.contains("worker: unknown worker 'nope'"), "\(noWorker.err)")
 
         let badInput = try hydra(["run", "jobs/demo.json", "--input", "{oops"])
         #expect(badInput.status == 2)

@@ -5,7 +5,8 @@ import Testing
 @testable import HydraRPC
 
 /// No byte of an aes-gcm shared value lands in clear in the database, its
-/// WAL, an event or a log, whatever a job does with it; a key keeps its cipher.
+/// WAL, an event or a log, whatever a job does with it; a key keeps its cipher
+/// unless `shared.set` names another.
 @Suite struct SecretSharedDataTests {
     private static let plaintext = "pl41nt3xt-Of-A-Secret"
 
@@ -38,16 +39,29 @@ import Testing
         // A later shared.set without a cipher keeps the key encrypted.
         _ = try client.call("shared.set", ["key": "token", "value": .string(Self.plaintext + "-2")])
         #expect(try client.call("shared.get", ["key": "token"])["value"] == .string(Self.plaintext + "-2"))
-        // Changing the cipher takes an explicit flag.
+        // A named cipher replaces the key's value and cipher (protocol §5: shared.set {key, value, cipher?}).
+        _ = try client.call("shared.set", ["key": "other", "value": "v", "cipher": "gzip"])
+        _ = try client.call("shared.set", ["key": "other", "value": .string(Self.plaintext + "-other"), "cipher": "aes-gcm"])
+        #expect(try client.call("shared.get", ["key": "other"])["value"] == .string(Self.plaintext + "-other"))
+        let masked = try client.call("job.submit", ["job": ["type": "local", "name": "echo", "input": "${shared.other}"]])["jobId"]!
+        #expect(try client.call("job.result", ["jobId": masked, "waitMs": 10_000])["result"] == "***")  // a secret now
+        _ = try client.call("shared.set", ["key": "token", "value": "x", "cipher": "gzip"])
+        #expect(try client.call("shared.get", ["key": "token"])["value"] == "x")
+        let clear = try client.call("job.submit", ["job": ["type": "local", "name": "echo", "input": "${shared.token}"]])["jobId"]!
+        #expect(try client.call("job.result", ["jobId": clear, "waitMs": 10_000])["result"] == "x")  // no longer one
+        // The local job alike: the secret back in clear, stored with gzip.
+        let local = try client.call("job.submit", ["job": ["type": "local", "name": "shared.set",
+                                                           "input": ["key": "other", "value": "z", "cipher": "gzip"]]])["jobId"]!
+        #expect(try client.call("job.result", ["jobId": local, "waitMs": 10_000])["state"] == "succeeded")
+        #expect(try client.call("shared.get", ["key": "other"])["value"] == "z")
+        // The flag that changing a cipher used to need is no param of shared.set.
         do {
-            _ = try client.call("shared.set", ["key": "token", "value": "x", "cipher": "gzip"])
-            Issue.record("the cipher changed without changeCipher")
+            _ = try client.call("shared.set", ["key": "token", "value": "y", "cipher": "none", "changeCipher": true])
+            Issue.record("changeCipher was accepted")
         } catch {
             #expect(error.code == -32602)
-            #expect(error.message.contains("changeCipher"))
+            #expect(error.message == "changeCipher: unknown key")
         }
-        _ = try client.call("shared.set", ["key": "other", "value": "v", "cipher": "gzip"])
-        _ = try client.call("shared.set", ["key": "other", "value": "w", "cipher": "aes-gcm", "changeCipher": true])
 
         var events: [String] = []
         while let note = try watcher.nextNotification(timeout: .milliseconds(500)) { events.append(JSONWriter.string(note)) }

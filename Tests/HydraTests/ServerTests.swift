@@ -50,9 +50,41 @@ import Testing
             ["type": "local", "name": "echo"], ["type": "local", "name": "echo"], ["type": "remote", "url": 3]]]])
         #expect(invalid.0 == -32602)
         #expect(invalid.1.contains("job.steps[2].url: expected string"))
+        // Protocol §2: a type error's message is exactly PATH: expected TYPE; what was
+        // sent instead is in error.data.reason.
+        for (job, field, reason): (JSONValue, String, String) in [
+            (["type": "serial", "steps": [["type": "local", "name": "echo"], ["type": "local", "name": "echo"],
+                                          ["type": "remote", "url": 3]]], "job.steps[2].url", "expected string, got number"),
+            (["type": "remote", "url": "http://x/", "headers": ["X-A": [1]]], "job.headers.X-A", "expected string, got array"),
+            (["type": "remote", "url": "http://x/", "timeoutMs": "soon"], "job.timeoutMs", "expected integer, got string"),
+            (["type": "serial", "steps": 1], "job.steps", "expected array, got number"),
+            (["type": "serial", "steps": [["type": "concurrent", "steps": ["x"]]]], "job.steps[0].steps[0]", "expected object, got string"),
+        ] {
+            do {
+                _ = try client.call("job.submit", ["job": job])
+                Issue.record("accepted: \(field)")
+            } catch {
+                #expect(error.code == -32602)
+                #expect(error.message == "\(field): \(reason.prefix { $0 != "," })")
+                #expect(error.data == ["field": .string(field), "reason": .string(reason)])
+            }
+        }
         #expect(code("job.submit", [:]).0 == -32602)
         #expect(code("job.status", ["jobId": "nope"]).0 == -32002)
         #expect(code("job.submit", ["job": ["type": "job", "name": "no-such-job"]]).0 == -32002)
+        // An unknown worker is not found (protocol §2 lists workers under -32002), named by its path;
+        // a worker of the wrong kind exists: an invalid value.
+        do {
+            _ = try client.call("job.submit", ["job": ["type": "serial", "steps": [
+                ["type": "local", "name": "echo"], ["type": "remote", "api": "items", "worker": "nope"]]]])
+            Issue.record("an unknown worker was accepted")
+        } catch {
+            #expect(error.code == -32002)
+            #expect(error.message == "job.steps[1].worker: unknown worker 'nope'")
+            #expect(error.data == ["field": "job.steps[1].worker", "reason": "unknown worker 'nope'"])
+        }
+        #expect(code("job.submit", ["job": ["type": "remote", "api": "items", "worker": "local"]])
+                    == (-32602, "job.worker: worker 'local' runs local jobs, not remote"))
         #expect(code("no.such.method", [:]).0 == -32601)
         #expect(code("job.list", ["limit": "ten"]).1.contains("limit: expected integer"))
         #expect(code("worker.pause", ["name": "nobody"]).0 == -32002)
@@ -352,6 +384,18 @@ import Testing
             #expect(error.message.contains("HYDRA_SHARED_KEY"))
         }
         #expect(throws: RPCClientError.self) { try client.call("shared.get", ["key": "k"]) }
+        // An existing key: the missing key is what the error names, before
+        // anything else (no word of the cipher change), and the value stays.
+        _ = try client.call("shared.set", ["key": "g", "value": "old", "cipher": "gzip"])
+        do {
+            _ = try client.call("shared.set", ["key": "g", "value": "new", "cipher": "aes-gcm"])
+            Issue.record("stored without a key")
+        } catch {
+            #expect(error.code == -32602)
+            #expect(error.message.contains("HYDRA_SHARED_KEY"), "\(error.message)")
+            #expect(error.data?["field"] == "cipher")
+        }
+        #expect(try client.call("shared.get", ["key": "g"])["value"] == "old")
     }
 
     @Test func workersPauseAndResume() throws {
@@ -757,6 +801,11 @@ import Testing
         let invalid = try cli.hydra(["submit", "-"] + connect, stdin: #"{"type":"remote","url":3}"#)
         #expect(invalid.status == 2)
         #expect(invalid.err.contains("job.url: expected string"))
+        // An unknown worker is a refused call (not found), not invalid input: exit 1, as for a named job.
+        let noWorker = try cli.hydra(["submit", "-"] + connect, stdin: #"{"type":"local","name":"echo","worker":"nope"}"#)
+        #expect(noWorker.status == 1)
+        #expect(noWorker.err.contains("job.worker: unknown worker 'nope' (-32002)"), "\(noWorker.err)")
+        #expect(try cli.hydra(["submit", "-"] + connect, stdin: #"{"type":"job","name":"no-such-job"}"#).status == 1)
         #expect(try cli.hydra(["ping", "--connect", "nowhere"]).status == 2)
         #expect(try cli.hydra(["ping", "--connect", "127.0.0.1:\(TestServer.closedPort)"]).status == 1)
         #expect(try cli.hydra(["status", "nope"] + connect).status == 1)

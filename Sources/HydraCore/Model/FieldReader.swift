@@ -13,7 +13,7 @@ public struct FieldReader {
 
     public init(_ value: JSONValue, path: String) throws(ValidationError) {
         guard case .object(let members) = value else {
-            throw ValidationError(path: path, "expected object, got \(value.typeName)")
+            throw ValidationError(path: path, expected: "object", got: value)
         }
         self.members = members
         self.path = path
@@ -38,7 +38,7 @@ public struct FieldReader {
 
     public mutating func string(_ key: String) throws(ValidationError) -> String? {
         guard let value = value(key) else { return nil }
-        guard case .string(let s) = value else { throw ValidationError(path: path(key), "expected string, got \(value.typeName)") }
+        guard case .string(let s) = value else { throw ValidationError(path: path(key), expected: "string", got: value) }
         return s
     }
 
@@ -49,7 +49,7 @@ public struct FieldReader {
 
     public mutating func int(_ key: String, min: Int = .min, max: Int = .max) throws(ValidationError) -> Int? {
         guard let value = value(key) else { return nil }
-        guard let i = value.intValue else { throw ValidationError(path: path(key), "expected integer, got \(value.typeName)") }
+        guard let i = value.intValue else { throw ValidationError(path: path(key), expected: "integer", got: value) }
         guard i >= min else { throw ValidationError(path: path(key), "must be at least \(min)") }
         guard i <= max else { throw ValidationError(path: path(key), "must be at most \(max)") }
         return i
@@ -57,13 +57,13 @@ public struct FieldReader {
 
     public mutating func bool(_ key: String) throws(ValidationError) -> Bool? {
         guard let value = value(key) else { return nil }
-        guard case .bool(let b) = value else { throw ValidationError(path: path(key), "expected boolean, got \(value.typeName)") }
+        guard case .bool(let b) = value else { throw ValidationError(path: path(key), expected: "boolean", got: value) }
         return b
     }
 
     public mutating func array(_ key: String) throws(ValidationError) -> [JSONValue]? {
         guard let value = value(key) else { return nil }
-        guard case .array(let items) = value else { throw ValidationError(path: path(key), "expected array, got \(value.typeName)") }
+        guard case .array(let items) = value else { throw ValidationError(path: path(key), expected: "array", got: value) }
         return items
     }
 
@@ -78,7 +78,7 @@ public struct FieldReader {
         var result = OrderedDictionary<String, String>()
         for (name, value) in reader.members {
             guard case .string(let s) = value else {
-                throw ValidationError(path: reader.path(name), "expected string, got \(value.typeName)")
+                throw ValidationError(path: reader.path(name), expected: "string", got: value)
             }
             result[name] = s
         }
@@ -91,7 +91,7 @@ public struct FieldReader {
         var result: [String] = []
         for (i, item) in items.enumerated() {
             guard case .string(let s) = item else {
-                throw ValidationError(path: path(key) + "[\(i)]", "expected string, got \(item.typeName)")
+                throw ValidationError(path: path(key) + "[\(i)]", expected: "string", got: item)
             }
             result.append(s)
         }

@@ -140,7 +140,7 @@ extension RemoteSpec {
                     throw ValidationError(path: r.path("headers") + ".\(name)", HeaderSyntax.valueProblem)
                 }
             case .int, .double, .bool: break
-            default: throw ValidationError(path: r.path("headers") + ".\(name)", "expected string, got \(value.typeName)")
+            default: throw ValidationError(path: r.path("headers") + ".\(name)", expected: "string", got: value)
             }
             if !HeaderSyntax.isValidName(name) {
                 throw ValidationError(path: r.path("headers") + ".\(name)", HeaderSyntax.nameProblem)

@@ -53,7 +53,7 @@ public struct ResourceSpec: Sendable {
         let remaker = try r.string("remaker")
         let options = r.value("remakeOptions")
         if options != nil, remaker == nil { throw ValidationError(path: r.path("remakeOptions"), "given without remaker") }
-        if let options, options.objectValue == nil { throw ValidationError(path: r.path("remakeOptions"), "expected object, got \(options.typeName)") }
+        if let options, options.objectValue == nil { throw ValidationError(path: r.path("remakeOptions"), expected: "object", got: options) }
         var presentation: Presentation?
         if let text = try r.string("as") {
             guard let p = Presentation(rawValue: text) else { throw ValidationError(path: r.path("as"), "expected one of path, text, json, base64") }

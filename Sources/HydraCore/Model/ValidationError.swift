@@ -3,15 +3,20 @@
 public struct ValidationError: Error, Sendable, CustomStringConvertible, Equatable {
     /// Where the problem is: dot-separated keys and `[index]` (empty for the whole document).
     public var path: String
-    /// What is wrong, for a person.
+    /// What is wrong, for a person: `expected string` for a value of the wrong type.
     public var reason: String
+    /// What was found instead, when that helps (`got number` for a value of
+    /// the wrong type); nil otherwise. Kept apart from `reason` so the
+    /// protocol's message stays exactly `PATH: expected TYPE` (protocol §2)
+    /// while `error.data.reason` and `description` still say what was sent.
+    public var detail: String?
     /// What kind of refusal it is; the protocol answers each with its own error code.
     public var kind: Kind
 
     public enum Kind: Sendable, Equatable {
         /// The value is wrong (-32602).
         case invalid
-        /// A named thing does not exist, such as a named job (-32002).
+        /// A named thing does not exist: a named job, a worker (-32002).
         case notFound
         /// The queue limit (`limits.maxQueuedJobs`) is reached; nothing was accepted (-32004).
         case overloaded
@@ -29,10 +34,26 @@ public struct ValidationError: Error, Sendable, CustomStringConvertible, Equatab
         self.kind = kind
     }
 
-    /// True when a named thing does not exist (a named job).
+    /// A value of the wrong JSON type at `path`: `expected TYPE` as the
+    /// reason, `got TYPE` (the type of `value`) as the detail.
+    public init(path: String, expected type: String, got value: JSONValue) {
+        self.init(path: path, "expected \(type)", kind: .invalid)
+        detail = "got \(value.typeName)"
+    }
+
+    /// True when a named thing does not exist (a named job, a worker).
     public var isNotFound: Bool { kind == .notFound }
 
-    public var description: String { path.isEmpty ? reason : "\(path): \(reason)" }
+    /// `reason`, then `detail` when there is one: `expected string, got number`.
+    public var fullReason: String { detail.map { "\(reason), \($0)" } ?? reason }
+
+    /// `PATH: REASON` without the detail (`job.url: expected string`): the
+    /// protocol's error message (protocol §2).
+    public var message: String { path.isEmpty ? reason : "\(path): \(reason)" }
+
+    /// `PATH: REASON, DETAIL` (`steps[1].url: expected string, got number`):
+    /// for people, as `hydra run` prints it.
+    public var description: String { path.isEmpty ? fullReason : "\(path): \(fullReason)" }
 
     /// The same error seen from a parent document (`job` + `steps[0].url`).
     public func prefixed(with prefix: String) -> ValidationError {

@@ -64,10 +64,12 @@ public final class Dispatcher: Sendable {
         switch spec.body {
         case .remote, .resource, .local:
             let kind = spec.kind!
-            // A worker named by a reference is checked when the step runs.
+            // A worker named by a reference is checked when the step runs. One that does
+            // not exist is not found (-32002, protocol §2), like an unknown named job; one
+            // of the wrong kind exists, so that is an invalid value (-32602).
             if let name = spec.worker, !Template.containsReference(name) {
                 guard let worker = workers.first(where: { $0.name == name }) else {
-                    throw ValidationError(path: FieldReader.join(path, "worker"), "unknown worker '\(name)'")
+                    throw ValidationError(path: FieldReader.join(path, "worker"), "unknown worker '\(name)'", notFound: true)
                 }
                 guard worker.kind == kind else {
                     throw ValidationError(path: FieldReader.join(path, "worker"),

@@ -14,4 +14,9 @@ public protocol SharedDataStore: Sendable {
     /// How the value under `key` is stored; nil if absent. A key keeps its
     /// cipher until told otherwise; an aes-gcm value never appears in clear.
     func sharedCipher(_ key: String) -> SharedCipher?
+
+    /// Throws, naming `HYDRA_SHARED_KEY` (`invalidArgument` `cipher`), when
+    /// values cannot be stored with `cipher` (aes-gcm without a key), so a
+    /// caller can refuse before doing anything else.
+    func checkCipher(_ cipher: SharedCipher) throws(StoreError)
 }

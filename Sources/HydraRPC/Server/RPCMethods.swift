@@ -148,7 +148,7 @@ extension RPCServerRuntime {
                 service.sharedValue(key) { later($0.map { ["key": .string(key), "value": $0] }) }
 
             case "shared.set":
-                try params.only(["key", "value", "cipher", "changeCipher"])
+                try params.only(["key", "value", "cipher"])
                 let key = try params.requiredString("key")
                 guard let value = params.values["value"] else { throw params.invalid("value", "required") }
                 var cipher: SharedCipher?
@@ -158,8 +158,7 @@ extension RPCServerRuntime {
                     }
                     cipher = named
                 }
-                let changeCipher = try params.bool("changeCipher") ?? false
-                service.setShared(key, value: value, cipher: cipher, changeCipher: changeCipher) {
+                service.setShared(key, value: value, cipher: cipher) {
                     later($0.map { ["ok": true] })
                 }
 
