@@ -515,6 +515,7 @@ public final class HydraService: Sendable {
 
     /// `auth.status {name}`; without a name (an extension), every session.
     public func authStatus(_ name: String?) throws(ServiceError) -> JSONValue {
+        if let name { try checkAuthName(name) }
         do throws(JobError) {
             if let name { return try engine.authStatus(name).json }
             return ["sessions": .array(try engine.rest.authNames.map { name throws(JobError) in try engine.authStatus(name).json })]
@@ -528,6 +529,12 @@ public final class HydraService: Sendable {
     /// or `null` when the token endpoint gave no `expires_in`.
     public func authLogin(_ name: String, username: String?, password: String?,
                           reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+        do throws(ServiceError) {
+            try checkAuthName(name)
+        } catch {
+            reply(.failure(error))
+            return
+        }
         engine.rest.login(name, username: username, password: password) { result in
             switch result {
             case .success(let expiresAt):
@@ -543,7 +550,15 @@ public final class HydraService: Sendable {
 
     /// `auth.logout {name}` → `{"ok": true}`.
     public func authLogout(_ name: String) throws(ServiceError) {
+        try checkAuthName(name)
         do { try engine.logout(auth: name) } catch { throw ServiceError.auth(error) }
+    }
+
+    /// An `auth.*` call naming a session the `auth` section does not have:
+    /// `-32002` (protocol §2: not found), as `worker.pause` with an unknown name.
+    private func checkAuthName(_ name: String) throws(ServiceError) {
+        guard configuration.auth[name] == nil else { return }
+        throw .notFound(field: "name", "unknown auth '\(name)'")
     }
 
     /// `dummy.set`: replaces the runtime dummy responses; replies how many there are.

@@ -377,7 +377,12 @@ import HydraLoop
         #expect(try client.call("auth.status", ["name": "user"])["state"] == "none")
         let refused = error("auth.login", ["name": "user", "username": "alice", "password": "wrong-pw"])
         #expect(refused.0 == -32602 && refused.1.contains("invalid_grant") && !refused.1.contains("wrong-pw"))
-        #expect(error("auth.login", ["name": "nobody", "username": "a", "password": "b"]).1.contains("unknown auth"))
+        // An unknown session is "not found" (protocol §2), for each auth.* method.
+        for (method, params) in [("auth.login", ["name": "nobody", "username": "a", "password": "b"] as JSONValue),
+                                 ("auth.status", ["name": "nobody"]), ("auth.logout", ["name": "nobody"])] {
+            let unknown = error(method, params)
+            #expect(unknown.0 == -32002 && unknown.1 == "name: unknown auth 'nobody'", "\(method): \(unknown)")
+        }
         #expect(error("auth.login", ["name": "user", "password": "b"]).1.contains("username"))
         #expect(error("auth.status", ["name": 3]).0 == -32602)
 
