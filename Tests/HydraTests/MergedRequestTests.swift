@@ -37,16 +37,7 @@ import Testing
     @Test func coalesceIsRefusedForOtherMethods() throws {
         let engine = try makeEngine(#", "apis": {"post": {"server": "testsvr", "endpoint": "/upload", "method": "POST"}}"#)
         defer { engine.shutdown() }
-        func refusal(_ json: String) -> (String, String)? {
-            do {
-                _ = try engine.prepare(spec(json))
-                return nil
-            } catch let error as ValidationError {
-                return (error.path, error.reason)
-            } catch {
-                return ("?", "\(error)")
-            }
-        }
+        func refusal(_ json: String) -> (String, String)? { engine.refusal(json) }
         let own = refusal(#"{"type":"remote","method":"POST","endpoint":"/upload","coalesce":true}"#)
         #expect(own?.0 == "coalesce" && own?.1.contains("GET") == true, "\(String(describing: own))")
         let fromApi = refusal(#"{"type":"remote","api":"post","coalesce":true}"#)

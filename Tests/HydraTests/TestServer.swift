@@ -124,3 +124,19 @@ final class EventLog: EventSink {
     var all: [HydraEvent] { events.withLock { $0 } }
     func names(job: String) -> [String] { all.filter { $0.rootJobId == job }.map { "\($0.name)@\($0.stepPath)" } }
 }
+
+extension HydraEngine {
+    /// The field path and reason of the `ValidationError` that preparing the
+    /// spec `json` throws (what `job.submit` would answer with `-32602`), or
+    /// nil when it is accepted.
+    func refusal(_ json: String) -> (String, String)? {
+        do {
+            _ = try prepare(spec(json))
+            return nil
+        } catch let error as ValidationError {
+            return (error.path, error.reason)
+        } catch {
+            return ("?", "\(error)")
+        }
+    }
+}

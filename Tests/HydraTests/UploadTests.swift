@@ -82,16 +82,7 @@ import Testing
         try Data("db".utf8).write(to: URL(fileURLWithPath: state + "/hydra.db"))
         let engine = try makeEngine(state: state)
         defer { engine.shutdown() }
-        func refusal(_ json: String) -> (String, String)? {
-            do {
-                _ = try engine.prepare(spec(json))
-                return nil
-            } catch let error as ValidationError {
-                return (error.path, error.reason)
-            } catch {
-                return ("?", "\(error)")
-            }
-        }
+        func refusal(_ json: String) -> (String, String)? { engine.refusal(json) }
         let cases: [(String, String, String)] = [
             (#""bodyFile":"../etc/passwd""#, "bodyFile", "no '..'"),
             (#""bodyFile":"/etc/passwd""#, "bodyFile", "relative"),
