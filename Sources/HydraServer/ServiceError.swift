@@ -54,9 +54,10 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
     }
 
     /// A refused `auth.*` call: `-32602` naming the field for missing or
-    /// unusable credentials (an unknown name is `-32002`, checked before); `-32602` with `data.kind` `auth` when the token
-    /// endpoint refused the credentials or could not be reached (the message
-    /// says which, never what was sent).
+    /// unusable credentials (an unknown name is `-32002`, checked before);
+    /// `-32602` with `data.kind` `auth` when the token endpoint refused the
+    /// credentials or could not be reached (the message says which, never
+    /// what was sent).
     public static func auth(_ error: JobError) -> ServiceError {
         switch error.kind {
         case .invalid:
