@@ -1,4 +1,5 @@
 import Foundation
+import HydraCore
 import HydraHTTP
 
 /// A `Retry-After` field (RFC 9110 §10.2.3) from a peer, as the wait before
@@ -13,9 +14,8 @@ import HydraHTTP
 /// a date in the past is no wait, and every wait stops at `ceilingMs`, so a
 /// hostile or broken peer cannot park a job for days. Pure; thread-safe.
 enum RetryAfter {
-    /// The longest wait before a retry, whatever the peer asks for or the
-    /// policy allows: 10 minutes.
-    static let ceilingMs = 600_000
+    /// The longest wait before a retry (``RetryPolicy/maxDelayMs``).
+    static let ceilingMs = RetryPolicy.maxDelayMs
 
     /// The wait `value` asks for in milliseconds, within `0...cap` (the
     /// ceiling unless a test asks for another); nil when `value` is neither

@@ -345,7 +345,7 @@ final class ResourceExecutor: JobExecutor {
             }
         }
         if RoutedRequest.isRetryable(error), fetch.attempts < fetch.routed.retry.maxAttempts {
-            let delay = max(0, min(fetch.routed.retry.delayMs(afterAttempt: fetch.attempts), 600_000))
+            let delay = max(0, min(fetch.routed.retry.delayMs(afterAttempt: fetch.attempts), RetryPolicy.maxDelayMs))
             for waiter in fetch.served { waiter.handle.retrying(attempt: fetch.attempts + 1, delayMs: delay, error: error) }
             fetch.timer = loop.schedule(afterMilliseconds: UInt64(delay)) { [unowned self] in
                 fetch.timer = nil

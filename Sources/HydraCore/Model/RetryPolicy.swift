@@ -12,6 +12,11 @@ public struct RetryPolicy: Sendable, Equatable {
     public var backoffMs: Int { didSet { given.insert(.backoffMs) } }
     public var maxBackoffMs: Int { didSet { given.insert(.maxBackoffMs) } }
 
+    /// The longest wait before a retry, whatever the policy's backoff or a
+    /// server's `Retry-After` asks for: 10 minutes, so a hostile or broken peer
+    /// (or a huge `maxBackoffMs`) cannot park a job for days.
+    public static let maxDelayMs = 600_000
+
     /// The fields given (the rest hold built-in defaults until filled). A bit set:
     /// policies are resolved for every request, so no allocation.
     struct Field: OptionSet, Sendable {
