@@ -61,12 +61,11 @@ public final class HTTPClient {
         hydra_multi_setopt_ptr(multi, CURLMOPT_SOCKETDATA, me)
         hydra_multi_setopt_ptr(multi, CURLMOPT_TIMERDATA, me)
         hydra_multi_setopt_socket_cb(multi) { _, socket, what, userp, _ in
-            Unmanaged<HTTPClient>.fromOpaque(userp!).takeUnretainedValue()
-                .watch(socket: socket, what: what)
+            Unmanaged<HTTPClient>.fromOpaque(userp!)._withUnsafeGuaranteedRef { $0.watch(socket: socket, what: what) }
             return 0
         }
         hydra_multi_setopt_timer_cb(multi) { _, timeoutMs, userp in
-            Unmanaged<HTTPClient>.fromOpaque(userp!).takeUnretainedValue().setTimer(timeoutMs)
+            Unmanaged<HTTPClient>.fromOpaque(userp!)._withUnsafeGuaranteedRef { $0.setTimer(timeoutMs) }
             return 0
         }
         apply(options)

@@ -8,6 +8,9 @@ import Foundation
 public struct HTTPHeaderBlock: Sendable, Equatable {
     /// The lines, CRLF-terminated, without the status line.
     public private(set) var bytes: [UInt8] = []
+    /// Where the first `Content-Type` value lies in ``bytes``: noted as the
+    /// lines arrive, because every response is judged by it (its dogma).
+    public private(set) var contentTypeRange: Range<Int>?
 
     public init() {}
 
@@ -19,20 +22,67 @@ public struct HTTPHeaderBlock: Sendable, Equatable {
             bytes.append(contentsOf: header.value.utf8)
             bytes.append(contentsOf: "\r\n".utf8)
         }
+        contentTypeRange = firstRange(Self.contentTypeName)
     }
 
     /// A block of raw CRLF-terminated lines (a block's ``bytes``, rewritten).
-    init(raw: [UInt8]) { bytes = raw }
+    init(raw: [UInt8]) {
+        bytes = raw
+        contentTypeRange = firstRange(Self.contentTypeName)
+    }
 
     var isEmpty: Bool { bytes.isEmpty }
 
-    mutating func append(line: UnsafeBufferPointer<UInt8>) {
+    /// A field the transfer engine reads as the lines arrive.
+    enum KnownField { case contentType, contentLength, contentEncoding }
+
+    /// Appends one raw line (CRLF included) and says which ``KnownField`` it
+    /// is, if any; the first `Content-Type` value is noted (``contentTypeRange``).
+    @discardableResult
+    mutating func append(line: UnsafeBufferPointer<UInt8>) -> KnownField? {
         // Room for a typical response's headers at the first line: growing from
         // empty reallocated the block five times per response.
         if bytes.isEmpty { bytes.reserveCapacity(Swift.max(512, line.count)) }
+        let start = bytes.count
         bytes.append(contentsOf: line)
+        // Every known field starts "content-" (one test for the rest of the lines).
+        guard line.count > 13, Self.hasName(line, "content-") else { return nil }
+        if Self.hasName(line, "content-type:") {
+            if contentTypeRange == nil {
+                let value = Self.valueRange(line, after: 13)
+                contentTypeRange = (value.lowerBound + start)..<(value.upperBound + start)
+            }
+            return .contentType
+        }
+        if Self.hasName(line, "content-length:") { return .contentLength }
+        if Self.hasName(line, "content-encoding:") { return .contentEncoding }
+        return nil
     }
-    mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
+
+    /// True when `line` starts with `name` (lowercase ASCII) in any case.
+    @inline(__always)
+    static func hasName(_ line: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
+        let count = name.utf8CodeUnitCount
+        guard line.count >= count else { return false }
+        let expected = name.utf8Start
+        for i in 0..<count where lowercase(line[i]) != expected[i] { return false }
+        return true
+    }
+
+    /// The value of a field line whose name and colon take `nameLength` bytes, trimmed, as offsets into the line.
+    static func valueRange(_ line: UnsafeBufferPointer<UInt8>, after nameLength: Int) -> Range<Int> {
+        var lower = nameLength, upper = line.count
+        while lower < upper && isSpace(line[lower]) { lower += 1 }
+        while upper > lower && isSpace(line[upper - 1]) { upper -= 1 }
+        return lower..<upper
+    }
+
+    mutating func removeAll() {
+        bytes.removeAll(keepingCapacity: true)
+        contentTypeRange = nil
+    }
+
+    private static let contentTypeName = lowercased("content-type")
 
     /// Calls `body` with each field: its name lowercased and its value trimmed.
     public func forEach(_ body: (_ name: String, _ value: String) throws -> Void) rethrows {
@@ -73,16 +123,19 @@ public struct HTTPHeaderBlock: Sendable, Equatable {
     /// Where the value of the first field whose name is `loweredName` in any
     /// case (pass it lowercased) lies in ``bytes``, or nil.
     public func firstRange(_ loweredName: [UInt8]) -> Range<Int>? {
-        bytes.withUnsafeBufferPointer { buffer in
-            guard let base = buffer.baseAddress else { return nil }
-            var found: Range<Int>?
-            Self.scan(buffer) { field, value in
-                guard found == nil, Self.equalsLowered(field, loweredName) else { return }
-                let start = value.baseAddress.map { $0 - base } ?? 0
-                found = start..<(start + value.count)
-            }
-            return found
+        bytes.withUnsafeBufferPointer { Self.firstRange(loweredName, in: $0) }
+    }
+
+    /// ``firstRange(_:)`` in the lines of `buffer`, as offsets into it.
+    private static func firstRange(_ loweredName: [UInt8], in buffer: UnsafeBufferPointer<UInt8>) -> Range<Int>? {
+        guard let base = buffer.baseAddress else { return nil }
+        var found: Range<Int>?
+        scan(buffer) { field, value in
+            guard found == nil, equalsLowered(field, loweredName) else { return }
+            let start = value.baseAddress.map { $0 - base } ?? 0
+            found = start..<(start + value.count)
         }
+        return found
     }
 
     /// A value as a string (invalid UTF-8 repaired). ASCII, nearly every

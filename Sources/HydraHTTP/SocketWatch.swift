@@ -61,7 +61,7 @@ final class SocketWatch {
             return
         }
         uv_poll_start(handle, events) { handle, status, events in
-            Unmanaged<SocketWatch>.fromOpaque(handle!.pointee.data).takeUnretainedValue().ready(status, events)
+            Unmanaged<SocketWatch>.fromOpaque(handle!.pointee.data)._withUnsafeGuaranteedRef { $0.ready(status, events) }
         }
     }
 

@@ -41,11 +41,16 @@ final class Transfer {
     /// When progress was last reported, per direction (`UInt64.max`: the last report is out).
     @exclusivity(unchecked) private var lastUpload: UInt64 = 0
     @exclusivity(unchecked) private var lastDownload: UInt64 = 0
+    /// The response body is kept in memory and its progress is wanted (reported from ``receive(_:_:)``).
+    @exclusivity(unchecked) private var reportsMemoryProgress = false
 
     // What is set on the easy handle now.
     @exclusivity(unchecked) private var applied: Shape?
     @exclusivity(unchecked) private var appliedURL = ""
     @exclusivity(unchecked) private var headerList: UnsafeMutablePointer<curl_slist>?
+
+    /// The codings curl decodes for us (zlib's).
+    private static let acceptedEncodings = "gzip, deflate"
 
     /// curl's receive buffer for bodies streamed to a file (see ``Shape/savesToFile``).
     static let fileBufferSize = 64 << 10
@@ -67,6 +72,10 @@ final class Transfer {
         var proxy: String?
         var acceptEncoding: Bool
         var pipeWait: Bool
+        /// curl's progress callback is on: for request bodies and bodies saved
+        /// to a file. An in-memory response reports its progress from the write
+        /// callback instead (see ``receive(_:_:)``): most are small, and the
+        /// callback curl calls on every pass of a transfer cost each ~1k instructions.
         var reportsProgress: Bool
         /// The body goes to a file: read in larger pieces (fewer receive and write calls).
         var savesToFile: Bool
@@ -86,9 +95,36 @@ final class Transfer {
             clientKey = request.clientKey
             proxy = request.proxy
             acceptEncoding = request.acceptEncoding
-            pipeWait = request.url.hasPrefix("https:")
-            self.reportsProgress = reportsProgress
+            pipeWait = Shape.isHTTPS(request.url)
             savesToFile = request.saveToFile != nil
+            self.reportsProgress = Shape.curlReportsProgress(request, reportsProgress)
+        }
+
+        /// Whether `request` has this shape: what `Shape(request, …) == self`
+        /// says, without building one (the common case on a busy worker is a
+        /// stream of requests of one shape, each compared to the last).
+        func matches(_ request: HTTPRequest, reportsProgress wanted: Bool) -> Bool {
+            let requestHasBody = request.body != nil || request.bodyStream != nil
+            return method == request.method && hasBody == requestHasBody && streamsBody == (request.bodyStream != nil)
+                && timeoutMilliseconds == request.timeoutMilliseconds
+                && connectTimeoutMilliseconds == request.connectTimeoutMilliseconds
+                && maxRedirects == request.maxRedirects && verifyTLS == request.verifyTLS
+                && acceptEncoding == request.acceptEncoding && savesToFile == (request.saveToFile != nil)
+                && reportsProgress == Shape.curlReportsProgress(request, wanted)
+                && caFile == request.caFile && pinnedPublicKey == request.pinnedPublicKey
+                && clientCert == request.clientCert && clientKey == request.clientKey && proxy == request.proxy
+                && pipeWait == Shape.isHTTPS(request.url) && headers == request.headers
+        }
+
+        private static func curlReportsProgress(_ request: HTTPRequest, _ wanted: Bool) -> Bool {
+            wanted && (request.body != nil || request.bodyStream != nil || request.saveToFile != nil)
+        }
+
+        /// `url.hasPrefix("https:")`, on the bytes (the generic prefix test costs ~400 instructions).
+        private static func isHTTPS(_ url: String) -> Bool {
+            url.utf8.withContiguousStorageIfAvailable { b in
+                b.count >= 6 && b[0] == 0x68 && b[1] == 0x74 && b[2] == 0x74 && b[3] == 0x70 && b[4] == 0x73 && b[5] == 0x3A
+            } ?? url.hasPrefix("https:")
         }
     }
 
@@ -124,6 +160,7 @@ final class Transfer {
             self.file = file
         }
         maxBodyBytes = request.maxBodyBytes.map { max(0, $0) } ?? Int.max
+        reportsMemoryProgress = progress != nil && request.reportsProgress && request.saveToFile == nil
         rejectedHeader = nil
         let code = configure(request)
         if code != CURLE_OK {
@@ -153,6 +190,7 @@ final class Transfer {
         encoded = false
         lastUpload = 0
         lastDownload = 0
+        reportsMemoryProgress = false
     }
 
     // MARK: - Options
@@ -164,8 +202,9 @@ final class Transfer {
             if code == CURLE_OK { code = value.withCString { hydra_easy_setopt_str(easy, option, $0) } }
         }
 
-        let shape = Shape(request, reportsProgress: request.reportsProgress && progress != nil)
-        if shape != applied {
+        let wantsProgress = request.reportsProgress && progress != nil
+        if applied?.matches(request, reportsProgress: wantsProgress) != true {
+            let shape = Shape(request, reportsProgress: wantsProgress)
             // Checked here, once per new set of headers: a CR or LF in a field would
             // split it into lines of the peer's choosing (the layers above name the
             // field; this is the last line of defence).
@@ -220,14 +259,16 @@ final class Transfer {
             // like from the environment (set once per request shape, not per request).
             set(CURLOPT_PROXY, "")
         }
+        // curl's callbacks borrow the transfer (no retain per call): it stays
+        // in the client's tables while curl can call them.
         let me = Unmanaged.passUnretained(self).toOpaque()
         hydra_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, me)
         hydra_easy_setopt_data_cb(easy, CURLOPT_WRITEFUNCTION) { data, size, count, userdata in
-            Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue().receive(data!, size * count)
+            Unmanaged<Transfer>.fromOpaque(userdata!)._withUnsafeGuaranteedRef { $0.receive(data!, size * count) }
         }
         hydra_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, me)
         hydra_easy_setopt_data_cb(easy, CURLOPT_HEADERFUNCTION) { data, size, count, userdata in
-            Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue().receiveHeader(data!, size * count)
+            Unmanaged<Transfer>.fromOpaque(userdata!)._withUnsafeGuaranteedRef { $0.receiveHeader(data!, size * count) }
         }
         hydra_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         hydra_easy_setopt_ptr(easy, CURLOPT_OPENSOCKETDATA, clientPointer)
@@ -250,7 +291,7 @@ final class Transfer {
             if shape.method != "POST" { set(CURLOPT_POST, 1) }
             hydra_easy_setopt_ptr(easy, CURLOPT_READDATA, me)
             hydra_easy_setopt_data_cb(easy, CURLOPT_READFUNCTION) { data, size, count, userdata in
-                Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue().send(data!, size * count)
+                Unmanaged<Transfer>.fromOpaque(userdata!)._withUnsafeGuaranteedRef { $0.send(data!, size * count) }
             }
             hydra_easy_setopt_ptr(easy, CURLOPT_SEEKDATA, me)
             hydra_easy_setopt_seek_cb(easy) { userdata, offset, origin in
@@ -264,6 +305,12 @@ final class Transfer {
         for header in shape.headers {
             list = curl_slist_append(list, "\(header.name): \(header.value)")
         }
+        if shape.acceptEncoding && !shape.headers.contains(where: { $0.name.lowercased() == "accept-encoding" }) {
+            // The same line CURLOPT_ACCEPT_ENCODING (set below, for decoding) would add;
+            // given as a header, curl sends it as is. Its own line is formatted
+            // anew for every request, byte by byte: ~3.5k instructions each.
+            list = curl_slist_append(list, "Accept-Encoding: \(Transfer.acceptedEncodings)")
+        }
         if shape.hasBody { list = curl_slist_append(list, "Expect:") }
         headerList = list
         hydra_easy_setopt_ptr(easy, CURLOPT_HTTPHEADER, list)
@@ -274,7 +321,7 @@ final class Transfer {
             set(CURLOPT_FOLLOWLOCATION, 1)
             set(CURLOPT_MAXREDIRS, shape.maxRedirects)
         }
-        if shape.acceptEncoding { set(CURLOPT_ACCEPT_ENCODING, "gzip, deflate") }
+        if shape.acceptEncoding { set(CURLOPT_ACCEPT_ENCODING, Transfer.acceptedEncodings) }
         set(CURLOPT_SSL_VERIFYPEER, shape.verifyTLS ? 1 : 0)
         set(CURLOPT_SSL_VERIFYHOST, shape.verifyTLS ? 2 : 0)
         if let ca = shape.caFile { set(CURLOPT_CAINFO, ca) }
@@ -298,7 +345,7 @@ final class Transfer {
             hydra_easy_setopt_xferinfo_cb(easy) { userdata, downloadTotal, downloaded, uploadTotal, uploaded in
                 let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
                 transfer.reportProgress(upload: true, uploaded, uploadTotal)
-                transfer.reportProgress(upload: false, downloaded, downloadTotal)
+                if !transfer.reportsMemoryProgress { transfer.reportProgress(upload: false, downloaded, downloadTotal) }
                 return 0
             }
         }
@@ -342,6 +389,10 @@ final class Transfer {
             data.withMemoryRebound(to: UInt8.self, capacity: count) {
                 body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
             }
+            if reportsMemoryProgress {
+                // Bytes as kept (decoded); the declared length counts them only when nothing was encoded.
+                reportProgress(upload: false, curl_off_t(bodyBytes), encoded || declaredLength < 0 ? 0 : curl_off_t(declaredLength))
+            }
         }
         return count
     }
@@ -377,37 +428,32 @@ final class Transfer {
                 encoded = false
                 return
             }
-            headers.append(line: line)
-            if Transfer.isContentEncoding(line) { encoded = true }
-            if file == nil, let length = Transfer.contentLength(line) {
-                declaredLength = length
-                // Room for the whole body at once, within the limit (a peer's number: bounded).
-                if length > 0 && length <= maxBodyBytes { body.reserveCapacity(min(length, 64 << 20)) }
+            switch headers.append(line: line) {
+            case .contentEncoding:
+                if Transfer.isContentEncoding(line) { encoded = true }
+            case .contentLength:
+                if file == nil, let length = Transfer.contentLength(line) {
+                    declaredLength = length
+                    // Room for the whole body at once, within the limit (a peer's number: bounded).
+                    if length > 0 && length <= maxBodyBytes { body.reserveCapacity(min(length, 64 << 20)) }
+                }
+            case .contentType, nil:
+                break
             }
         }
         return count
     }
 
-    private static let contentLengthName = HTTPHeaderBlock.lowercased("content-length:")
-    private static let contentEncodingName = HTTPHeaderBlock.lowercased("content-encoding:")
-
-    /// True for a `Content-Encoding` line with a coding other than `identity`.
+    /// True for a `Content-Encoding` line (see ``HTTPHeaderBlock/append(line:)``) with a coding other than `identity`.
     private static func isContentEncoding(_ line: UnsafeBufferPointer<UInt8>) -> Bool {
-        let name = contentEncodingName
-        guard line.count > name.count, line[0] | 0x20 == UInt8(ascii: "c"),
-              HTTPHeaderBlock.equalsLowered(UnsafeBufferPointer(rebasing: line[..<name.count]), name) else { return false }
-        let value = String(decoding: UnsafeBufferPointer(rebasing: line[name.count...]), as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
-        return !value.isEmpty && value != "identity"
+        let value = UnsafeBufferPointer(rebasing: line[HTTPHeaderBlock.valueRange(line, after: 17)])
+        return !value.isEmpty && !(value.count == 8 && HTTPHeaderBlock.hasName(value, "identity"))
     }
 
-    /// The value of a `Content-Length` line, else nil.
+    /// The value of a `Content-Length` line (see ``HTTPHeaderBlock/append(line:)``), else nil.
     private static func contentLength(_ line: UnsafeBufferPointer<UInt8>) -> Int? {
-        let name = contentLengthName
-        guard line.count > name.count, line[0] | 0x20 == UInt8(ascii: "c"),
-              HTTPHeaderBlock.equalsLowered(UnsafeBufferPointer(rebasing: line[..<name.count]), name) else { return nil }
         var value = 0, digits = 0
-        for i in name.count..<line.count {
+        for i in 15..<line.count {
             let b = line[i]
             if b >= 0x30 && b <= 0x39 {
                 guard digits < 18 else { return nil }
@@ -420,7 +466,8 @@ final class Transfer {
         return digits > 0 ? value : nil
     }
 
-    /// One direction's progress from curl's callback: reported when the
+    /// One direction's progress (from curl's progress callback, or the write
+    /// callback for an in-memory response): reported when the
     /// transfer is large enough (a file download always), at most ten times a
     /// second, plus once more when that direction completes.
     private func reportProgress(upload: Bool, _ now: curl_off_t, _ total: curl_off_t) {

@@ -12,7 +12,6 @@ public struct RawDogma: Dogma {
 }
 
 extension DogmaResponse {
-    private static let contentTypeName = HTTPHeaderBlock.lowercased("content-type")
     private static let jsonType = HTTPHeaderBlock.lowercased("application/json")
     private static let jsonSuffix = HTTPHeaderBlock.lowercased("+json")
     private static let textPrefix = HTTPHeaderBlock.lowercased("text/")
@@ -24,7 +23,7 @@ extension DogmaResponse {
 
     /// True when the Content-Type says JSON (`application/json`, `…+json`).
     var isJSON: Bool {
-        guard let range = headerBlock.firstRange(Self.contentTypeName) else { return false }
+        guard let range = headerBlock.contentTypeRange else { return false }
         return headerBlock.bytes[range].withUnsafeBufferPointer(Self.isJSONMediaType)
     }
 
@@ -34,7 +33,7 @@ extension DogmaResponse {
     /// data) or none, else `raw`.
     var impliedDogma: any Dogma {
         if isJSON { return JSONDogma() }
-        guard let range = headerBlock.firstRange(Self.contentTypeName) else { return TextDogma() }
+        guard let range = headerBlock.contentTypeRange else { return TextDogma() }
         return headerBlock.bytes[range].withUnsafeBufferPointer(Self.isTextualMediaType) ? TextDogma() : RawDogma()
     }
 

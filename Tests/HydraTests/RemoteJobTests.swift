@@ -187,6 +187,21 @@ import Testing
         #expect(log.all.first { $0.name == "job.retrying" }?.fields["delayMs"] == 1000)
     }
 
+    /// Hydra asks for gzip and deflate in one header line (given to curl as a
+    /// header, not built by it per request) and curl still decodes both; a
+    /// job's own `Accept-Encoding` replaces it rather than joining it.
+    @Test func acceptEncodingIsSentOnceAndAJobsOwnReplacesIt() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let plain = try await engine.run(spec(#"{"type":"remote","endpoint":"/echo"}"#))
+        #expect(plain.result?["body"]?["headers"]?["accept-encoding"] == "gzip, deflate")
+        let own = try await engine.run(spec(#"{"type":"remote","endpoint":"/echo","headers":{"accept-encoding":"identity"}}"#))
+        #expect(own.result?["body"]?["headers"]?["accept-encoding"] == "identity")
+        let deflated = try await engine.run(spec(#"{"type":"remote","endpoint":"/deflate"}"#))
+        #expect(deflated.result?["body"]?["compressed"] == true)
+        #expect(deflated.result?["headers"]?["content-encoding"] == "deflate")
+    }
+
     @Test func gzipRedirectsAndBearerAuth() async throws {
         let engine = try makeEngine()
         defer { engine.shutdown() }

@@ -1,0 +1,42 @@
+import Testing
+@testable import HydraHTTP
+
+/// The header lines a transfer reads as they arrive: which fields it
+/// recognises, and the Content-Type value every response is judged by.
+struct HTTPHeaderBlockTests {
+    private func appending(_ lines: [String]) -> (HTTPHeaderBlock, [HTTPHeaderBlock.KnownField?]) {
+        var block = HTTPHeaderBlock()
+        var known: [HTTPHeaderBlock.KnownField?] = []
+        for line in lines {
+            let bytes = Array(line.utf8)
+            known.append(bytes.withUnsafeBufferPointer { block.append(line: $0) })
+        }
+        return (block, known)
+    }
+
+    @Test func knownFieldsAreRecognisedInAnyCaseAndOnlyWithTheirColon() {
+        let (_, known) = appending([
+            "CONTENT-TYPE: text/plain\r\n", "content-length:12\r\n", "Content-Encoding: gzip\r\n",
+            "Content-Types: nope\r\n", "Content-Language: en\r\n", "Connection: keep-alive\r\n", "X: content-type:\r\n",
+        ])
+        #expect(known == [.contentType, .contentLength, .contentEncoding, nil, nil, nil, nil])
+    }
+
+    @Test func theFirstContentTypeIsKeptTrimmed() {
+        let (block, _) = appending(["Server: x\r\n", "Content-Type: \t application/json; charset=utf-8 \r\n",
+                                    "Content-Type: text/html\r\n"])
+        let range = try! #require(block.contentTypeRange)
+        #expect(String(decoding: block.bytes[range], as: UTF8.self) == "application/json; charset=utf-8")
+        #expect(block.first("content-type") == "application/json; charset=utf-8")
+    }
+
+    @Test func aBlockBuiltFromFieldsOrEmptiedAgreesWithItsLines() {
+        var block = HTTPHeaderBlock([HTTPHeader("X-A", "1"), HTTPHeader("content-type", "text/csv")])
+        #expect(block.contentTypeRange.map { String(decoding: block.bytes[$0], as: UTF8.self) } == "text/csv")
+        block.removeAll()
+        #expect(block.contentTypeRange == nil && block.bytes.isEmpty)
+        let empty = Array("Content-Type:\r\n".utf8)
+        empty.withUnsafeBufferPointer { _ = block.append(line: $0) }
+        #expect(block.contentTypeRange?.isEmpty == true)
+    }
+}
