@@ -33,6 +33,8 @@ import Testing
         clock.set(now: 1_000)
         let id = try scheduler.submit(try spec(#"{"type":"local","name":"x"}"#))
         try await waitUntil { executor.running == [""] }
+        // The coordinator stamps `startedAt` when the worker's start report reaches it.
+        try await waitUntil { scheduler.status(of: id)?.startedAt != nil }
         clock.set(now: 1_005)
         executor.finish("", .success("done"))
         let result = await scheduler.result(of: id)
