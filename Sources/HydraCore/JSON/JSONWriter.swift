@@ -87,14 +87,18 @@ public enum JSONWriter {
     /// letters on the way (HTTP field names).
     public static func writeString(bytes: ArraySlice<UInt8>, lowercase: Bool = false, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for byte in bytes {
-            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                writeEscaped(byte, into: &out)
-            } else if lowercase && byte >= 65 && byte <= 90 {
-                out.append(byte + 32)
-            } else {
-                out.append(byte)
+        // Runs of bytes that stay as they are are copied in bulk (a result's header values, mostly).
+        bytes.withUnsafeBufferPointer { bytes in
+            var runStart = 0
+            for i in 0..<bytes.count {
+                let byte = bytes[i]
+                let upper = lowercase && byte >= 65 && byte <= 90
+                guard upper || byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                if runStart < i { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<i])) }
+                if upper { out.append(byte + 32) } else { writeEscaped(byte, into: &out) }
+                runStart = i + 1
             }
+            if runStart < bytes.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...])) }
         }
         out.append(UInt8(ascii: "\""))
     }
