@@ -5,6 +5,7 @@
  *
  * With --same-options each transfer also gets the options Hydra sets for a
  * default remote job (Accept-Encoding gzip/deflate with transparent decoding,
+ * the line given as a header as Hydra gives it,
  * redirects followed up to 5, 30 s total and 10 s connect timeouts, response
  * header lines kept), and the result is named "raw-c-same": the same HTTP
  * work in plain C, so the ratio to it measures Hydra's own overhead.
@@ -233,6 +234,9 @@ int main(int argc, char **argv) {
     curl_multi_setopt(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, concurrency);
     curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, concurrency);
 
+    struct curl_slist *accept_encoding_header = curl_slist_append(NULL, "Accept-Encoding: gzip, deflate");
+    if (!accept_encoding_header) die("curl_slist_append", "failed");
+
     slots = calloc((size_t)nslots, sizeof(*slots));
     done_buf = calloc((size_t)concurrency, sizeof(*done_buf));
     if (!slots || !done_buf) die("calloc", strerror(errno));
@@ -246,6 +250,10 @@ int main(int argc, char **argv) {
         curl_easy_setopt(e, CURLOPT_WRITEDATA, &slots[i]);
         curl_easy_setopt(e, CURLOPT_PRIVATE, &slots[i]);
         if (same_options) {
+            /* As Hydra does: the Accept-Encoding line given as a header (curl 7.88
+             * formats its own line anew per request, byte by byte), the option
+             * set too so that curl decodes gzip and deflate bodies. */
+            curl_easy_setopt(e, CURLOPT_HTTPHEADER, accept_encoding_header);
             curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "gzip, deflate");
             curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
             curl_easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
@@ -295,6 +303,7 @@ int main(int argc, char **argv) {
     }
     curl_multi_cleanup(multi);
     multi = NULL;
+    curl_slist_free_all(accept_encoding_header);
     uv_walk(loop, close_leftover, NULL);
     uv_run(loop, UV_RUN_DEFAULT);
     uv_loop_close(loop);
