@@ -203,7 +203,10 @@ final class Transfer {
         }
 
         let wantsProgress = request.reportsProgress && progress != nil
-        if applied?.matches(request, reportsProgress: wantsProgress) != true {
+        let same = applied?.matches(request, reportsProgress: wantsProgress) == true
+        // Debug builds (the tests) check that `matches` still covers every field of a shape.
+        assert(same == (applied == Shape(request, reportsProgress: wantsProgress)), "Shape.matches disagrees with Shape.==")
+        if !same {
             let shape = Shape(request, reportsProgress: wantsProgress)
             // Checked here, once per new set of headers: a CR or LF in a field would
             // split it into lines of the peer's choosing (the layers above name the

@@ -87,7 +87,9 @@ import HydraLoop
 
     @Test func a401GetsANewTokenAndSendsOnceMore() async throws {
         let key = UUID().uuidString
-        let engine = try engine(key)
+        // An hour's token: a stalled machine (the whole suite under TSan) must not
+        // reach the refresh 30 s before expiry, which would renew it without a 401.
+        let engine = try engine(key, tokenQuery: "&ttl=3600")
         defer { engine.shutdown() }
         #expect(try await engine.run(guarded(key)).state == .succeeded)
         // The provider revokes the token Hydra holds: the next request gets a 401, then a new token.

@@ -279,9 +279,10 @@ import Testing
         let engine = try makeEngine()
         defer { engine.shutdown() }
         let progress = engine.events(EventFilter(events: ["job.progress"]))
-        // 20 s of body: mid-flight when its first progress (64 KiB) comes, with
-        // room for a slow machine (a sanitized build) to send the cancel.
-        let id = try engine.submit(spec(#"{"type":"remote","endpoint":"/slow-body/400/50","timeoutMs":120000}"#))
+        // 100 s of body: mid-flight when its first progress comes, with room for a
+        // stalled machine (the whole suite under TSan stalled for 40 s) to send the
+        // cancel. The cancel ends it at once, so a normal run takes no longer.
+        let id = try engine.submit(spec(#"{"type":"remote","endpoint":"/slow-body/400/250","timeoutMs":300000}"#))
         // Mid-flight: bytes have arrived, more are coming.
         try await nextEvent(in: progress) { $0.jobId == id }
         #expect(await engine.cancel(id) == .cancelled)
