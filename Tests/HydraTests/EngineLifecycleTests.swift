@@ -46,16 +46,16 @@ import Testing
 
     @Test func gracefulStopGivesUpAfterTheGracePeriod() async throws {
         let engine = try makeEngine()
-        // A 30 s transfer: shutdown must return long before it ends. The bound
-        // is loose because the whole suite shares 2 cores, and under
-        // ThreadSanitizer (make test-tsan) a shutdown took 6.5 s.
+        // A 10-minute transfer: `finished == false` proves the shutdown gave up
+        // on it. The time bound is loose: the whole suite shares 2 cores, and
+        // under ThreadSanitizer (make test-tsan) it stalls for tens of seconds.
         // Its own time limit is longer than the transfer: only the shutdown may end it.
-        let abandoned = try engine.submit(spec(#"{"type":"remote","endpoint":"/delay/30000","timeoutMs":120000}"#))
+        let abandoned = try engine.submit(spec(#"{"type":"remote","endpoint":"/delay/600000","timeoutMs":1200000}"#))
         let started = ContinuousClock.now
         let finished = await engine.shutdown(gracePeriod: .milliseconds(200))
         let took = ContinuousClock.now - started
         #expect(finished == false)
-        #expect(took < .seconds(20), "shutdown took \(took)")
+        #expect(took < (BuiltProducts.sanitized ? .seconds(300) : .seconds(20)), "shutdown took \(took)")
         #expect(await engine.result(of: abandoned) == nil)
     }
 }
