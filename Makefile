@@ -44,7 +44,7 @@ test-tsan: deps
 
 test-asan: deps
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan
-	ASAN_OPTIONS="halt_on_error=1 detect_leaks=0" \
+	ASAN_OPTIONS="halt_on_error=1 detect_leaks=0 suppressions=$(CURDIR)/Tests/Support/asan.supp" \
 		$(SWIFT) test --skip-build --sanitize=address --scratch-path .build-asan --filter '$(SANITIZED_TESTS)'
 
 # libFuzzer on each target for FUZZ_SECONDS (default 60) from the seed

@@ -104,9 +104,6 @@ final class RouteResolver: Sendable {
     /// The standard credential headers, lowercased (the response cache's key tells callers apart by them too).
     static let credentialHeaderNames = CredentialHeaders.fixedNames
 
-    /// - Parameter encodeWithDogma: encodes a body with the named dogma; nil when that
-    ///   dogma leaves encoding to `bodyEncoding`.
-    ///   - applyAuth: false for the token requests of auth sessions themselves.
     /// `url.hasPrefix("http://") || url.hasPrefix("https://")` on the bytes:
     /// every request passes here, and the generic prefix test costs ~400 instructions.
     static func hasHTTPScheme(_ url: String) -> Bool {
@@ -118,6 +115,12 @@ final class RouteResolver: Sendable {
         } ?? (url.hasPrefix("http://") || url.hasPrefix("https://"))
     }
 
+    /// The request `spec` makes: its URL, headers (defaults < server < api <
+    /// job), auth, body and transport options, resolved against the configuration.
+    /// - Parameters:
+    ///   - applyAuth: false for the token requests of auth sessions themselves.
+    ///   - encodeWithDogma: encodes a body with the named dogma; nil when that
+    ///     dogma leaves encoding to `bodyEncoding`.
     func prepare(_ spec: RemoteSpec, timeoutMs: Int?, applyAuth: Bool = true,
                  encodeWithDogma: (String, JSONValue) throws -> (bytes: [UInt8], contentType: String)? = { _, _ in nil })
         throws(JobError) -> PreparedRequest {
