@@ -74,8 +74,9 @@ final class Transfer {
         var pipeWait: Bool
         /// curl's progress callback is on: for request bodies and bodies saved
         /// to a file. An in-memory response reports its progress from the write
-        /// callback instead (see ``receive(_:_:)``): most are small, and the
-        /// callback curl calls on every pass of a transfer cost each ~1k instructions.
+        /// callback instead (see ``receive(_:_:)``): most are small, and curl
+        /// calls its progress callback on every pass over a transfer (~1k
+        /// instructions per request in all).
         var reportsProgress: Bool
         /// The body goes to a file: read in larger pieces (fewer receive and write calls).
         var savesToFile: Bool
@@ -308,7 +309,7 @@ final class Transfer {
         for header in shape.headers {
             list = curl_slist_append(list, "\(header.name): \(header.value)")
         }
-        if shape.acceptEncoding && !shape.headers.contains(where: { $0.name.lowercased() == "accept-encoding" }) {
+        if shape.acceptEncoding && !shape.headers.contains(where: { $0.hasName("accept-encoding") }) {
             // The same line CURLOPT_ACCEPT_ENCODING (set below, for decoding) would add;
             // given as a header, curl sends it as is. Its own line is formatted
             // anew for every request, byte by byte: ~3.5k instructions each.
