@@ -23,6 +23,7 @@
 #                               .build/release/hydra-bench if there is one
 #   BENCH_HYDRA=1               0 = skip every hydra row
 #   BENCH_TOOLS=1               0 = skip the curl-parallel and aria2c rows
+#   BENCH_INSTRUCTIONS=1        0 = skip the instructions-per-request row (callgrind)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -73,6 +74,9 @@ if ! pkg-config --exists libuv libcurl sqlite3 libtcmalloc_minimal 2>/dev/null; 
 fi
 if ! command -v nginx >/dev/null || ! command -v aria2c >/dev/null; then
     apt_install nginx-light aria2
+fi
+if [[ "${BENCH_INSTRUCTIONS:-1}" != 0 ]] && ! command -v valgrind >/dev/null; then
+    apt_install valgrind
 fi
 # nginx-light installs to /usr/sbin, which may not be on a non-root PATH.
 NGINX="$(command -v nginx || echo /usr/sbin/nginx)"
@@ -436,6 +440,48 @@ EOF
     rm -rf "$DL_PARENT/mem-state"
 fi
 
+# --- instructions per request (callgrind) -------------------------------------
+# The machine's noise does not reach instruction counts: raw C, raw C with
+# Hydra's options and `hydra-bench remote` each run under callgrind with 5,000
+# and with 15,000 requests at c=64; the difference is the cost of 10,000
+# requests without start-up. Hydra's threads are counted apart (the busiest
+# one limits throughput). BENCH_INSTRUCTIONS=0 skips it.
+if [[ "$HYDRA_OK" == 1 && "${BENCH_INSTRUCTIONS:-1}" != 0 ]] && command -v valgrind >/dev/null; then
+    log "instructions per request at c=64 (callgrind: 5,000 and 15,000 requests, subtracted)"
+    # valgrind cannot read the Swift binary's debug info: it runs a stripped copy.
+    strip -o "$TMP/hydra-bench-stripped" "$HYDRA_BENCH"
+    callgrind_total() { # out prefix, command...: the per-thread totals, one per line
+        local prefix="$1"; shift
+        rm -f "$prefix".*
+        valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$prefix" "$@" > /dev/null 2> "$prefix.log" || true
+        for f in "$prefix"-*; do awk '/^totals:/ {print $2}' "$f"; done
+    }
+    instructions_json="$(
+        for n in 5000 15000; do
+            echo "raw-c $n $(callgrind_total "$TMP/cg-raw-$n" "$RAWBENCH" "$URL" "$n" 64 | paste -sd' ')"
+            echo "raw-c-same $n $(callgrind_total "$TMP/cg-same-$n" "$RAWBENCH" "$URL" "$n" 64 --same-options | paste -sd' ')"
+            echo "hydra $n $(callgrind_total "$TMP/cg-hydra-$n" "$TMP/hydra-bench-stripped" remote --url "$URL" --requests "$n" --concurrency 64 | paste -sd' ')"
+        done | python3 -c '
+import json, sys
+totals = {}
+for line in sys.stdin:
+    name, n, *threads = line.split()
+    totals[(name, int(n))] = [int(t) for t in threads]
+out = {"name": "instructions", "concurrency": 64, "requests": 10000}
+for name in ("raw-c", "raw-c-same", "hydra"):
+    a, b = totals.get((name, 5000)), totals.get((name, 15000))
+    if not a or not b or len(a) != len(b):
+        continue
+    per_thread = [(y - x) / 10000 for x, y in zip(a, b)]
+    out[name] = round(sum(per_thread))
+    if name == "hydra":
+        out["hydraBusiestThread"] = round(max(per_thread))
+print(json.dumps(out, separators=(",", ":")))
+'
+    )"
+    if [[ "$instructions_json" == *'"hydra":'* ]]; then record "$instructions_json"; else warn "callgrind printed no instruction counts"; fi
+fi
+
 # --- a 50,000-step concurrent graph through `hydra run` ------------------------
 # One process from start to exit (parsing the spec, running, writing the result),
 # timed against raw C doing as many requests at c=64 right before it.
@@ -676,6 +722,15 @@ if local:
         if cpu else ""))
 else:
     out.append("Local no-op: " + (hydra_note or "no result"))
+
+ins = next((r for r in rows if r.get("name") == "instructions"), None)
+if ins and ins.get("hydra"):
+    same = f", raw C with Hydra's options {ins['raw-c-same'] / 1000:.1f}k" if ins.get("raw-c-same") else ""
+    out += ["", "Instructions per request at c=64 (callgrind; the cost of 10,000 requests, start-up excluded, "
+            "the same whatever the machine's noise): raw C %.1fk%s, hydra %.1fk (its busiest thread %.1fk): "
+            "raw C ÷ hydra %.2f, ÷ hydra's busiest thread %.2f" % (
+                ins["raw-c"] / 1000, same, ins["hydra"] / 1000, ins["hydraBusiestThread"] / 1000,
+                ins["raw-c"] / ins["hydra"], ins["raw-c"] / ins["hydraBusiestThread"])]
 
 graphs = [r for r in rows if r.get("name") == "graph"]
 if graphs:
