@@ -20,7 +20,17 @@ import HydraLoop
     }
 
     func guarded(_ key: String, auth: String = "svc") throws -> JobSpec {
-        try spec(#"{"type":"remote","endpoint":"/protected/x","query":{"key":"\#(key)"},"auth":"\#(auth)"}"#)
+        try spec(guardedStep(key, auth: auth))
+    }
+
+    /// `count` guarded requests at once: a concurrent group of them.
+    func guardedFan(_ key: String, count: Int) throws -> JobSpec {
+        let steps = Array(repeating: guardedStep(key, auth: "svc"), count: count).joined(separator: ",")
+        return try spec(#"{"type":"concurrent","steps":[\#(steps)]}"#)
+    }
+
+    private func guardedStep(_ key: String, auth: String) -> String {
+        #"{"type":"remote","endpoint":"/protected/x","query":{"key":"\#(key)"},"auth":"\#(auth)"}"#
     }
 
     func counter(_ engine: HydraEngine, _ name: String) async throws -> Int {
@@ -34,8 +44,7 @@ import HydraLoop
         defer { engine.shutdown() }
         let log = EventLog()
         _ = engine.subscribe(sink: log)
-        let steps = (0..<50).map { _ in #"{"type":"remote","endpoint":"/protected/x","query":{"key":"\#(key)"},"auth":"svc"}"# }
-        let fan = try await engine.run(spec(#"{"type":"concurrent","steps":[\#(steps.joined(separator: ","))]}"#))
+        let fan = try await engine.run(guardedFan(key, count: 50))
         #expect(fan.state == .succeeded, "\(String(describing: fan.error))")
         #expect(try await counter(engine, "token:\(key)") == 1)
         #expect(try await counter(engine, "protected:\(key)") == 50)
@@ -75,8 +84,7 @@ import HydraLoop
         let engine = try engine(key, tokenQuery: "&ttl=20&delayMs=200")
         defer { engine.shutdown() }
         // Five requests wait for one token request and use what it returned: no loop of fetches.
-        let steps = (0..<5).map { _ in #"{"type":"remote","endpoint":"/protected/x","query":{"key":"\#(key)"},"auth":"svc"}"# }
-        let fan = try await engine.run(spec(#"{"type":"concurrent","steps":[\#(steps.joined(separator: ","))]}"#))
+        let fan = try await engine.run(guardedFan(key, count: 5))
         #expect(fan.state == .succeeded, "\(String(describing: fan.error))")
         #expect(try await counter(engine, "token:\(key)") == 1)
         // The next request finds it due (20 s ≤ 30 s) and renews it first.
@@ -114,8 +122,7 @@ import HydraLoop
         let key = UUID().uuidString
         let wrong = try engine(key, secret: "not-the-secret")
         defer { wrong.shutdown() }
-        let jobs = (0..<5).map { _ in #"{"type":"remote","endpoint":"/protected/x","query":{"key":"\#(key)"},"auth":"svc"}"# }
-        let refused = try await wrong.run(spec(#"{"type":"concurrent","steps":[\#(jobs.joined(separator: ","))]}"#))
+        let refused = try await wrong.run(guardedFan(key, count: 5))
         #expect(refused.state == .failed)
         #expect(refused.error?.kind == .auth)
         #expect(refused.error?.message.contains("HTTP 401 (invalid_client)") == true)
