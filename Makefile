@@ -31,7 +31,7 @@ demo: release
 
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	SWIFT=$(SWIFT) bash Tests/Support/run-tests.sh
 
 # The engine and server suites under ThreadSanitizer / AddressSanitizer, each
 # in its own build folder; the servers the tests start are the sanitized ones.
@@ -44,7 +44,7 @@ test-tsan: deps
 
 test-asan: deps
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan
-	ASAN_OPTIONS="halt_on_error=1 detect_leaks=0 suppressions=$(CURDIR)/Tests/Support/asan.supp" \
+	ASAN_OPTIONS="halt_on_error=1 detect_leaks=0" \
 		$(SWIFT) test --skip-build --sanitize=address --scratch-path .build-asan --filter '$(SANITIZED_TESTS)'
 
 # libFuzzer on each target for FUZZ_SECONDS (default 60) from the seed

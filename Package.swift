@@ -134,9 +134,11 @@ let package = Package(
             dependencies: ["HydraCore", "HydraRPC", "CLibFuzzer"],
             path: "Fuzz/HydraFuzz",
             swiftSettings: strict),
+        // posix_spawn for the tests' child processes (see its header for why not Foundation's Process).
+        .target(name: "CSpawn", path: "Tests/CSpawn"),
         .testTarget(
             name: "HydraTests",
-            dependencies: ["Hydra", "HydraCore", "HydraHTTP", "HydraREST", "HydraResources", "HydraStore", "HydraServer", "HydraRPC",
+            dependencies: ["CSpawn", "Hydra", "HydraCore", "HydraHTTP", "HydraREST", "HydraResources", "HydraStore", "HydraServer", "HydraRPC",
                            "HydraLoop"],
             swiftSettings: strict),
     ]

@@ -9,8 +9,8 @@ import Testing
     let cli = RunCommandTests()
 
     /// Starts the binary with `stdin` written and closed; stdout is a pipe, stderr `stderr`.
-    func start(_ arguments: [String], stdin: String = "", stderr: FileHandle) throws -> (process: Process, out: Pipe) {
-        let process = Process()
+    func start(_ arguments: [String], stdin: String = "", stderr: FileHandle) throws -> (process: ChildProcess, out: Pipe) {
+        let process = ChildProcess()
         process.executableURL = BuiltProducts.url("hydra")
         process.arguments = arguments
         process.currentDirectoryURL = RunCommandTests.root

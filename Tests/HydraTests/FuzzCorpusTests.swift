@@ -6,7 +6,7 @@ import Testing
 @Suite struct FuzzCorpusTests {
     @Test(arguments: ["json", "spec", "config", "rpc"])
     func savedInputsPass(target: String) throws {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = BuiltProducts.url("hydra-fuzz")
         let corpus = RunCommandTests.root.appendingPathComponent("Fuzz/corpus/\(target)").path
         process.arguments = [target, corpus]

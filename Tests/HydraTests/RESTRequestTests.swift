@@ -85,7 +85,7 @@ import Testing
         let program = try String(contentsOf: root.appendingPathComponent("Examples/QuickStart/main.swift"), encoding: .utf8)
         #expect(readme.contains("```swift\n" + program + "```"))
 
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = BuiltProducts.url("hydra-quickstart")
         process.currentDirectoryURL = root
         let out = Pipe()

@@ -12,7 +12,7 @@ import Testing
     /// replaces the package root as the working directory.
     func hydra(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:],
                directory: String? = nil) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = BuiltProducts.url("hydra")
         process.arguments = arguments
         process.currentDirectoryURL = directory.map { URL(fileURLWithPath: $0) } ?? RunCommandTests.root

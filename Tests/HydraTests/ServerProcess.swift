@@ -8,7 +8,7 @@ import Testing
 /// The real `hydra serve` binary, started on a free port with its own state
 /// folder, for tests that speak the protocol over real sockets.
 final class ServerProcess: @unchecked Sendable {
-    let process = Process()
+    let process = ChildProcess()
     let stateDirectory: String
     let configPath: String
     private(set) var address: SocketAddress!

@@ -41,7 +41,7 @@ import Testing
     }()
 
     static func shell(_ script: String) -> (Int32, String) {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = ["-c", script]
         let out = Pipe()
@@ -130,7 +130,7 @@ import Testing
             MaxClients 50
             LogLevel Info
             """.write(toFile: folder + "/tinyproxy.conf", atomically: true, encoding: .utf8)
-        let proxy = Process()
+        let proxy = ChildProcess()
         proxy.executableURL = URL(fileURLWithPath: "/usr/bin/tinyproxy")
         proxy.arguments = ["-d", "-c", folder + "/tinyproxy.conf"]
         proxy.standardOutput = FileHandle.nullDevice

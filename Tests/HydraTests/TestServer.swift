@@ -9,7 +9,7 @@ import Testing
 /// started once per test process. Its stdin is a pipe we keep open: when the
 /// test process dies, the server sees EOF and exits.
 enum TestServer {
-    private static let state = Locked<(port: Int, process: Process?, stdin: Pipe?)>((0, nil, nil))
+    private static let state = Locked<(port: Int, process: ChildProcess?, stdin: Pipe?)>((0, nil, nil))
 
     static var port: Int {
         state.withLock { s in
@@ -24,8 +24,8 @@ enum TestServer {
 
     /// Starts a test server process (`script` in Tests/Support with `arguments`);
     /// returns its port, the process and its stdin pipe.
-    static func start(script name: String = "testserver.py", arguments: [String] = []) -> (Int, Process, Pipe) {
-        let process = Process()
+    static func start(script name: String = "testserver.py", arguments: [String] = []) -> (Int, ChildProcess, Pipe) {
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Support/\(name)").path
@@ -71,7 +71,7 @@ enum TestServer {
 /// listening socket closed) while the engine still has its responses.
 final class OwnTestServer: @unchecked Sendable {
     let port: Int
-    private let process: Process
+    private let process: ChildProcess
     private let stdin: Pipe
 
     init(script: String = "testserver.py", arguments: [String] = []) {
@@ -96,8 +96,8 @@ final class OwnTestServer: @unchecked Sendable {
 
 /// An engine configured for the test server; shut down by the caller.
 /// `environment` is what `${env.NAME}` reads: tests never `setenv`, which
-/// races with other tests starting processes (Foundation's `Process.run`
-/// copies `environ` and crashed on it).
+/// races with other tests starting processes (starting a child copies
+/// `environ`; Foundation's `Process.run` crashed on it).
 func makeEngine(_ extra: String = "", jobs: String? = nil, state: String? = nil,
                 environment: [String: String] = ProcessInfo.processInfo.environment) throws -> HydraEngine {
     let text = """
