@@ -20,7 +20,7 @@ public final class LineClient {
             guard let ip = address.ipSocketAddress() else { throw failure("not an IP address") }
             var storage = ip.storage
             let (family, length) = (ip.family, ip.length)
-            fd = socket(family, Int32(SOCK_STREAM.rawValue), 0)
+            fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard fd >= 0 else { throw failure(LineClient.errorText()) }
             var one: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -34,7 +34,7 @@ public final class LineClient {
                 for (i, b) in bytes.enumerated() { raw[i] = b }
                 raw[bytes.count] = 0
             }
-            fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard fd >= 0 else { throw failure(LineClient.errorText()) }
             var storage = sockaddr_storage()
             withUnsafeMutableBytes(of: &storage) { dst in
@@ -55,18 +55,18 @@ public final class LineClient {
         if status != 0 {
             guard errno == EINPROGRESS || errno == EAGAIN else {
                 let text = LineClient.errorText()
-                Glibc.close(fd)
+                close()
                 throw failure(text)
             }
             guard wait(for: Int16(POLLOUT), timeout: timeout) else {
-                Glibc.close(fd)
+                close()
                 throw failure("timed out")
             }
             var error: Int32 = 0
             var size = socklen_t(MemoryLayout<Int32>.size)
             getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size)
             if error != 0 {
-                Glibc.close(fd)
+                close()
                 throw failure(String(cString: strerror(error)))
             }
         }
@@ -117,7 +117,10 @@ public final class LineClient {
         }
     }
 
-    /// Closes the socket. Idempotent.
+    /// Closes the socket. Idempotent: the descriptor is forgotten at once, so
+    /// a later call (or `deinit`) never closes a number another thread has
+    /// been given since (a failed connect closed twice once took down a test
+    /// run: the second close hit another loop's descriptor, and libuv aborts).
     public func close() {
         if fd >= 0 { Glibc.close(fd) }
         fd = -1
