@@ -217,15 +217,16 @@ final class StoreWriter: @unchecked Sendable {
         let writes = batch.writes
         switch attempt {
         case .committed(let results):
-            for (operation, result) in zip(writes, results) {
-                switch result {
-                case .success: committed(operation)
-                case .failure(let error) where !operation.hasCallback && !operation.isBarrier:
+            // By index: each write is used in place, not copied (its payload retained) per loop.
+            for i in writes.indices {
+                switch results[i] {
+                case .success: committed(writes[i])
+                case .failure(let error) where !writes[i].hasCallback && !writes[i].isBarrier:
                     Self.report("a write without a callback failed and was dropped: \(error)")
                 case .failure: break
                 }
             }
-            for (operation, result) in zip(writes, results) { operation.complete(result) }
+            for i in writes.indices { writes[i].complete(results[i]) }
         case .failed(let error):
             if writes.contains(where: { !$0.hasCallback && !$0.isBarrier }) {
                 Self.report("a batch of \(writes.count) writes failed: \(error)")
@@ -292,13 +293,14 @@ final class StoreWriter: @unchecked Sendable {
         }
         var results: [Result<WriteOperation.Output, StoreError>] = []
         results.reserveCapacity(batch.writes.count)
-        for (index, operation) in batch.writes.enumerated() {
-            if operation.isBarrier || folding.skipped.contains(index) {
+        let writes = batch.writes
+        for index in writes.indices {
+            if writes[index].isBarrier || (!folding.skipped.isEmpty && folding.skipped.contains(index)) {
                 results.append(.success(.none))
                 continue
             }
             let (output, end) = step { () throws(StoreError) in
-                try operation.apply(on: db, startedAt: folding.startTimes[index])
+                try writes[index].apply(on: db, startedAt: folding.startTimes.isEmpty ? nil : folding.startTimes[index])
             }
             if let end { return end }
             if let output { results.append(output) }
