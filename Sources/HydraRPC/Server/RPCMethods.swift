@@ -5,13 +5,16 @@ import HydraLoop
 /// The methods of protocol §5, mapped onto ``HydraService``. RPC loop thread.
 ///
 /// `now` answers on this loop at once; `later` may be called from any thread
-/// (the server hops back to its loop before writing).
+/// (the server hops back to its loop before writing); `onLoop` is `later`
+/// without the hop, for a caller that is on this loop already (a submit
+/// group answers all its calls after one hop).
 extension RPCServerRuntime {
     /// `submits`: when given (the calls of one batch), `job.submit` calls are collected
     /// there and sent to the service together once the batch has been read.
     func dispatch(_ request: RPCRequest, session: RPCSession, submits: SubmitGroup?,
                   now: (Result<JSONValue, ServiceError>) -> Void,
-                  later: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+                  later: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void,
+                  onLoop: @escaping (Result<JSONValue, ServiceError>) -> Void) {
         let params = request.params
         do throws(ServiceError) {
             switch request.method {
@@ -33,9 +36,9 @@ extension RPCServerRuntime {
                     idempotencyKey: try params.string("idempotencyKey"),
                     priority: try params.int("priority") ?? 0)
                 if let submits {
-                    submits.add(request, reply: later)
+                    submits.add(request, reply: onLoop)
                 } else {
-                    submitBatcher.add(request, reply: later)
+                    submitBatcher.add(request, reply: onLoop)
                 }
 
             case "job.status":
@@ -246,22 +249,28 @@ extension RPCServerRuntime {
 
 /// The `job.submit` calls of one JSON-RPC batch, submitted with one store write
 /// (``HydraService/submit(_:reply:)-([SubmitRequest],_)``). RPC loop thread.
+///
+/// The store answers on its writer thread; the group hops back to the loop
+/// once and answers every call there, so the writer (the durable path's
+/// bottleneck) neither builds the replies nor wakes the loop once per call.
 final class SubmitGroup {
     private var requests: [HydraService.SubmitRequest] = []
-    private var replies: [@Sendable (Result<JSONValue, ServiceError>) -> Void] = []
+    /// Run on the loop, in request order.
+    private var replies: [(Result<JSONValue, ServiceError>) -> Void] = []
 
-    func add(_ request: HydraService.SubmitRequest,
-             reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+    func add(_ request: HydraService.SubmitRequest, reply: @escaping (Result<JSONValue, ServiceError>) -> Void) {
         requests.append(request)
         replies.append(reply)
     }
 
-    /// Submits what was added (nothing when nothing was).
-    func submit(to service: HydraService) {
+    /// Submits what was added (nothing when nothing was). Loop thread.
+    func submit(to service: HydraService, loop: EventLoop) {
         guard !requests.isEmpty else { return }
-        let replies = self.replies
+        let replies = LoopBound(self.replies, loop: loop)
         service.submit(requests) { results in
-            for (result, reply) in zip(results, replies) { reply(result.map { ["jobId": .string($0)] }) }
+            loop.execute {
+                for (result, reply) in zip(results, replies.value) { reply(result.map { ["jobId": .string($0)] }) }
+            }
         }
         requests.removeAll()
         self.replies.removeAll()

@@ -209,7 +209,7 @@ final class RPCServerRuntime {
                 let raw = texts.count == items.count ? texts[i] : nil
                 call(item, raw: raw, from: session, submits: submits) { id, response in batch.set(i, id: id, response) }
             }
-            submits.submit(to: service)
+            submits.submit(to: service, loop: loop)
             return
         }
         call(message, raw: line, from: session, submits: nil) { [weak session] _, response in
@@ -245,18 +245,15 @@ final class RPCServerRuntime {
         // Replies computed on other threads come back to this loop.
         let loop = self.loop
         session.pending += 1
-        let pending = LoopBound((session, finish), loop: loop)
-        let later: @Sendable (Result<JSONValue, ServiceError>) -> Void = { result in
-            loop.execute {
-                let (session, finish) = pending.value
-                session.pending -= 1
-                finish(result)
-            }
-        }
-        dispatch(request, session: session, submits: submits, now: { result in
+        let onLoop: (Result<JSONValue, ServiceError>) -> Void = { result in
             session.pending -= 1
             finish(result)
-        }, later: later)
+        }
+        let bound = LoopBound(onLoop, loop: loop)
+        let later: @Sendable (Result<JSONValue, ServiceError>) -> Void = { result in
+            loop.execute { bound.value(result) }
+        }
+        dispatch(request, session: session, submits: submits, now: onLoop, later: later, onLoop: onLoop)
     }
 
     // MARK: - Events

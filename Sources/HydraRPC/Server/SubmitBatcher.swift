@@ -10,25 +10,27 @@ import HydraServer
 /// Each call keeps its own outcome and reply. RPC loop thread only.
 final class SubmitBatcher {
     private let service: HydraService
+    private let loop: EventLoop
     private let group = SubmitGroup()
     private let flusher: PrepareHandle
 
     /// Loop thread.
     init(loop: EventLoop, service: HydraService) {
         self.service = service
+        self.loop = loop
         flusher = PrepareHandle(loop: loop)
         flusher.callback = { [unowned self] in self.flush() }
         loop.onShutdown { [flusher] in flusher.close() }
     }
 
-    func add(_ request: HydraService.SubmitRequest,
-             reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+    /// `reply` runs on the loop.
+    func add(_ request: HydraService.SubmitRequest, reply: @escaping (Result<JSONValue, ServiceError>) -> Void) {
         group.add(request, reply: reply)
         flusher.start()
     }
 
     private func flush() {
         flusher.stop()
-        group.submit(to: service)
+        group.submit(to: service, loop: loop)
     }
 }
