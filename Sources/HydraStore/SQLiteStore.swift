@@ -137,6 +137,10 @@ public final class SQLiteStore: StateStore {
                          startedAt: row.optionalDouble(7), finishedAt: row.optionalDouble(8), result: try row.json(9))
     }
 
+    /// The condition of the partial index `jobs_unsucceeded` (migration 7): a
+    /// query that filters by another state says it too, so SQLite may use the index.
+    static let notSucceeded = "state <> 'succeeded'"
+
     /// One job, or nil. Caller's thread.
     public func job(_ jobId: String) throws(StoreError) -> StoredJob? {
         try reader.use { db throws(StoreError) in
@@ -159,6 +163,9 @@ public final class SQLiteStore: StateStore {
         if let state {
             conditions.append("state = ?")
             bindings.append(.text(state.rawValue))
+            // Spelled out so the planner may use `jobs_unsucceeded` (a partial
+            // index); succeeded jobs are listed from `jobs_by_created`.
+            if state != .succeeded { conditions.append(Self.notSucceeded) }
         }
         if let cursor {
             guard let (createdAt, jobId) = JobCursor.decode(cursor) else {
@@ -187,12 +194,13 @@ public final class SQLiteStore: StateStore {
         let (jobs, steps, emitted) = try reader.snapshot { db throws(StoreError) in
             var jobs: [StoredJob] = []
             try db.query("""
-                SELECT \(Self.jobColumns) FROM jobs WHERE state IN ('queued', 'running') ORDER BY created_at, job_id
+                SELECT \(Self.jobColumns) FROM jobs WHERE state IN ('queued', 'running') AND \(Self.notSucceeded)
+                ORDER BY created_at, job_id
                 """) { row throws(StoreError) in jobs.append(try Self.job(from: row)) }
             var steps: [String: [String: StoredStep]] = [:]
             try db.query("""
                 SELECT s.job_id, s.step_path, s.state, s.result, s.error FROM steps s
-                JOIN jobs j ON j.job_id = s.job_id WHERE j.state IN ('queued', 'running')
+                JOIN jobs j ON j.job_id = s.job_id WHERE j.state IN ('queued', 'running') AND j.\(Self.notSucceeded)
                 """) { row throws(StoreError) in
                 let state = JobState(rawValue: row.text(2) ?? "") ?? .failed
                 steps[row.text(0) ?? "", default: [:]][row.text(1) ?? ""] =

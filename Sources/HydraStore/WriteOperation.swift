@@ -267,12 +267,14 @@ enum WriteOperation: Sendable {
             return .keys(keys)
 
         case .prune(let time):
-            // `+state`: search by finished_at (jobs_by_finished), not by state (nearly every job).
+            // A job finishes after it was created: the range of `jobs_by_created`
+            // before `time` holds every job to prune (`+state`: not by state).
             try db.run("""
                 DELETE FROM steps WHERE job_id IN
-                    (SELECT job_id FROM jobs WHERE finished_at < ? AND +state IN \(Self.finalStates))
-                """, [.double(time)])
-            try db.run("DELETE FROM jobs WHERE finished_at < ? AND +state IN \(Self.finalStates)", [.double(time)])
+                    (SELECT job_id FROM jobs WHERE created_at < ? AND finished_at < ? AND +state IN \(Self.finalStates))
+                """, [.double(time), .double(time)])
+            try db.run("DELETE FROM jobs WHERE created_at < ? AND finished_at < ? AND +state IN \(Self.finalStates)",
+                       [.double(time), .double(time)])
             // Events go as a prefix in seq order: all those before the first
             // one still within retention, so a replay never meets a gap (and
             // an event whose clock went back is kept with its neighbours).

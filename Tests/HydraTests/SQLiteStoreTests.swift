@@ -456,6 +456,35 @@ import Testing
 
     // MARK: - Upkeep
 
+    /// Migration 7 keeps succeeded jobs out of the state index: listing them,
+    /// listing the others, recovery and prune each still find an index (a
+    /// plan that scans the whole table would grow with the 24 h retained).
+    @Test func listingRecoveryAndPruneUseAnIndex() throws {
+        let store = try SQLiteStore(directory: folder())
+        defer { store.close() }
+        _ = try insert(store, (0..<6).map { job("j\($0)", at: Double($0)) })
+        for id in ["j0", "j2", "j4"] { store.finish(jobId: id, state: .succeeded, result: Array("{}".utf8), at: 10, done: nil) }
+        store.finish(jobId: "j1", state: .failed, result: Array("{}".utf8), at: 10, done: nil)
+        store.markStarted(jobId: "j3", at: 6)
+        store.flush()
+        #expect(try store.jobs(state: .succeeded, limit: 10, after: nil).jobs.map(\.jobId) == ["j4", "j2", "j0"])
+        #expect(try store.jobs(state: .failed, limit: 10, after: nil).jobs.map(\.jobId) == ["j1"])
+        #expect(try store.unfinishedJobs().map(\.job.jobId) == ["j3", "j5"])
+
+        func plan(_ sql: String) throws -> String {
+            try rows(store.path, "EXPLAIN QUERY PLAN " + sql).map { $0.last ?? "" }.joined(separator: "; ")
+        }
+        let columns = "SELECT * FROM jobs"
+        let byState = try plan("\(columns) WHERE state = 'failed' AND \(SQLiteStore.notSucceeded) ORDER BY created_at DESC, job_id DESC LIMIT 10")
+        #expect(byState.contains("INDEX jobs_unsucceeded"), "\(byState)")
+        let succeeded = try plan("\(columns) WHERE state = 'succeeded' ORDER BY created_at DESC, job_id DESC LIMIT 10")
+        #expect(succeeded.contains("INDEX jobs_by_created"), "\(succeeded)")
+        let unfinished = try plan("\(columns) WHERE state IN ('queued', 'running') AND \(SQLiteStore.notSucceeded) ORDER BY created_at, job_id")
+        #expect(unfinished.contains("INDEX jobs_unsucceeded"), "\(unfinished)")
+        let prune = try plan("\(columns) WHERE created_at < 5 AND finished_at < 5 AND +state IN \(WriteOperation.finalStates)")
+        #expect(prune.contains("INDEX jobs_by_created"), "\(prune)")
+    }
+
     @Test func pruneDropsOldFinishedWork() throws {
         let store = try SQLiteStore(directory: folder())
         defer { store.close() }
@@ -543,8 +572,8 @@ import Testing
                 [.existing(jobId: "a", sameSpec: false), .inserted, .inserted])
         let indexes = try rows(store.path, "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name")
         // (Later migrations add the resource index's own.)
-        #expect(indexes == [["cache_by_api"], ["jobs_by_created"], ["jobs_by_finished"], ["jobs_by_idempotency_key"],
-                            ["jobs_by_state"], ["resources_by_stored"], ["resources_by_use"]])
+        #expect(indexes == [["cache_by_api"], ["jobs_by_created"], ["jobs_by_idempotency_key"],
+                            ["jobs_unsucceeded"], ["resources_by_stored"], ["resources_by_use"]])
     }
 
     @Test func closedStoresRefuse() throws {
