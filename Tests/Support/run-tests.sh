@@ -12,5 +12,10 @@ if [ "$status" -ne 0 ]; then
     echo "==== test run failed (exit $status); summary of $log ===="
     grep -E "✘|Fatal error|fatal error|ERROR:|Program crashed|exited with unexpected signal" "$log" | cut -c1-400 | head -40
     awk '/ crashed:$/ { on = 1; n = 0 } on { print substr($0, 1, 300); if (++n >= 14) on = 0 }' "$log"
+    # Tests that started and never ended: the ones running when the process died.
+    awk '/^◇ Test .* started\.$/ && !/^◇ Test (run|case) / { name = $0; sub(/^◇ Test /, "", name); sub(/ started\.$/, "", name); open[name] = 1 }
+         /^(✔|✘) Test .* (passed|failed)/ { name = $0; sub(/^(✔|✘) Test /, "", name); sub(/ (with [0-9]+ test cases? )?(passed|failed).*$/, "", name); delete open[name] }
+         END { n = 0; for (name in open) n++; if (n) print n " test(s) started and never ended (running when it stopped), such as:";
+               shown = 0; for (name in open) if (shown++ < 10) print "  " name }' "$log"
 fi
 exit "$status"
