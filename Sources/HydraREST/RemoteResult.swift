@@ -85,29 +85,32 @@ struct RemoteResult: DeferredResult {
     /// Writes the headers object straight from the block's bytes, as the
     /// strings of ``headerObject(_:)`` would be written, when that is the same
     /// text: every byte ASCII and no field repeated (nearly every response).
-    /// Returns false, having written nothing, otherwise.
+    /// One pass over the fields; returns false, having written nothing (what
+    /// it had written is dropped), otherwise.
     private func writeHeaderBytes(into out: inout [UInt8]) -> Bool {
+        let start = out.count
         let bytes = headers.bytes
-        var ascii = true
-        for byte in bytes where byte >= 0x80 { ascii = false; break }
-        guard ascii else { return false }
         var names: [Range<Int>] = []
-        var values: [Range<Int>] = []
         names.reserveCapacity(16)
-        values.reserveCapacity(16)
-        headers.forEachRange { name, value in
-            names.append(name)
-            values.append(value)
-        }
-        for i in names.indices {
-            for j in 0..<i where Self.sameLowered(bytes[names[i]], bytes[names[j]]) { return false }
-        }
+        var plain = true
         out.append(UInt8(ascii: "{"))
-        for i in names.indices {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            JSONWriter.writeString(bytes: bytes[names[i]], lowercase: true, into: &out)
+        headers.forEachRange { name, value in
+            guard plain else { return }
+            // A repeated field (in any case) has its values joined: the slow path's work.
+            for earlier in names where Self.sameLowered(bytes[earlier], bytes[name]) {
+                plain = false
+                return
+            }
+            if !names.isEmpty { out.append(UInt8(ascii: ",")) }
+            names.append(name)
+            plain = JSONWriter.writeString(bytes: bytes[name], lowercase: true, asciiOnly: true, into: &out)
+            guard plain else { return }
             out.append(UInt8(ascii: ":"))
-            JSONWriter.writeString(bytes: bytes[values[i]], into: &out)
+            plain = JSONWriter.writeString(bytes: bytes[value], lowercase: false, asciiOnly: true, into: &out)
+        }
+        guard plain else {
+            out.removeSubrange(start...)
+            return false
         }
         out.append(UInt8(ascii: "}"))
         return true

@@ -102,4 +102,36 @@ import Testing
         let long = String(repeating: "abc\"", count: 1000)
         #expect(try JSONParser.parse(JSONWriter.string(.string(long))) == .string(long))
     }
+
+    /// The bytes writer skips eight bytes at a time past those that need no
+    /// escape: every byte that needs one, at every position of every length
+    /// around a word, is found; a byte above 0x7F stops an ASCII-only write.
+    @Test func theBytesWriterFindsEveryByteToEscapeAtEveryPosition() {
+        let specials: [UInt8] = [0x00, 0x01, 0x09, 0x0A, 0x1F, 0x22, 0x5C]
+        let ordinary: [UInt8] = [0x20, 0x21, 0x23, 0x2F, 0x41, 0x5B, 0x5D, 0x7E, 0x7F]
+        for length in 1...26 {
+            for position in 0..<length {
+                for special in specials + ordinary {
+                    var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                    bytes[position] = special
+                    var out: [UInt8] = []
+                    JSONWriter.writeString(bytes: bytes[...], into: &out)
+                    let expected = JSONWriter.string(.string(String(decoding: bytes, as: UTF8.self)))
+                    #expect(String(decoding: out, as: UTF8.self) == expected, "length \(length), byte \(special) at \(position)")
+                    var ascii: [UInt8] = []
+                    #expect(JSONWriter.writeString(bytes: bytes[...], lowercase: false, asciiOnly: true, into: &ascii))
+                    #expect(ascii == out)
+                }
+                var high = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                high[position] = 0xC3
+                var ignored: [UInt8] = []
+                #expect(!JSONWriter.writeString(bytes: high[...], lowercase: false, asciiOnly: true, into: &ignored))
+            }
+        }
+        // A slice that does not start at 0 (a header value inside its block).
+        let block = Array("Name: va\"lue-of-a-header\r\n".utf8)
+        var out: [UInt8] = []
+        JSONWriter.writeString(bytes: block[6..<24], into: &out)
+        #expect(String(decoding: out, as: UTF8.self) == #""va\"lue-of-a-header""#)
+    }
 }

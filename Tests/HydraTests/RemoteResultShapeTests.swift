@@ -50,8 +50,17 @@ import Testing
             HTTPHeader("Content-Type", "application/json"), HTTPHeader("X-Quote", #"say "hi"\ \u{01}\t"#),
             HTTPHeader("ETag", "\"abc\""), HTTPHeader("x-empty", ""),
         ])
+        // Fields of the same length that differ; a non-ASCII value only at the
+        // end (what was written before it is dropped); a repeat only at the end.
+        let lateNonASCII = HTTPHeaderBlock([
+            HTTPHeader("Date", "Wed, 25 Nov 2026 18:08:32 GMT"), HTTPHeader("ETag", "\"6b07\""),
+            HTTPHeader("Server", "nginx"), HTTPHeader("X-Name", "José"),
+        ])
+        let lateRepeat = HTTPHeaderBlock([
+            HTTPHeader("Date", "d"), HTTPHeader("ETag", "e"), HTTPHeader("Server", "nginx"), HTTPHeader("DATE", "again"),
+        ])
         let body: JSONValue = ["text": "line\nnext \"q\" \u{7f} ✓", "n": 1.25, "list": [1, nil, true]]
-        for headers in [headers, plain, HTTPHeaderBlock()] {
+        for headers in [headers, plain, lateNonASCII, lateRepeat, HTTPHeaderBlock()] {
         for file in [nil, (path: "/var/hydra/a \"b\".bin", bytes: 12)] as [(path: String, bytes: Int)?] {
             let result = RemoteResult(status: 203, headers: headers, body: body, file: file, attempts: 2,
                                       elapsedMs: 12.345678, url: "http://h/p?q=\"x\"&u=ü")
