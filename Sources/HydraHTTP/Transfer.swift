@@ -96,7 +96,7 @@ final class Transfer {
             clientKey = request.clientKey
             proxy = request.proxy
             acceptEncoding = request.acceptEncoding
-            pipeWait = Shape.isHTTPS(request.url)
+            pipeWait = URLScheme(of: request.url) == .https
             savesToFile = request.saveToFile != nil
             self.reportsProgress = Shape.curlReportsProgress(request, reportsProgress)
         }
@@ -114,19 +114,13 @@ final class Transfer {
                 && reportsProgress == Shape.curlReportsProgress(request, wanted)
                 && caFile == request.caFile && pinnedPublicKey == request.pinnedPublicKey
                 && clientCert == request.clientCert && clientKey == request.clientKey && proxy == request.proxy
-                && pipeWait == Shape.isHTTPS(request.url) && headers == request.headers
+                && pipeWait == (URLScheme(of: request.url) == .https) && headers == request.headers
         }
 
         private static func curlReportsProgress(_ request: HTTPRequest, _ wanted: Bool) -> Bool {
             wanted && (request.body != nil || request.bodyStream != nil || request.saveToFile != nil)
         }
 
-        /// `url.hasPrefix("https:")`, on the bytes (the generic prefix test costs ~400 instructions).
-        private static func isHTTPS(_ url: String) -> Bool {
-            url.utf8.withContiguousStorageIfAvailable { b in
-                b.count >= 6 && b[0] == 0x68 && b[1] == 0x74 && b[2] == 0x74 && b[3] == 0x70 && b[4] == 0x73 && b[5] == 0x3A
-            } ?? url.hasPrefix("https:")
-        }
     }
 
     init(client: UnsafeMutableRawPointer) {
@@ -347,9 +341,10 @@ final class Transfer {
             set(CURLOPT_NOPROGRESS, 0)
             hydra_easy_setopt_ptr(easy, CURLOPT_XFERINFODATA, me)
             hydra_easy_setopt_xferinfo_cb(easy) { userdata, downloadTotal, downloaded, uploadTotal, uploaded in
-                let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
-                transfer.reportProgress(upload: true, uploaded, uploadTotal)
-                if !transfer.reportsMemoryProgress { transfer.reportProgress(upload: false, downloaded, downloadTotal) }
+                Unmanaged<Transfer>.fromOpaque(userdata!)._withUnsafeGuaranteedRef { transfer in
+                    transfer.reportProgress(upload: true, uploaded, uploadTotal)
+                    if !transfer.reportsMemoryProgress { transfer.reportProgress(upload: false, downloaded, downloadTotal) }
+                }
                 return 0
             }
         }
