@@ -119,4 +119,12 @@ final class MemoryTier {
     /// The removal count of the repository this tier last saw: when it moved,
     /// some copy was removed and the tier forgets everything (removals are rare).
     var seenRemovals = 0
+
+    /// Empties the tier when the repository removed copies since it last
+    /// looked (`removals`: the manager's count of removals).
+    func forget(ifRemovalsMovedTo removals: Int) {
+        guard removals != seenRemovals else { return }
+        removeAll()
+        seenRemovals = removals
+    }
 }

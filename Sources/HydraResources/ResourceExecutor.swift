@@ -36,6 +36,8 @@ final class ResourceExecutor: JobExecutor {
     @exclusivity(unchecked) private var plainKeys: [String: String] = [:]
     /// Set by ``close()``: work handed to the thread pool that comes back later finds it.
     @exclusivity(unchecked) private var closed = false
+    /// Whether the manager knows this worker's memory tier (``ResourceManager/memoryTiers``).
+    @exclusivity(unchecked) private var registeredTier = false
 
     /// The response headers a copy keeps.
     private struct Meta {
@@ -145,18 +147,19 @@ final class ResourceExecutor: JobExecutor {
         let now = Date().timeIntervalSince1970
         let maxAge = Double(spec.maxAgeSec ?? manager.settings.maxAgeSec)
         func fresh(_ record: ResourceRecord) -> Bool { spec.mode == .only || now - record.storedAt < maxAge }
-        let removals = manager.removals.load(ordering: .acquiring)
-        if removals != memory.seenRemovals {
-            memory.removeAll()
-            memory.seenRemovals = removals
+        if !registeredTier {
+            // Here, on the loop, the first time: the manager reaches the tier through its loop.
+            registeredTier = true
+            manager.memoryTiers.withLock { $0.append(LoopBound(memory, loop: loop)) }
         }
+        memory.forget(ifRemovalsMovedTo: manager.removals.load(ordering: .acquiring))
         // Memory first: a fresh copy (any copy in mode only) kept the way the job asks
         // (its cipher; its `sha256` when given) is served as it is. For a plain `url`
         // the key is known without routing the request (see `plainKey`).
         func memoryHit(_ key: String) -> Bool {
             guard spec.mode != .refresh, let entry = memory.get(key), entry.record.cipher == spec.cipher,
                   fresh(entry.record) else { return false }
-            // Another digest than the job's: the check on disk below drops the copy.
+            // Another digest than the job's: not this job's content (see the disk check below).
             if let expected = spec.sha256, expected != ResourceManager.contentDigest(entry.record, entry.content) { return false }
             manager.statistics.countMemoryHit()
             touch(key, at: now)
@@ -181,13 +184,18 @@ final class ResourceExecutor: JobExecutor {
         if let record = try? manager.index.resource(key: key), record.cipher == spec.cipher {
             switch manager.load(record) {
             case .content(let content):
-                if let expected = spec.sha256, expected != ResourceManager.contentDigest(record, content) {
-                    drop(key)  // resources.md: a mismatch on disk drops the copy and fetches again
-                } else {
+                // `load` checked the file against the index: this copy is intact. When the job
+                // gave another digest it is not the content the job wants: fetched again, whole
+                // (no validators: a 304 would keep the wrong bytes), and the copy stays unless
+                // content with the job's digest replaces it (resources.md: a failure never
+                // replaces or removes a good copy).
+                if spec.sha256 == nil || spec.sha256 == ResourceManager.contentDigest(record, content) {
                     onDisk = (record, content)
                 }
             case .unreadable:
-                drop(key)  // a missing or corrupt file: the entry goes, the copy is fetched again
+                // A missing or corrupt file (its bytes no longer match the index's digest):
+                // the entry goes, the copy is fetched again (resources.md: a mismatch on disk).
+                drop(key)
             case .sealed:
                 break  // not for this job (its cipher needs the key, checked at submit)
             }
@@ -523,6 +531,7 @@ final class ResourceExecutor: JobExecutor {
             switch result {
             case .success:
                 self.remember(record, content)
+                if source == "network" { self.manager.copyStored(diskBytes: record.diskBytes) }
                 // A new copy, or one a 304 renewed (its `storedAt` moved).
                 self.manager.emit(EventName.resourceStored, ["key": .string(record.key), "url": .string(record.url),
                                                              "bytes": .int(record.bytes), "source": .string(source)])

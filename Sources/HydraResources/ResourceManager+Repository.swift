@@ -17,11 +17,14 @@ extension ResourceManager {
     /// The stat object of a copy: a job's result without `content`, whose
     /// `source` is `disk` (the repository's copy), or nil.
     public func stat(key: String) throws(StoreError) -> JSONValue? {
-        try index.resource(key: key).map {
-            var o = ResourceExecutor.stat($0, path: relativePath(of: $0.key))
-            o["source"] = "disk"
-            return .object(o)
-        }
+        try index.resource(key: key).map { .object(statObject($0)) }
+    }
+
+    /// A copy's stat object: the result of a job without `content`, `source` `disk`.
+    func statObject(_ record: ResourceRecord) -> OrderedDictionary<String, JSONValue> {
+        var o = ResourceExecutor.stat(record, path: relativePath(of: record.key))
+        o["source"] = "disk"
+        return o
     }
 
     /// The content of a copy from the repository only (never the network):
@@ -101,7 +104,7 @@ extension ResourceManager {
         let limit = min(max(1, limit), 10_000)
         let page = try index.resources(urlPrefix: prefix, after: after, limit: limit + 1)
         var o: OrderedDictionary<String, JSONValue> = [
-            "resources": .array(page.prefix(limit).map { .object(ResourceExecutor.stat($0, path: relativePath(of: $0.key))) })]
+            "resources": .array(page.prefix(limit).map { .object(statObject($0)) })]
         if page.count > limit, let last = page.prefix(limit).last { o["next"] = .string(last.key) }
         return .object(o)
     }
@@ -162,6 +165,7 @@ extension ResourceManager {
                     picked.append(record)
                     total -= record.diskBytes
                 }
+                diskEstimate.store(total, ordering: .relaxed)
                 let chosen = picked
                 removeCopies(chosen.map(\.key), reason: reason) { result in
                     done(result.map { _ in ["removed": .int(chosen.count), "bytes": .int(chosen.reduce(0) { $0 + $1.diskBytes })] })
@@ -170,6 +174,24 @@ extension ResourceManager {
                 done(.failure(error))
             }
         }
+    }
+
+    /// Has every worker's memory tier drop its copies now (each on its own
+    /// loop), rather than at its next job, and waits for them (at most a
+    /// second each: a loop that is shutting down does not answer).
+    /// Chores thread.
+    func syncMemoryTiers() {
+        let tiers = memoryTiers.withLock { $0 }
+        let answered = DispatchSemaphore(value: 0)
+        var asked = 0
+        let removals = self.removals.load(ordering: .acquiring)
+        for tier in tiers {
+            if tier.loop.execute({
+                tier.value.forget(ifRemovalsMovedTo: removals)
+                answered.signal()
+            }) { asked += 1 }
+        }
+        for _ in 0..<asked { _ = answered.wait(timeout: .now() + 1) }
     }
 
     /// `resource.stats`.
@@ -212,6 +234,7 @@ extension ResourceManager {
             }
             // Again once the files are gone: a tier that refilled meanwhile forgets again.
             removals.add(1, ordering: .releasing)
+            syncMemoryTiers()
             done(.success(()))
         }
     }

@@ -67,6 +67,20 @@ extension ResourceManager {
         }
     }
 
+    /// Called once a new copy is indexed: when the repository may now hold
+    /// more than `resources.maxBytes`, the least recently used copies go
+    /// (reason `evicted`) on the chores thread, without waiting for the purge
+    /// timer (as a cache keeps its bound). At most one such eviction is
+    /// queued at a time; each recounts the bytes from the index. Any thread.
+    func copyStored(diskBytes: Int) {
+        let estimate = diskEstimate.add(diskBytes, ordering: .relaxed).newValue
+        guard estimate > settings.maxBytes, upkeepRunning.load(ordering: .acquiring),
+              !evictionQueued.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        purge(olderThanSec: nil, maxBytes: settings.maxBytes, reason: "evicted") { [weak self] _ in
+            self?.evictionQueued.store(false, ordering: .releasing)
+        }
+    }
+
     /// Stops the purge timer and the chores thread, once the chores already
     /// asked for are done; later removals and purges run on their caller's thread.
     public func stopUpkeep() {

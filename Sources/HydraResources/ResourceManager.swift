@@ -40,6 +40,16 @@ public final class ResourceManager: JobManager {
     let chores = RepositoryChores()
     /// Hits not yet written to the index's `lastUsedAt`.
     let uses = PendingUses()
+    /// The bytes on disk as the last purge counted them plus every copy
+    /// stored since: at least the true total (removals only lower it), so a
+    /// store that takes it past `maxBytes` evicts at once (see ``copyStored(diskBytes:)``).
+    /// Unknown at start (its first store has the purge count it).
+    let diskEstimate = Atomic<Int>(Int.max / 2)
+    /// Whether an eviction asked for by a store is queued or running.
+    let evictionQueued = Atomic<Bool>(false)
+    /// Every worker's memory tier, on its loop: removals empty them at once
+    /// (``syncMemoryTiers()``), so `resource.stats` counts what they still hold.
+    let memoryTiers = Locked<[LoopBound<MemoryTier>]>([])
 
     /// - Parameters:
     ///   - rest: the REST manager bound to the same workers (routing, pool).

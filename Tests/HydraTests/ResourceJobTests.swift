@@ -143,6 +143,28 @@ import Testing
         #expect(matching.result?["source"] == "memory")
     }
 
+    /// A job whose `sha256` an intact copy lacks fetches the resource whole;
+    /// content without that digest fails the job, and the good copy stays
+    /// (resources.md: a failure never replaces or removes a good copy).
+    @Test(arguments: ["", #"{"memoryBytes": 0}"#])
+    func aJobsOtherDigestLeavesTheGoodCopy(resources: String) async throws {
+        let engine = try engine(resources)
+        defer { engine.shutdown() }
+        let n = name()
+        let good = try await engine.run(resource("/resource/\(n)"))
+        let digest = try #require(good.result?["sha256"]?.stringValue)
+        let other = String(repeating: "1", count: 64)
+        for mode in ["use", "refresh"] {
+            let failed = try await engine.run(resource("/resource/\(n)", #","mode":"\#(mode)","sha256":"\#(other)""#))
+            #expect(failed.error?.kind == .invalid && failed.error?.message.hasPrefix("sha256:") == true, "\(mode)")
+        }
+        #expect(try await counter(engine, "res-\(n)") == 3)  // whole fetches, not revalidations
+        let kept = try await engine.run(resource("/resource/\(n)", #","mode":"only","sha256":"\#(digest)","as":"text""#))
+        #expect(kept.result?["source"] == (resources.isEmpty ? "memory" : "disk"), "\(String(describing: kept.error))")
+        #expect(kept.result?["content"]?.stringValue == "resource \(n) v1")
+        #expect(try engine.statResource(TestServer.url("/resource/\(n)"))?["sha256"] == .string(digest))
+    }
+
     @Test func aCorruptCopyOnDiskIsFetchedAgain() async throws {
         let engine = try engine(#"{"memoryBytes": 0}"#)
         defer { engine.shutdown() }
@@ -452,5 +474,36 @@ import Testing
         #expect(try engine.resources.stat(key: keys[1]) != nil && engine.resources.stat(key: keys[2]) != nil)
         engine.bus.waitForEmits()
         #expect(log.all.contains { $0.name == "resource.removed" && $0.fields["key"] == .string(keys[0]) && $0.fields["reason"] == "evicted" })
+    }
+
+    /// `maxBytes` holds as copies are stored, not only when the purge timer
+    /// runs (here once an hour); a removal empties the memory tiers at once,
+    /// so `resource.stats` never counts memory for copies that are gone.
+    @Test func aStoreEvictsPastMaxBytesAndRemovalsEmptyTheMemoryTier() async throws {
+        let config = try Configuration(json: try JSONParser.parse(#"{"resources": {"maxBytes": 250, "purgeIntervalSec": 3600}}"#))
+        let engine = try HydraEngine(configuration: config, stateDirectory: state)
+        defer { engine.shutdown() }
+        let n = "v" + UUID().uuidString.prefix(8).lowercased()
+        var keys: [String] = []
+        for i in 0..<3 {
+            let result = try await engine.fetchResource(TestServer.url("/resource/\(n)\(i)?size=100"))
+            keys.append(result["key"]!.stringValue!)
+            try await Task.sleep(for: .milliseconds(20))  // distinct lastUsedAt
+        }
+        let deadline = Date().addingTimeInterval(3)
+        while try engine.resources.stat(key: keys[0]) != nil, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(try engine.resources.stat(key: keys[0]) == nil)
+        #expect(try engine.resources.stat(key: keys[1]) != nil && engine.resources.stat(key: keys[2]) != nil)
+        #expect(try engine.resources.statsJSON()["bytes"] == 200)
+
+        // (The eviction emptied the memory tier; a hit of disk fills it again.)
+        #expect(try await engine.fetchResource(TestServer.url("/resource/\(n)1?size=100"))["source"] == "disk")
+        #expect(try engine.resources.statsJSON()["memoryBytes"]?.intValue ?? 0 > 0)
+        let removed = try await engine.removeResources(prefix: TestServer.url("/resource/\(n)"))
+        #expect(removed["removed"] == 2)
+        let stats = try engine.resources.statsJSON()
+        #expect(stats["count"] == 0 && stats["bytes"] == 0 && stats["memoryBytes"] == 0)
     }
 }

@@ -52,6 +52,8 @@ import Testing
 
         let listed = try client.call("resource.list", ["prefix": .string(TestServer.url("/resource/\(n)"))])
         #expect(listed["resources"]?.arrayValue?.compactMap { $0["key"]?.stringValue } == [keys[1], keys[0]])
+        // Each item is the stat object (resources.md: `[stat...]`), `source` included.
+        #expect(listed["resources"]?.arrayValue?.last == stat)
         let page = try client.call("resource.list", ["prefix": .string(TestServer.url("/resource/\(n)")), "limit": 1])
         #expect(page["resources"]?.arrayValue?.count == 1 && page["next"] == .string(keys[1]))
 
