@@ -535,6 +535,11 @@ final class Transfer {
         var detail = String(cString: errorBuffer)
         if detail.isEmpty { detail = String(cString: curl_easy_strerror(code)) }
         if let proxy = applied?.proxy { detail = Transfer.masking(proxy, in: detail) }
+        // Errors never carry the server's file system paths (protocol.md §2): curl's
+        // message names the file it could not use; the field name stands in for it.
+        for (path, field) in [(applied?.caFile, "caFile"), (applied?.clientCert, "clientCert"), (applied?.clientKey, "clientKey")] {
+            if let path, !path.isEmpty, detail.contains(path) { detail = detail.replacingOccurrences(of: path, with: "(" + field + ")") }
+        }
         if code == CURLE_PARTIAL_FILE || code == CURLE_RECV_ERROR, !encoded, bodyBytes > 0 {
             // Cut mid-body: the bytes so far (in memory, or in the file) may be resumed with a Range request.
             var status = 0
@@ -543,7 +548,27 @@ final class Transfer {
             failure.partial = HTTPResponse(status: status, headers: headers, body: body, bodyBytes: bodyBytes)
             return failure
         }
+        if refusedAfterHandshake(code) {
+            return HTTPFailure(.tls, detail + " (the server closed the new TLS connection before answering: "
+                               + "it may require a client certificate, see clientCert/clientKey)")
+        }
         return HTTPFailure(Transfer.kind(of: code), detail)
+    }
+
+    /// A server that demands a client certificate refuses one that was not
+    /// sent during the handshake; with TLS 1.3 the client learns it only when
+    /// it writes or reads next, so curl reports a send or receive error (rest.md
+    /// §7 wants kind `tls` for any certificate failure). Judged a TLS refusal:
+    /// an `https` request without `clientCert` whose *new* connection
+    /// (curl opened it for this transfer; a reused keep-alive connection the
+    /// server closed stays `network`) failed that way before any response.
+    private func refusedAfterHandshake(_ code: CURLcode) -> Bool {
+        guard code == CURLE_SEND_ERROR || code == CURLE_RECV_ERROR || code == CURLE_GOT_NOTHING,
+              let shape = applied, shape.pipeWait, shape.clientCert == nil, headers.isEmpty, bodyBytes == 0 else { return false }
+        var status = 0, connects = 0
+        hydra_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        hydra_easy_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &connects)
+        return status == 0 && connects > 0
     }
 
     /// The failure kind of a curl error: every TLS error code libcurl 7.88

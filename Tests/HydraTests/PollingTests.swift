@@ -32,6 +32,16 @@ import Testing
             """))
         #expect(notEquals.result?["body"]?["hits"] == 2)
 
+        // `null` is a value to wait for like any other (a missing field counts as null).
+        let absent = try await engine.run(spec("""
+            {"type":"remote","endpoint":"/hits/\(other)","repeat":{"everyMs":1,"until":{"path":"body.missing","equals":null}}}
+            """))
+        #expect(absent.state == .succeeded && absent.result?["body"]?["hits"] == 3, "\(String(describing: absent.error))")
+        let present = try await engine.run(spec("""
+            {"type":"remote","endpoint":"/hits/\(other)","repeat":{"everyMs":1,"until":{"path":"body.hits","notEquals":null}}}
+            """))
+        #expect(present.state == .succeeded && present.result?["body"]?["hits"] == 4, "\(String(describing: present.error))")
+
         let third = UUID().uuidString
         let gaveUp = try await engine.run(spec("""
             {"type":"remote","endpoint":"/hits/\(third)",

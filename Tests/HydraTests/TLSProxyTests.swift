@@ -78,7 +78,7 @@ import Testing
         let passed = try await run(trusted)
         #expect(passed.state == .succeeded && passed.result?["body"]?["count"] == 3, "\(String(describing: passed.error))")
 
-        let pinned = try engine(#"{"url": "\#(url)", "caFile": "\#(certs.ca)", "pinnedPublicKey": "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=;\#(certs.pin)"}"#)
+        let pinned = try engine(#"{"url": "\#(url)", "caFile": "\#(certs.ca)", "pinnedPublicKey": "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA= ; \#(certs.pin)"}"#)
         defer { pinned.shutdown() }
         #expect(try await run(pinned).state == .succeeded)
 
@@ -91,6 +91,16 @@ import Testing
         let unverified = try engine(#"{"url": "\#(url)", "verifyTLS": false}"#)
         defer { unverified.shutdown() }
         #expect(try await run(unverified).state == .succeeded)
+
+        // A CA file that is there but holds no certificate: kind `tls`, and the
+        // message names the field, never the server's path (protocol.md §2).
+        let notPEM = certs.folder + "/not-a-ca.pem"
+        try Data("not a certificate\n".utf8).write(to: URL(fileURLWithPath: notPEM))
+        let badCA = try engine(#"{"url": "\#(url)", "caFile": "\#(notPEM)"}"#)
+        defer { badCA.shutdown() }
+        let unusable = try await run(badCA)
+        #expect(unusable.error?.kind == .tls, "\(String(describing: unusable.error))")
+        #expect(unusable.error?.message.contains(certs.folder) == false, "\(String(describing: unusable.error))")
     }
 
     @Test func aServerThatDemandsAClientCertificate() async throws {
@@ -102,8 +112,9 @@ import Testing
         defer { anonymous.shutdown() }
         let refused = try await run(anonymous)
         #expect(refused.state == .failed, "\(String(describing: refused.result))")
-        // curl reports the server's handshake alert as a TLS failure or, with TLS 1.3, a read failure after it.
-        #expect(refused.error?.kind == .tls || refused.error?.kind == .network, "\(String(describing: refused.error))")
+        // curl reports the server's alert as a TLS failure or, with TLS 1.3, a send or read
+        // failure on the new connection after the handshake: kind `tls` either way (rest.md §7).
+        #expect(refused.error?.kind == .tls, "\(String(describing: refused.error))")
 
         let identified = try engine("""
             {"url": "\(url)", "caFile": "\(certs.ca)", "clientCert": "\(certs.clientCert)", "clientKey": "\(certs.clientKey)"}

@@ -282,8 +282,9 @@ extension Configuration {
                 // Files are relative to the directory the server runs in (as the config's other paths).
                 server.caFile = try s.string("caFile")
                 if let file = server.caFile { try Configuration.checkReadable(file, path: s.path("caFile")) }
-                server.pinnedPublicKey = try s.string("pinnedPublicKey")
-                if let pins = server.pinnedPublicKey { try Configuration.checkPins(pins, path: s.path("pinnedPublicKey")) }
+                if let pins = try s.string("pinnedPublicKey") {
+                    server.pinnedPublicKey = try Configuration.checkPins(pins, path: s.path("pinnedPublicKey"))
+                }
                 server.clientCert = try s.string("clientCert")
                 server.clientKey = try s.string("clientKey")
                 switch (server.clientCert, server.clientKey) {
@@ -423,13 +424,16 @@ extension Configuration {
     }
 
     /// `sha256//BASE64` pins of 32-byte digests, separated by `;` (curl's format).
-    private static func checkPins(_ pins: String, path: String) throws(ValidationError) {
+    /// Checks a pin list and returns it as curl takes it: spaces around the
+    /// `;` separators are dropped (curl would compare them as part of a pin).
+    private static func checkPins(_ pins: String, path: String) throws(ValidationError) -> String {
         let items = pins.split(separator: ";", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
         for item in items {
             guard item.hasPrefix("sha256//"), let digest = Data(base64Encoded: String(item.dropFirst(8))), digest.count == 32 else {
                 throw ValidationError(path: path, "expected sha256//BASE64 (the base64 of a 32-byte SHA-256), several separated by ';'")
             }
         }
+        return items.joined(separator: ";")
     }
 
     /// A proxy URL: `http://`, `https://` or `socks5h://`, with a host. The

@@ -28,6 +28,14 @@ public struct FieldReader {
 
     public func path(_ key: String) -> String { FieldReader.join(path, key) }
 
+    /// The member `key` as given, JSON `null` included (nil only when absent):
+    /// for fields whose value may be any JSON value, `null` too.
+    public mutating func valueOrNull(_ key: String) -> JSONValue? {
+        guard let i = members.index(forKey: key) else { return nil }
+        if i < 64 { readLow |= 1 << UInt64(i) } else { readHigh.insert(i) }
+        return members.values[i]
+    }
+
     public mutating func value(_ key: String) -> JSONValue? {
         guard let i = members.index(forKey: key) else { return nil }
         if i < 64 { readLow |= 1 << UInt64(i) } else { readHigh.insert(i) }

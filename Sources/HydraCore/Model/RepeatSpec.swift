@@ -29,7 +29,8 @@ public struct RepeatSpec: Sendable, Equatable {
 
     /// Whether `result` ends the polling.
     public func isMet(by result: JSONValue) -> Bool {
-        let found = result.value(atPath: path)
+        // A missing value counts as `null`: `"equals": null` waits for a field to be absent or null.
+        let found = result.value(atPath: path) ?? .null
         return negated ? found != value : found == value
     }
 
@@ -50,7 +51,8 @@ extension RepeatSpec {
             throw ValidationError(path: r.path("until"), "required: {\"path\", \"equals\" or \"notEquals\"}")
         }
         path = try until.requiredString("path")
-        let equals = until.value("equals"), notEquals = until.value("notEquals")
+        // Any JSON value, `null` included (polling until a field is null or no longer null).
+        let equals = until.valueOrNull("equals"), notEquals = until.valueOrNull("notEquals")
         switch (equals, notEquals) {
         case (let value?, nil): self.value = value; negated = false
         case (nil, let value?): self.value = value; negated = true
