@@ -179,14 +179,17 @@ extension ResourceManager {
     /// Has every worker's memory tier drop its copies now (each on its own
     /// loop), rather than at its next job, and waits for them (at most a
     /// second each: a loop that is shutting down does not answer).
-    /// Chores thread.
+    /// Chores thread (or, once it stopped, the caller's: a tier of the
+    /// caller's own loop is emptied in place, not waited for).
     func syncMemoryTiers() {
         let tiers = memoryTiers.withLock { $0 }
         let answered = DispatchSemaphore(value: 0)
         var asked = 0
         let removals = self.removals.load(ordering: .acquiring)
         for tier in tiers {
-            if tier.loop.execute({
+            if tier.loop.inEventLoop {
+                tier.value.forget(ifRemovalsMovedTo: removals)
+            } else if tier.loop.execute({
                 tier.value.forget(ifRemovalsMovedTo: removals)
                 answered.signal()
             }) { asked += 1 }
