@@ -130,14 +130,13 @@ extension RPCServerRuntime {
 
             case "dummy.set":
                 try params.only(["responses"])
-                guard case .array(let responses)? = params.values["responses"] else {
-                    throw params.invalid("responses", "expected an array of dummy responses")
-                }
+                guard let given = params["responses"] else { throw params.invalid("responses", "required (an array of dummy responses)") }
+                guard case .array(let responses) = given else { throw params.mistyped("responses", "array of dummy responses", given) }
                 now(Result { () throws(ServiceError) in ["count": .int(try service.setDummyResponses(responses))] })
 
             case "dummy.enable":
                 try params.only(["enabled"])
-                guard let enabled = params.values["enabled"]?.boolValue else { throw params.invalid("enabled", "expected true or false") }
+                guard let enabled = try params.bool("enabled") else { throw params.invalid("enabled", "required (true or false)") }
                 service.setDummiesEnabled(enabled)
                 now(.success(["ok": true]))
 

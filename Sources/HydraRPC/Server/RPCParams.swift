@@ -35,7 +35,7 @@ struct RPCParams: Sendable {
 
     func string(_ key: String) throws(ServiceError) -> String? {
         guard let value = self[key] else { return nil }
-        guard let s = value.stringValue else { throw invalid(key, "expected string") }
+        guard let s = value.stringValue else { throw mistyped(key, "string", value) }
         return s
     }
 
@@ -47,26 +47,31 @@ struct RPCParams: Sendable {
 
     func int(_ key: String, min: Int = .min, max: Int = .max) throws(ServiceError) -> Int? {
         guard let value = self[key] else { return nil }
-        guard let i = value.intValue else { throw invalid(key, "expected integer") }
+        guard let i = value.intValue else { throw mistyped(key, "integer", value) }
         guard i >= min, i <= max else { throw invalid(key, "must be between \(min) and \(max)") }
         return i
     }
 
     func bool(_ key: String) throws(ServiceError) -> Bool? {
         guard let value = self[key] else { return nil }
-        guard let b = value.boolValue else { throw invalid(key, "expected true or false") }
+        guard let b = value.boolValue else { throw mistyped(key, "boolean", value) }
         return b
     }
 
     func stringSet(_ key: String) throws(ServiceError) -> Set<String>? {
         guard let value = self[key] else { return nil }
-        guard let items = value.arrayValue else { throw invalid(key, "expected array of strings") }
+        guard let items = value.arrayValue else { throw mistyped(key, "array of strings", value) }
         var out = Set<String>()
         for (i, item) in items.enumerated() {
-            guard let s = item.stringValue else { throw invalid("\(key)[\(i)]", "expected string") }
+            guard let s = item.stringValue else { throw mistyped("\(key)[\(i)]", "string", item) }
             out.insert(s)
         }
         return out
+    }
+
+    /// `field: expected TYPE, got TYPE` (the form of job specs' errors, protocol §2).
+    func mistyped(_ field: String, _ type: String, _ value: JSONValue) -> ServiceError {
+        invalid(field, "expected \(type), got \(value.typeName)")
     }
 
     func invalid(_ field: String, _ reason: String) -> ServiceError {
