@@ -184,6 +184,11 @@ public final class HydraEngine: Sendable {
         scheduler.shutdown()
         return drained
     }
+
+    /// Cuts a ``shutdown(gracePeriod:)`` under way short: it stops waiting for
+    /// running jobs now (they stay unfinished, to resume at the next start of
+    /// a durable server). Any thread.
+    public func endGracePeriod() { scheduler.endDrain() }
 }
 
 /// Feeds bus events into an `AsyncStream`.

@@ -25,7 +25,7 @@ struct SaveAsPath: Sendable, Equatable {
     /// The database file's name; every file whose name starts with it is the database's.
     static let databaseName = "hydra.db"
     /// Names at the top of the state folder the server owns, lowercased.
-    static let reservedNames: Set<String> = ["clean-shutdown", "resources"]
+    static let reservedNames: Set<String> = ["clean-shutdown", "hydra.lock", "resources"]
 
     /// Why a path was refused, without the field's name (the caller adds it:
     /// a key path at submit, `saveAs:` in a step's error).

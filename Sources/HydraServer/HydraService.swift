@@ -33,8 +33,8 @@ public final class HydraService: Sendable {
     }
 
     /// Finished jobs the engine keeps in memory by default: the store answers for older
-    /// ones. (An embedded engine keeps 100,000: it has nowhere else to look. Here that
-    /// was some 200 MB of results, and a page fault for most of the first 100,000 jobs.)
+    /// ones. (100,000 was some 200 MB of results, and a page fault for most of the first
+    /// 100,000 jobs.)
     public static let finishedInMemory = 10_000
 
     /// Opens the engine over `store`. Event numbering continues after the
@@ -638,6 +638,10 @@ public final class HydraService: Sendable {
     /// Graceful stop: refuse new work, let running jobs finish within
     /// `gracePeriod` (the rest stay in the store and resume at the next start),
     /// stop the engine, flush and close the store.
+    /// Cuts a ``shutdown(gracePeriod:)`` under way short (a second SIGTERM):
+    /// unfinished jobs are kept for the next start. Any thread.
+    public func endGracePeriod() { engine.endGracePeriod() }
+
     public func shutdown(gracePeriod: Duration) async -> Bool {
         let drained = await engine.shutdown(gracePeriod: gracePeriod)
         reads.shutdown()

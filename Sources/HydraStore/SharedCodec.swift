@@ -28,7 +28,7 @@ struct SharedCodec: Sendable {
     }
 
     /// The failure of `setShared` with aes-gcm and no key: nothing is stored.
-    static let missingKey = StoreError("cipher aes-gcm needs \(keyVariable) (a passphrase of 16+ characters)",
+    static let missingKey = StoreError("cipher: aes-gcm needs \(keyVariable) (a passphrase of 16+ characters)",
                                        invalidArgument: "cipher")
 
     /// Throws ``missingKey`` when `cipher` is aes-gcm and there is no key:

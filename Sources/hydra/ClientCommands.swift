@@ -81,8 +81,8 @@ struct SubmitCommand: ParsableCommand {
             status is 0 succeeded, 1 failed or cancelled, 2 invalid spec.
 
             Examples:
-              hydra submit jobs/login-and-fetch.json --input '{"user": "gandalf"}'
-              hydra submit jobs/fan-out.json --follow
+              hydra submit jobs/demo.json --follow
+              hydra submit jobs/fan-out.json --input '{"name":"pip"}' --follow
               echo '{"type":"local","name":"echo","input":1}' | hydra submit - --follow
             """)
     @Argument(help: "The job spec file (JSON), or - for standard input.") var spec: String

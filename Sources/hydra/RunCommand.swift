@@ -21,7 +21,7 @@ struct RunCommand: AsyncParsableCommand {
             Examples:
               hydra run jobs/demo.json
               hydra run jobs/demo.json --events --pretty
-              hydra run jobs/fan-out.json --events --config config/hydra.json
+              hydra run jobs/fan-out.json --input '{"name":"pip"}' --events
               hydra run spec.json --input '{"user": "gandalf"}'
             """)
 

@@ -57,9 +57,17 @@ struct ServeCommand: AsyncParsableCommand {
             exitInvalid(error)
         }
         if let listen { configuration.rpc.listen = listen }
-        if let unixSocket { configuration.rpc.unixSocket = unixSocket }
-        if let state { configuration.state.path = state }
-        if let secret = ProcessInfo.processInfo.environment["HYDRA_RPC_SECRET"], !secret.isEmpty {
+        if let unixSocket {
+            guard !unixSocket.isEmpty else { exitInvalid("--unix-socket: must not be empty") }
+            configuration.rpc.unixSocket = unixSocket
+        }
+        if let state {
+            guard !state.isEmpty else { exitInvalid("--state: must not be empty (a folder; \".\" for the current one)") }
+            configuration.state.path = state
+        }
+        if let secret = ProcessInfo.processInfo.environment["HYDRA_RPC_SECRET"] {
+            // Set but empty is a mistake, not "no secret" (as an empty rpc.secret is refused).
+            guard !secret.isEmpty else { exitInvalid("HYDRA_RPC_SECRET is set but empty: give the secret, or unset it to run without one") }
             configuration.rpc.secret = secret
         }
 
@@ -79,6 +87,10 @@ struct ServeCommand: AsyncParsableCommand {
 
         let statePath = absolutePath(configuration.state.path)
         let cleanMarker = statePath + "/clean-shutdown"
+        // Held until the process ends (see StateFolderLock).
+        let folderLock: StateFolderLock
+        do { folderLock = try StateFolderLock(folder: statePath) } catch { exitInvalid("state.path: \(error)") }
+        defer { withExtendedLifetime(folderLock) {} }
         let sharedKey = ProcessInfo.processInfo.environment["HYDRA_SHARED_KEY"]
         do { try SQLiteStore.checkSharedKey(sharedKey) } catch { exitInvalid(error) }
         let store: SQLiteStore
@@ -121,7 +133,11 @@ struct ServeCommand: AsyncParsableCommand {
         writeLine("state: \(statePath)/hydra.db\(recovered > 0 ? " (\(recovered) unfinished jobs resumed)" : "")")
 
         let signal = await signals.wait()
-        FileHandle.standardError.write(Data("hydra: \(signal): stopping (grace period \(grace) s)\n".utf8))
+        FileHandle.standardError.write(Data("hydra: \(signal): stopping (grace period \(grace) s; signal again to stop now)\n".utf8))
+        signals.onRepeat { name in
+            FileHandle.standardError.write(Data("hydra: \(name) again: stopping now\n".utf8))
+            service.endGracePeriod()
+        }
         // The listeners stay open through the grace period: a client that connects now
         // hears -32005 for new work and can still ask for status and results. (Closing
         // them would also reset connections the kernel had queued but the loop had not

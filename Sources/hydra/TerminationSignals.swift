@@ -14,6 +14,8 @@ final class TerminationSignals: Sendable {
     private let loop = EventLoop(name: "hydra-signals")
     /// The first signal received, or the waiter for it.
     private let state = Locked<(received: String?, waiter: CheckedContinuation<String, Never>?)>((nil, nil))
+    /// What a signal after the first one does (set by ``onRepeat(_:)``).
+    private let repeated = Locked<(@Sendable (String) -> Void)?>(nil)
 
     /// Takes over SIGTERM and SIGINT (and ignores SIGPIPE); runs `upkeep` on the signal
     /// thread every `upkeepEvery` seconds.
@@ -45,15 +47,22 @@ final class TerminationSignals: Sendable {
         }
     }
 
+    /// Runs `body` (on the signal thread) for every SIGTERM or SIGINT after the first.
+    func onRepeat(_ body: @escaping @Sendable (String) -> Void) {
+        repeated.withLock { $0 = body }
+    }
+
     /// Stops watching (signals take their default action again) and ends the thread.
     func close() { loop.shutdown() }
 
     private func fire(_ name: String) {
-        let waiter = state.withLock { state -> CheckedContinuation<String, Never>? in
-            if state.received == nil { state.received = name }
+        let (first, waiter) = state.withLock { state -> (Bool, CheckedContinuation<String, Never>?) in
+            let first = state.received == nil
+            if first { state.received = name }
             defer { state.waiter = nil }
-            return state.waiter
+            return (first, state.waiter)
         }
         waiter?.resume(returning: name)
+        if !first, let repeated = repeated.withLock({ $0 }) { repeated(name) }
     }
 }

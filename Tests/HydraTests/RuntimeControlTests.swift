@@ -35,9 +35,9 @@ import Testing
         #expect(error("dummy.set", ["responses": [["server": "nowhere", "endpoint": "/x"]]]).1.contains("responses[0].server"))
         #expect(error("dummy.set", ["responses": [["status": 200]]]).1.contains("responses[0].endpoint"))
         #expect(error("dummy.set", ["responses": [["endpoint": "/x", "status": 99]]]).1.contains("responses[0].status"))
-        #expect(error("dummy.set", ["responses": "all"]) == (-32602, "responses: expected array of dummy responses, got string"))
+        #expect(error("dummy.set", ["responses": "all"]) == (-32602, "responses: expected array of dummy responses"))
         #expect(error("dummy.set", [:]).1.hasPrefix("responses: required"))
-        #expect(error("dummy.enable", ["enabled": "yes"]) == (-32602, "enabled: expected boolean, got string"))
+        #expect(error("dummy.enable", ["enabled": "yes"]) == (-32602, "enabled: expected boolean"))
         // A refused list leaves the previous one in place.
         _ = try client.call("dummy.enable", ["enabled": true])
         #expect(try run(items)["result"]?["status"] == 203)

@@ -380,7 +380,7 @@ import Testing
         let dir = folder()
         var store = try SQLiteStore(directory: dir)
         let error = #expect(throws: StoreError.self) { try setShared(store, "e", "secret", .aesGCM) }
-        #expect(error?.description == "cipher aes-gcm needs HYDRA_SHARED_KEY (a passphrase of 16+ characters)")
+        #expect(error?.description == "cipher: aes-gcm needs HYDRA_SHARED_KEY (a passphrase of 16+ characters)")
         store.flush()
         #expect(try store.sharedValue("e") == nil)
         #expect(!(store.sharedCipher("e") == .aesGCM))

@@ -78,6 +78,12 @@ final class ServerProcess: @unchecked Sendable {
         return (process.terminationStatus, String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
     }
 
+    /// Waits for the server to exit on its own (after a signal the test sent); the exit status and stderr.
+    func waitForExit() -> (status: Int32, stderr: String) {
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+    }
+
     /// Sends SIGTERM and waits at most `limit`; nil (after a kill -9) when the server did not exit in time.
     func terminate(within limit: Duration) -> Int32? {
         process.terminate()

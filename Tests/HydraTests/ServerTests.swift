@@ -537,6 +537,16 @@ import Testing
         #expect(open.err.contains("rpc.secret"))
         #expect(open.err.contains("--listen"))
 
+        // One server per state folder: a second one on the running server's folder stops at once.
+        let twin = try RunCommandTests().hydra(["serve", "--listen", "127.0.0.1:0", "--state", server.stateDirectory])
+        #expect(twin.status == 2)
+        #expect(twin.err.contains("state.path") && twin.err.contains("in use by another hydra serve (pid "), "\(twin.err)")
+        // An empty secret in the environment is a mistake, as an empty rpc.secret is.
+        let emptySecret = try RunCommandTests().hydra(["serve", "--listen", "127.0.0.1:0", "--state", state],
+                                                      environment: ["HYDRA_RPC_SECRET": ""])
+        #expect(emptySecret.status == 2 && emptySecret.err.contains("HYDRA_RPC_SECRET"), "\(emptySecret.err)")
+        #expect(try RunCommandTests().hydra(["serve", "--state", ""]).status == 2)
+
         // A passphrase too short is named as such, not taken for a state folder problem.
         do {
             let refused = try ServerProcess(environment: ["HYDRA_SHARED_KEY": "short"])
@@ -578,12 +588,40 @@ import Testing
         }
         // Queries still work during the grace period.
         #expect(try late.call("job.status", ["jobId": job["jobId"]!])["state"] == "running")
-        let (status, _) = server.terminate()
+        let (status, _) = server.waitForExit()  // (not a second signal: that would end the grace period)
         #expect(status == 0)
         // The job that was running finished and its result was kept.
         let restarted = try ServerProcess(state: server.stateDirectory)
         defer { restarted.terminate() }
         let result = try restarted.client().call("job.result", ["jobId": job["jobId"]!])
+        #expect(result["state"] == "succeeded")
+    }
+
+    /// A second SIGTERM ends the grace period at once: the running job is
+    /// kept, unfinished, and resumes at the next start.
+    @Test func aSecondSignalStopsAtOnceAndKeepsTheRunningJob() throws {
+        let server = try ServerProcess(arguments: ["--grace", "60"])
+        let client = try server.client()
+        let job = try client.call("job.submit", ["job": ["type": "remote", "endpoint": "/delay/3000"]])
+        kill(server.process.processIdentifier, SIGTERM)
+        try waitUntilBlocking(timeout: .seconds(10)) {
+            do {
+                _ = try client.call("job.submit", ["job": ["type": "local", "name": "echo"], "idempotencyKey": "probe"])
+                return false
+            } catch {
+                return (error as? RPCClientError)?.code == -32005
+            }
+        }
+        let sent = ContinuousClock.now
+        kill(server.process.processIdentifier, SIGTERM)
+        let (status, stderr) = server.waitForExit()
+        #expect(status == 0)
+        #expect(ContinuousClock.now - sent < .seconds(2), "the second signal did not cut the 60 s grace period")
+        #expect(stderr.contains("SIGTERM again: stopping now") && stderr.contains("resume at the next start"), "\(stderr)")
+        let restarted = try ServerProcess(state: server.stateDirectory)
+        defer { restarted.terminate() }
+        #expect(restarted.banner.joined().contains("1 unfinished jobs resumed"), "\(restarted.banner)")
+        let result = try restarted.client().call("job.result", ["jobId": job["jobId"]!, "waitMs": 10000])
         #expect(result["state"] == "succeeded")
     }
 

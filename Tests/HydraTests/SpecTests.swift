@@ -77,6 +77,29 @@ import Testing
         }
     }
 
+    /// Values that would start a server that cannot work, or silently mean
+    /// something else, stop the load naming the key.
+    @Test(arguments: [
+        (#"{"workers":[{"name":"","kind":"local"}]}"#, "workers[0].name"),
+        (#"{"workers":[{"name":"w","kind":"remote","maxConnections":1000001}]}"#, "workers[0].maxConnections"),
+        (#"{"workers":[{"name":"w","kind":"remote","maxActive":9223372036854775807}]}"#, "workers[0].maxActive"),
+        (#"{"rpc":{"maxConnections":1000000000000}}"#, "rpc.maxConnections"),
+        (#"{"rpc":{"unixSocket":""}}"#, "rpc.unixSocket"),
+        (#"{"state":{"path":""}}"#, "state.path"),
+        (#"{"servers":{"s":"http://h"},"apis":{"a":{"server":"s","endpoint":"/","method":""}}}"#, "apis.a.method"),
+        (#"{"servers":{"s":"http://h"},"dummy":{"responses":[{"server":"s","endpoint":"/","method":"GE T"}]}}"#, "dummy.responses[0].method"),
+        (#"{"allowEnv":[""]}"#, "allowEnv[0]"),
+        (#"{"allowEnv":["HOME","HOME"]}"#, "allowEnv[1]"),
+    ])
+    func configurationRejectsValuesThatCannotWork(text: String, path: String) throws {
+        do {
+            _ = try Configuration(json: try JSONParser.parse(text))
+            Issue.record("accepted \(text)")
+        } catch let error as ValidationError {
+            #expect(error.path == path, "\(error)")
+        }
+    }
+
     @Test func theContractsExampleConfigurationLoads() throws {
         // config.md's example, its comments taken out: every key, and the defaults.
         let example = """

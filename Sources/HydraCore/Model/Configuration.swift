@@ -76,7 +76,7 @@ public struct Configuration: Sendable {
                 throw ValidationError(path: field, "expected a folder inside state.path (relative, without '..', not state.path itself), got \(path.debugDescription)")
             }
             let top = parts[0].lowercased()
-            guard !top.hasPrefix("hydra.db"), top != "clean-shutdown" else {
+            guard !top.hasPrefix("hydra.db"), top != "clean-shutdown", top != "hydra.lock" else {
                 throw ValidationError(path: field, "\(path.debugDescription) is a file the server owns in state.path")
             }
             return parts.joined(separator: "/")
@@ -84,6 +84,9 @@ public struct Configuration: Sendable {
     }
 
     public struct Worker: Sendable {
+        /// The largest `maxConnections`, `maxHostConnections` and `maxActive`
+        /// (in the file and through `worker.configure`).
+        public static let maxLimit = 1_000_000
         public var name: String
         public var kind: JobKind
         public var maxConnections: Int
@@ -180,6 +183,9 @@ public struct Configuration: Sendable {
             endpoint = try d.requiredString("endpoint")
             server = try d.string("server")
             method = try d.string("method")?.uppercased()
+            if let method, !RemoteSpec.isValidMethod(method) {
+                throw ValidationError(path: d.path("method"), "invalid method '\(method)'")
+            }
             status = try d.int("status", min: 100, max: 599) ?? 200
             headers = try d.stringMap("headers") ?? [:]
             body = d.value("body")
@@ -227,6 +233,9 @@ extension Configuration {
                 throw ValidationError(path: o.path("listen"), "\"\(rpc.listen)\" is not HOST:PORT")
             }
             rpc.unixSocket = try o.string("unixSocket")
+            if rpc.unixSocket?.isEmpty == true {
+                throw ValidationError(path: o.path("unixSocket"), "must not be empty (a socket path, or null for none)")
+            }
             rpc.secret = try o.string("secret")
             if rpc.secret?.isEmpty == true {
                 throw ValidationError(path: o.path("secret"), "must not be empty (leave it out to run without a secret)")
@@ -234,12 +243,13 @@ extension Configuration {
             rpc.allowInsecure = try o.bool("allowInsecure") ?? false
             rpc.maxMessageBytes = try o.int("maxMessageBytes", min: 256) ?? rpc.maxMessageBytes
             rpc.maxOutboundBytes = try o.int("maxOutboundBytes", min: 1024) ?? rpc.maxOutboundBytes
-            rpc.maxConnections = try o.int("maxConnections", min: 1) ?? rpc.maxConnections
+            rpc.maxConnections = try o.int("maxConnections", min: 1, max: Worker.maxLimit) ?? rpc.maxConnections
             rpc.maxSubscriptions = try o.int("maxSubscriptions", min: 1) ?? rpc.maxSubscriptions
             try o.rejectUnknownKeys()
         }
         if var o = try r.object("state") {
             state.path = try o.string("path") ?? state.path
+            if state.path.isEmpty { throw ValidationError(path: o.path("path"), "must not be empty (a folder; \".\" for the current one)") }
             if let sync = try o.string("sync") {
                 guard let s = State.Sync(rawValue: sync) else {
                     throw ValidationError(path: o.path("sync"), "expected normal or full")
@@ -255,6 +265,7 @@ extension Configuration {
             for (i, item) in items.enumerated() {
                 var w = try FieldReader(item, path: "workers[\(i)]")
                 let name = try w.requiredString("name")
+                guard !name.isEmpty else { throw ValidationError(path: w.path("name"), "must not be empty") }
                 guard names.insert(name).inserted else { throw ValidationError(path: w.path("name"), "duplicate worker '\(name)'") }
                 let kindText = try w.requiredString("kind")
                 guard let kind = JobKind(rawValue: kindText) else {
@@ -262,9 +273,9 @@ extension Configuration {
                 }
                 workers.append(Worker(
                     name: name, kind: kind,
-                    maxConnections: try w.int("maxConnections", min: 1) ?? 64,
-                    maxHostConnections: try w.int("maxHostConnections", min: 1) ?? 16,
-                    maxActive: try w.int("maxActive", min: 1) ?? 256,
+                    maxConnections: try w.int("maxConnections", min: 1, max: Worker.maxLimit) ?? 64,
+                    maxHostConnections: try w.int("maxHostConnections", min: 1, max: Worker.maxLimit) ?? 16,
+                    maxActive: try w.int("maxActive", min: 1, max: Worker.maxLimit) ?? 256,
                     threads: try w.int("threads", min: 1, max: 256) ?? 2))
                 try w.rejectUnknownKeys()
             }
@@ -319,6 +330,9 @@ extension Configuration {
                 let server = try a.string("server") ?? ""
                 var api = API(server: server, endpoint: try a.requiredString("endpoint"))
                 api.method = try a.string("method")?.uppercased() ?? "GET"
+                if !RemoteSpec.isValidMethod(api.method) {
+                    throw ValidationError(path: a.path("method"), "invalid method '\(api.method)'")
+                }
                 api.headers = try a.stringMap("headers") ?? [:]
                 try HeaderSyntax.check(api.headers, path: a.path("headers"))
                 api.dogma = try a.string("dogma")
@@ -383,6 +397,14 @@ extension Configuration {
             try o.rejectUnknownKeys()
         }
         allowEnv = try r.stringArray("allowEnv") ?? []
+        for (i, name) in allowEnv.enumerated() {
+            guard !name.isEmpty, !name.contains("=") else {
+                throw ValidationError(path: r.path("allowEnv") + "[\(i)]", "expected the name of an environment variable")
+            }
+            guard allowEnv.firstIndex(of: name) == i else {
+                throw ValidationError(path: r.path("allowEnv") + "[\(i)]", "duplicate '\(name)'")
+            }
+        }
         try r.rejectUnknownKeys()
         try checkReferences()
     }

@@ -16,12 +16,17 @@ public final class Scheduler: Sendable {
     private let draining = Atomic<Bool>(false)
     /// Submitted and not yet final (for `limits.maxQueuedJobs`).
     private let unfinished = Atomic<Int>(0)
+    /// What a graceful stop waits on (see ``drain(timeout:)``): fired by the
+    /// last job to end, by the timeout, or by ``endDrain()``.
+    private let drainSignal = Locked<DrainSignal?>(nil)
     private let maxQueuedJobs: Int
     /// Job timestamps and timeout timers.
     let clock: any CoordinatorClock
 
-    /// Finished jobs kept in memory for status queries unless told otherwise.
-    public static let defaultRetainFinished = 100_000
+    /// Finished jobs kept in memory for status queries unless told otherwise:
+    /// the last 10,000 (about 20 MB of remote results). An embedder has every
+    /// result through its completion; more for later queries is `retainFinished`.
+    public static let defaultRetainFinished = 10_000
 
     /// Starts the worker and coordinator threads.
     /// - Parameters:
@@ -122,7 +127,14 @@ public final class Scheduler: Sendable {
     public func reserve(_ count: Int) throws(ValidationError) { try admit(count) }
 
     /// Gives back reservations that will not be enqueued.
-    public func release(_ count: Int) { unfinished.subtract(count, ordering: .relaxed) }
+    public func release(_ count: Int) { left(count) }
+
+    /// `count` jobs left the unfinished count; the last one wakes a drain.
+    private func left(_ count: Int) {
+        if unfinished.subtract(count, ordering: .acquiringAndReleasing).newValue == 0, draining.load(ordering: .acquiring) {
+            drainSignal.withLock { $0 }?.fire()
+        }
+    }
 
     /// Queues reserved jobs with one hand-over to the coordinator. Jobs are
     /// journaled (each finished leaf step reported to the ``JobJournal``).
@@ -156,7 +168,7 @@ public final class Scheduler: Sendable {
     /// Wraps a completion so the job leaves the unfinished count first.
     private func countedCompletion(_ completion: (@Sendable (JobResult) -> Void)?) -> @Sendable (JobResult) -> Void {
         return { [self] result in
-            unfinished.subtract(1, ordering: .relaxed)
+            left(1)
             completion?(result)
         }
     }
@@ -172,14 +184,25 @@ public final class Scheduler: Sendable {
 
     /// Stops taking new jobs and waits until every submitted job is final or
     /// `timeout` passes. Returns true when all finished in time.
+    /// Woken by the last job to end (not polled).
     public func drain(timeout: Duration) async -> Bool {
+        let signal = DrainSignal()
+        drainSignal.withLock { $0 = signal }
         draining.store(true, ordering: .releasing)
-        let deadline = ContinuousClock.now + timeout
-        while unfinished.load(ordering: .relaxed) > 0 {
-            if ContinuousClock.now >= deadline { return false }
-            try? await Task.sleep(for: .milliseconds(5))
+        if unfinished.load(ordering: .acquiring) == 0 { return true }
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            signal.fire()
         }
-        return true
+        await signal.wait()
+        timer.cancel()
+        return unfinished.load(ordering: .acquiring) == 0
+    }
+
+    /// Ends a ``drain(timeout:)`` now, as if its timeout passed (a second
+    /// SIGTERM: the operator will not wait). Unfinished jobs stay unfinished.
+    public func endDrain() {
+        drainSignal.withLock { $0 }?.fire()
     }
 
     /// Waits for a job's final result; nil for an unknown job, or when the

@@ -73,7 +73,7 @@ public final class Worker: Sendable {
                           maxHostConnections: Int? = nil) throws(ValidationError) -> WorkerLimits {
         for (field, value) in [("maxActive", maxActive), ("maxConnections", maxConnections),
                                ("maxHostConnections", maxHostConnections)] {
-            if let value, value < 1 || value > 1_000_000 {
+            if let value, value < 1 || value > Configuration.Worker.maxLimit {
                 throw ValidationError(path: field, "expected an integer from 1 to 1000000")
             }
         }

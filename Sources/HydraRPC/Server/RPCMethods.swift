@@ -24,7 +24,7 @@ extension RPCServerRuntime {
 
             case "rpc.auth":
                 try params.only(["token"])
-                guard let token = params["token"]?.stringValue else { throw params.invalid("token", "required") }
+                guard let token = try params.string("token") else { throw params.invalid("token", "required") }
                 now(authenticate(session, token: token))
 
             case "job.submit":

@@ -69,9 +69,11 @@ struct RPCParams: Sendable {
         return out
     }
 
-    /// `field: expected TYPE, got TYPE` (the form of job specs' errors, protocol §2).
+    /// `field: expected TYPE`, what was sent in `data.reason` (`expected TYPE, got TYPE`):
+    /// the form of job specs' errors (protocol §2).
     func mistyped(_ field: String, _ type: String, _ value: JSONValue) -> ServiceError {
-        invalid(field, "expected \(type), got \(value.typeName)")
+        ServiceError(.invalidParams, "\(field): expected \(type)",
+                     data: ["field": .string(field), "reason": .string("expected \(type), got \(value.typeName)")])
     }
 
     func invalid(_ field: String, _ reason: String) -> ServiceError {

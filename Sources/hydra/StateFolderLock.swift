@@ -1,0 +1,41 @@
+import Foundation
+
+/// One `hydra serve` per state folder: an exclusive `flock` on
+/// `STATE/hydra.lock`, held for the life of the process (the kernel releases
+/// it when the process ends, `kill -9` included, so a crash never leaves a
+/// stale lock). A second server on the same folder would run the first one's
+/// unfinished jobs again and write its clean-shutdown marker while the first
+/// still runs.
+final class StateFolderLock {
+    private let descriptor: Int32
+
+    /// Why the lock could not be taken, for one line on stderr.
+    struct Refusal: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Takes the lock of `folder` (created if missing) or throws a refusal that
+    /// names the folder and, when it can tell, the pid of the server holding it.
+    init(folder: String) throws(Refusal) {
+        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let path = folder + "/hydra.lock"
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw Refusal(description: "cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let busy = errno == EWOULDBLOCK
+            let holder = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+            close(fd)
+            throw Refusal(description: busy
+                ? "\(folder) is in use by another hydra serve\(holder.map { $0.isEmpty ? "" : " (pid \($0))" } ?? ""): one server per state folder"
+                : "cannot lock \(path): \(String(cString: strerror(errno)))")
+        }
+        let pid = "\(getpid())\n"
+        _ = ftruncate(fd, 0)
+        _ = pid.withCString { write(fd, $0, strlen($0)) }
+        descriptor = fd
+    }
+
+    deinit { close(descriptor) }
+}
