@@ -38,6 +38,13 @@ public final class HTTPClient {
     @exclusivity(unchecked) private var completing: [(Transfer, CURLcode)] = []
     /// The timer's action, made once (curl restarts the timer for every transfer).
     @exclusivity(unchecked) private var timeoutAction: () -> Void
+    /// The pool's limits now.
+    @exclusivity(unchecked) private var limits: HTTPPoolOptions
+    /// Every socket curl opened and has not closed: its connections, busy or pooled.
+    @exclusivity(unchecked) private var connections: Set<curl_socket_t> = []
+    /// Connections opened under looser limits than today's (see ``setPoolOptions(_:)``):
+    /// each is shut down as soon as no transfer uses it.
+    @exclusivity(unchecked) private var retiring: Set<curl_socket_t> = []
 
     /// Transfers started and not yet completed.
     public var activeCount: Int { transfers.count }
@@ -53,6 +60,7 @@ public final class HTTPClient {
         loop.preconditionInEventLoop()
         HTTPClient.initializeLibrary()
         self.loop = loop
+        limits = options
         guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed") }
         self.multi = multi
         timer = LoopTimer(loop: loop)
@@ -75,9 +83,34 @@ public final class HTTPClient {
 
     /// Changes the pool's limits; transfers started from now on obey them (the
     /// ones under way finish as they are). Loop thread only.
+    ///
+    /// curl checks its limits only when it opens a connection: a pooled one is
+    /// reused whatever they say. So when a limit goes down, every connection
+    /// opened before is retired: shut down (`shutdown(2)`, so curl finds it dead
+    /// and closes it) as soon as no transfer uses it, and the next requests open
+    /// connections under the new limits.
     public func setPoolOptions(_ options: HTTPPoolOptions) {
         loop.preconditionInEventLoop()
+        let lowered = options.maxConnections < limits.maxConnections || options.maxHostConnections < limits.maxHostConnections
+        limits = options
         apply(options)
+        if lowered {
+            retiring = connections
+            retireIdleConnections()
+        }
+    }
+
+    /// Shuts down the retiring connections no transfer uses now.
+    private func retireIdleConnections() {
+        var busy: Set<curl_socket_t> = []
+        for transfer in transfers.values {
+            let socket = transfer.activeSocket
+            if socket != CURL_SOCKET_BAD { busy.insert(socket) }
+        }
+        for socket in retiring where !busy.contains(socket) {
+            _ = Glibc.shutdown(socket, Int32(SHUT_RDWR))
+            retiring.remove(socket)
+        }
     }
 
     private func apply(_ options: HTTPPoolOptions) {
@@ -166,12 +199,16 @@ public final class HTTPClient {
         let fd = Glibc.socket(address.family, address.socktype | Int32(SOCK_CLOEXEC.rawValue), address.protocol)
         guard fd >= 0 else { return CURL_SOCKET_BAD }
         sockets.removeValue(forKey: fd)?.close()
+        connections.insert(fd)
+        retiring.remove(fd)  // (a number reused: a new connection)
         return fd
     }
 
     /// curl's `CURLOPT_CLOSESOCKETFUNCTION`: closes the socket's watch, then the socket.
     func closeSocket(_ socket: curl_socket_t) -> Int32 {
         sockets.removeValue(forKey: socket)?.close()
+        connections.remove(socket)
+        retiring.remove(socket)
         return Glibc.close(socket)
     }
 
@@ -215,6 +252,8 @@ public final class HTTPClient {
             complete(transfer, result == CURLE_OK ? .success(transfer.response()) : .failure(transfer.failure(for: result)))
         }
         completing.removeAll(keepingCapacity: true)
+        // Transfers just done left their connections in the pool: none has picked one again yet.
+        if !retiring.isEmpty { retireIdleConnections() }
     }
 
     /// Ends the transfer, files it for reuse, then runs its completion (which may start the next).

@@ -511,6 +511,9 @@ final class Transfer {
 
     // MARK: - Results
 
+    /// The socket of the connection this transfer uses now, or `CURL_SOCKET_BAD`.
+    var activeSocket: curl_socket_t { hydra_easy_active_socket(easy) }
+
     func response() -> HTTPResponse {
         var status = 0
         hydra_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)

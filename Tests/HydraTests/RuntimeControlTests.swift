@@ -79,6 +79,27 @@ import Testing
         #expect(try client.call("worker.configure", ["name": "local", "maxActive": 3])["maxActive"] == 3)
     }
 
+    /// A lower connection limit holds for the next requests (rest.md §6), though
+    /// connections opened under the old one sit in the pool: curl would reuse
+    /// them whatever the new limit says, so they are retired.
+    @Test func aLowerConnectionLimitHoldsForTheNextRequests() throws {
+        let server = try ServerProcess(config: #""workers": [{"name": "rest", "kind": "remote"}, {"name": "local", "kind": "local"}]"#)
+        defer { server.terminate() }
+        let client = try server.client()
+        let four: JSONValue = ["type": "concurrent", "steps": .array(Array(repeating: ["type": "remote", "endpoint": "/delay/300"], count: 4))]
+        func seconds() throws -> Double {
+            let start = Date()
+            let id = try client.call("job.submit", ["job": four])["jobId"]!
+            #expect(try client.call("job.result", ["jobId": id, "waitMs": 20_000])["state"] == "succeeded")
+            return Date().timeIntervalSince(start)
+        }
+        _ = try seconds()  // four connections now in the pool
+        _ = try client.call("worker.configure", ["name": "rest", "maxHostConnections": 1])
+        // One connection to the host: the four requests one after another.
+        let serial = try seconds()
+        #expect(serial >= 1.15, "four 300 ms requests on one connection took \(serial) s")
+    }
+
     /// The CLI of runtime control: `hydra dummy`, `hydra workers configure`, `hydra emit`.
     @Test func theCommandLineControlsTheServer() throws {
         let server = try ServerProcess()
