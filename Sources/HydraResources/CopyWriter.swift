@@ -10,9 +10,10 @@ import HydraREST
 /// a temporary file. Blocking work, for the thread pool (see
 /// ``HydraLoop/EventLoop/offload(_:then:)``); a value, so it travels there as it is.
 struct CopyWriter: Sendable {
-    /// What was kept: the clear content (for the memory tier and `as`), and
-    /// the size and SHA-256 of the file at rest (the clear bytes' digest
-    /// for a copy without cipher: nothing derived from clear bytes is indexed otherwise).
+    /// What was kept: the clear content (for the memory tier and `as`), the
+    /// size of the file at rest, and the digest the index keeps: the clear
+    /// bytes', except for `aes-gcm` (the sealed file's: nothing derived from
+    /// its clear bytes is indexed).
     struct Copy: Sendable {
         let content: [UInt8]
         let diskBytes: Int
@@ -66,6 +67,6 @@ struct CopyWriter: Sendable {
             return .failure(error)
         }
         return .success(Copy(content: content, diskBytes: stored.count,
-                             sha256: cipher == .none ? digest : ResourceKey.sha256(stored)))
+                             sha256: cipher == .aesGCM ? ResourceKey.sha256(stored) : digest))
     }
 }

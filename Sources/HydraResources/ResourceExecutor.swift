@@ -425,8 +425,8 @@ final class ResourceExecutor: JobExecutor {
                 // The file is in place: it is indexed even when no job waits any
                 // more (cancelled meanwhile), so the file and the index agree.
                 let now = Date().timeIntervalSince1970
-                // The index keeps the digest of the file at rest: for gzip and aes-gcm
-                // copies nothing derived from the clear bytes is stored.
+                // The index keeps the clear content's digest, but for an aes-gcm copy the
+                // sealed file's: nothing derived from its clear bytes is stored.
                 let record = ResourceRecord(
                     key: fetch.key, url: fetch.routed.http.url, bytes: copy.content.count, diskBytes: copy.diskBytes,
                     contentType: meta.type, sha256: copy.sha256, etag: meta.etag, lastModified: meta.modified,

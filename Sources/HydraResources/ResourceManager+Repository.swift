@@ -80,23 +80,29 @@ extension ResourceManager {
     func load(_ record: ResourceRecord) -> Loaded {
         guard let data = FileManager.default.contents(atPath: absolutePath(of: record.key)) else { return .unreadable }
         let stored = [UInt8](data)
-        guard stored.count == record.diskBytes, ResourceKey.sha256(stored) == record.sha256 else { return .unreadable }
+        guard stored.count == record.diskBytes else { return .unreadable }
         switch record.cipher {
-        case .none: return .content(stored)
+        case .none:
+            guard ResourceKey.sha256(stored) == record.sha256 else { return .unreadable }
+            return .content(stored)
         case .aesGCM:
+            guard ResourceKey.sha256(stored) == record.sha256 else { return .unreadable }
             guard let atRestKey else { return .sealed }
             guard let clear = try? atRestKey.open(stored), clear.count == record.bytes else { return .unreadable }
             return .content(clear)
         case .gzip:
-            guard let clear = try? Gzip.decompress(stored, limit: record.bytes), clear.count == record.bytes else { return .unreadable }
+            // The index keeps the clear content's digest (the result's `sha256`, as for a plain copy).
+            guard let clear = try? Gzip.decompress(stored, limit: record.bytes), clear.count == record.bytes,
+                  ResourceKey.sha256(clear) == record.sha256 else { return .unreadable }
             return .content(clear)
         }
     }
 
-    /// The SHA-256 of a copy's clear content: the index's for a copy kept in
-    /// clear, else taken from `content` (the index keeps the digest of the file at rest).
+    /// The SHA-256 of a copy's clear content: the index's, except for an
+    /// `aes-gcm` copy (the index keeps the sealed file's: nothing derived from
+    /// its clear bytes is stored), whose is taken from `content`.
     static func contentDigest(_ record: ResourceRecord, _ content: [UInt8]) -> String {
-        record.cipher == .none ? record.sha256 : ResourceKey.sha256(content)
+        record.cipher == .aesGCM ? ResourceKey.sha256(content) : record.sha256
     }
 
     /// A page of stat objects, newest first: `{"resources": [...], "next"?}`.

@@ -419,11 +419,22 @@ import Testing
         let url = TestServer.url("/resource/\(n)?size=5000")
         let first = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","cipher":"gzip","as":"text"}"#))
         #expect(first.result?["content"]?.stringValue?.count == 5000 && first.result?["path"] == nil)
+        // `sha256` and `bytes` are the content's, as for a plain copy (the job's own `sha256` is checked against it).
+        let digest = ResourceKey.sha256(Array((first.result?["content"]?.stringValue ?? "").utf8))
+        #expect(first.result?["sha256"] == .string(digest) && first.result?["bytes"] == 5000)
         let key = try #require(first.result?["key"]?.stringValue)
         let file = try #require(FileManager.default.contents(atPath: state + "/resources/\(key.prefix(2))/\(key).bin"))
         #expect(file.count < 1000 && file.range(of: Data("resource \(n)".utf8)) == nil)
         let disk = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","cipher":"gzip","as":"base64"}"#))
         #expect(disk.result?["source"] == "disk" && Data(base64Encoded: disk.result?["content"]?.stringValue ?? "")?.count == 5000)
+        #expect(disk.result?["sha256"] == .string(digest))
+        // A flipped byte in the compressed file: corrupt, fetched again.
+        let path = state + "/resources/\(key.prefix(2))/\(key).bin"
+        var bytes = try #require(FileManager.default.contents(atPath: path))
+        bytes[bytes.count / 2] ^= 0x40
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let again = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","cipher":"gzip","sha256":"\#(digest)"}"#))
+        #expect(again.result?["source"] == "network" && again.result?["sha256"] == .string(digest), "\(String(describing: again.error))")
         #expect(try engine.resourceData(url)?.count == 5000)
         // A job that wants the copy in clear keeps its own in its place (another cipher is another copy).
         let clear = try await engine.run(spec(#"{"type":"resource","url":"\#(url)"}"#))
