@@ -44,7 +44,7 @@ extension ResourceManager {
     }
 
     /// True for a key's text: 64 lowercase hex digits (a SHA-256).
-    static func isKey(_ text: String) -> Bool {
+    public static func isKey(_ text: String) -> Bool {
         text.utf8.count == 64 && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
     }
 

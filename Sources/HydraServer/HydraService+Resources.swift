@@ -54,6 +54,11 @@ extension HydraService {
     /// `resource.list`.
     public func resourceList(prefix: String?, limit: Int, after: String?,
                              reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+        if let after, !ResourceManager.isKey(after) {
+            reply(.failure(ServiceError(.invalidParams, "after: expected the \"next\" of a previous page (a key)",
+                                        data: ["field": "after", "reason": "expected the \"next\" of a previous page (a key)"])))
+            return
+        }
         let resources = engine.resources
         reads.run {
             do throws(StoreError) {

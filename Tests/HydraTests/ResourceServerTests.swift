@@ -56,6 +56,7 @@ import Testing
         #expect(listed["resources"]?.arrayValue?.last == stat)
         let page = try client.call("resource.list", ["prefix": .string(TestServer.url("/resource/\(n)")), "limit": 1])
         #expect(page["resources"]?.arrayValue?.count == 1 && page["next"] == .string(keys[1]))
+        #expect(code(client, "resource.list", ["after": "garbage"]) == -32602)
 
         let stats = try client.call("resource.stats")
         #expect(stats["count"] == 2 && stats["hits"]?["memory"] == 1 && stats["misses"] == 2)
