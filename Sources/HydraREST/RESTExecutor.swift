@@ -519,7 +519,7 @@ final class RESTExecutor: JobExecutor {
             }
             switch judge(response: response, call: call) {
             case .success(let built):
-                if let polling = call.polling, pollAgain(call, polling, result: built) { return }
+                if let polling = call.polling, pollAgain(call, polling, result: built, bytes: response.bodyBytes) { return }
                 do {
                     try call.download?.commit()
                 } catch {
@@ -640,9 +640,9 @@ final class RESTExecutor: JobExecutor {
     /// are N progress events, all before the final event. After `maxTimes`
     /// rounds without the condition, the call fails with kind `condition` and
     /// the last response as its result (true: nothing more to do here).
-    private func pollAgain(_ call: RemoteCall, _ polling: RepeatSpec, result: RemoteResult) -> Bool {
+    private func pollAgain(_ call: RemoteCall, _ polling: RepeatSpec, result: RemoteResult, bytes: Int) -> Bool {
         let built = result.build()
-        call.handle.polled(round: call.round)
+        call.handle.polled(round: call.round, bytes: bytes)
         if polling.isMet(by: built) { return false }
         guard call.round < polling.maxTimes else {
             let wanted = polling.negated ? "other than \(JSONWriter.string(polling.value))" : JSONWriter.string(polling.value)

@@ -22,6 +22,8 @@ import Testing
         let events = log.all.filter { $0.rootJobId == done.jobId }
         let rounds = events.filter { $0.name == "job.progress" }.map { $0.fields["round"] }
         #expect(rounds == [1, 2, 3])
+        // Each carries `bytes` too, as every `job.progress` does (protocol §6): that round's body.
+        #expect(events.filter { $0.name == "job.progress" }.allSatisfy { ($0.fields["bytes"]?.intValue ?? 0) > 0 })
         #expect(events.last?.name == "job.succeeded")
         let lastProgress = try #require(events.lastIndex { $0.name == "job.progress" })
         #expect(events[(lastProgress + 1)...].map(\.name) == ["job.succeeded"])

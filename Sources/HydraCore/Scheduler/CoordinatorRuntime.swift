@@ -252,8 +252,8 @@ final class CoordinatorRuntime {
                 if upload { fields["upload"] = true }
                 return fields
             }
-        case .polled(let round):
-            emit(EventName.progress, node) { ["round": .int(round)] }
+        case .polled(let round, let bytes):
+            emit(EventName.progress, node) { ["round": .int(round), "bytes": .int(bytes)] }
         case .retrying(let attempt, let delayMs, let error):
             emit(EventName.retrying, node) {
                 ["attempt": .int(attempt), "delayMs": .int(delayMs), "error": node.secrets.masked(error).json]

@@ -27,10 +27,12 @@ public final class TaskHandle {
     }
 
     /// A polled request's round `round` got its response (rest.md §5: every round emits `job.progress {round}`, the last included).
-    public func polled(round: Int) {
+    /// `bytes`: the size of that round's response body (protocol §6 gives
+    /// `job.progress` a `bytes` member).
+    public func polled(round: Int, bytes: Int) {
         guard !isFinished else { return }
         worker.announce(self)
-        worker.report(task, .polled(round: round))
+        worker.report(task, .polled(round: round, bytes: bytes))
     }
 
     /// A failed attempt will be retried after `delayMs`; `attempt` is the number of the next attempt.
@@ -66,8 +68,8 @@ public final class TaskHandle {
 public enum WorkerReport: Sendable {
     case started
     case progress(bytes: Int64, total: Int64?, upload: Bool)
-    /// A polled request's round ended without its condition (`job.progress {round}`).
-    case polled(round: Int)
+    /// A polled request's round got its response (`job.progress {round, bytes}`).
+    case polled(round: Int, bytes: Int)
     case retrying(attempt: Int, delayMs: Int, error: JobError)
     case skipped(reason: String)
     /// The task's outcome; `ran`: the task also started in this report (it
