@@ -26,7 +26,12 @@ enum JSONInput {
 
     private static func parse(_ bytes: [UInt8], source: String) throws(UsageError) -> JSONValue {
         switch Result(catching: { () throws(JSONParseError) in try JSONParser.parse(bytes) }) {
-        case .success(let value): return value
+        case .success(let value):
+            // As the server refuses them: such a number would turn into null.
+            if let path = value.firstNonFiniteNumber() {
+                throw UsageError("\(source): \(path.isEmpty ? "the value" : path): number out of range (a JSON number must fit a 64-bit float)")
+            }
+            return value
         case .failure(let error): throw UsageError(error.located(in: source))
         }
     }

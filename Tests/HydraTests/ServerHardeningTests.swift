@@ -229,6 +229,36 @@ extension ServerTests {
         #expect(nested.hasPrefix(#"{"jsonrpc":"2.0","id":12345678901234567890123,"error""#), "\(nested)")
     }
 
+    /// A number no 64-bit float holds would be written back as null: refused,
+    /// naming where it was, whatever the method; a huge unknown key is named in part.
+    @Test func numbersBeyondAFloatAreRefusedNotTurnedIntoNull() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let raw = try server.raw()
+        func reply(_ line: String) throws -> JSONValue {
+            try raw.send(Array(line.utf8))
+            return try JSONParser.parse(String(decoding: try #require(try raw.readLine(timeout: .seconds(5))), as: UTF8.self))
+        }
+        let huge = String(repeating: "9", count: 400)
+        for (params, path) in [(#"{"job":{"type":"local","name":"echo"},"input":{"a":[1,1e400]}}"#, "input.a[1]"),
+                               (#"{"job":{"type":"local","name":"echo","input":\#(huge)}}"#, "job.input"),
+                               (#"{"job":{"type":"remote","url":"http://h/","body":{"n":-1E999}}}"#, "job.body.n")] {
+            let answer = try reply(#"{"jsonrpc":"2.0","id":1,"method":"job.submit","params":\#(params)}"#)
+            #expect(answer["error"]?["code"] == -32602, "\(answer)")
+            #expect(answer["error"]?["data"]?["field"] == .string(path), "\(answer)")
+        }
+        let shared = try reply(#"{"jsonrpc":"2.0","id":2,"method":"shared.set","params":{"key":"k","value":1e400}}"#)
+        #expect(shared["error"]?["data"]?["field"] == "value", "\(shared)")
+        // Still fine: a large float, a long integer that fits a float (it is read as one).
+        let fine = try reply(#"{"jsonrpc":"2.0","id":3,"method":"job.submit","params":{"job":{"type":"local","name":"echo"},"input":[1e300,123456789012345678901234567890]}}"#)
+        #expect(fine["result"]?["jobId"] != nil, "\(fine)")
+
+        let key = String(repeating: "k", count: 100_000)
+        let unknown = try reply(#"{"jsonrpc":"2.0","id":4,"method":"job.submit","params":{"job":{"type":"local","name":"echo","\#(key)":1}}}"#)
+        #expect(unknown["error"]?["code"] == -32602)
+        #expect((unknown["error"]?["message"]?.stringValue?.count ?? .max) < 300, "a 100,000-character key was echoed whole")
+    }
+
     // MARK: - Outbound limits
 
     @Test func aBatchAnswerAboveTheOutboundCapIsAnsweredWithErrors() throws {

@@ -114,7 +114,8 @@ public struct FieldReader {
         }
         for (i, key) in members.keys.enumerated() {
             let read = i < 64 ? readLow & (1 << UInt64(i)) != 0 : readHigh.contains(i)
-            if !read { throw ValidationError(path: path(key), "unknown key") }
+            // A key is echoed in the error (message and `data.field`): a long one only in part.
+            if !read { throw ValidationError(path: path(key.count <= 100 ? key : String(key.prefix(100)) + "…"), "unknown key") }
         }
     }
 }

@@ -26,6 +26,9 @@ struct RPCParams: Sendable {
         if let unknown = values.keys.first(where: { !allowed.contains($0) }) {
             throw invalid(ServiceError.clip(unknown), "unknown key")
         }
+        if let path = JSONValue.object(values).firstNonFiniteNumber() {
+            throw invalid(ServiceError.clip(path), "number out of range (a JSON number must fit a 64-bit float)")
+        }
     }
 
     subscript(key: String) -> JSONValue? {
