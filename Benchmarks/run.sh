@@ -270,6 +270,20 @@ run_hydra() { # c
     if [[ -n "$line" ]]; then record "$line"; else warn "hydra-bench remote printed no result at concurrency $1"; fi
 }
 
+# The same engine row with gperftools' tcmalloc preloaded (the allocator the
+# release `hydra` links; an embedding program may link or preload it too):
+# what the allocator alone is worth, beside the glibc row. c=64 only.
+TCMALLOC_SO="$(ls /usr/lib/*/libtcmalloc_minimal.so.4 2>/dev/null | head -1)"
+run_hydra_tcmalloc() { # c
+    local out="$TMP/out.txt" line
+    [[ "$HYDRA_OK" == 1 && -n "$TCMALLOC_SO" && "$1" == 64 ]] || return 0
+    if ! LD_PRELOAD="$TCMALLOC_SO" "$HYDRA_BENCH" remote --url "$URL" --requests "$REQUESTS" --concurrency "$1" > "$out"; then
+        warn "hydra-bench remote (tcmalloc) failed at concurrency $1"
+    fi
+    line="$(json_line hydra "$out")"
+    [[ -n "$line" ]] && record "${line/\"name\":\"hydra\"/\"name\":\"hydra-tcmalloc\"}"
+}
+
 run_curl() { # c
     local c="$1" start end failed
     start="$(date +%s.%N)"
@@ -336,6 +350,7 @@ for c in $CONCURRENCY; do
         log "concurrency $c, run $r/$REPEAT"
         run_raw "$c"
         run_hydra "$c"
+        run_hydra_tcmalloc "$c"
         if [[ "$RUN_TOOLS" != 0 ]]; then
             run_curl "$c"
             run_aria2 "$c"
@@ -708,6 +723,15 @@ for c in sorted(runs):
         pair_lines.append("c=%d %.2f× (%s)" % (c, statistics.median(pairs), ", ".join("%.2f" % p for p in pairs)))
 if pair_lines:
     out.append("hydra ÷ raw C, run by run (median of the pairs, then each pair): " + "; ".join(pair_lines))
+    out.append("")
+tc = runs.get(64, {}).get("hydra-tcmalloc", [])
+if tc:
+    tc_pairs = [h["rps"] / r["rps"] for r, h in zip(runs[64].get("raw-c", []), tc) if r["rps"] > 0]
+    out.append("The same at c=64 with tcmalloc preloaded (the allocator the release `hydra` links): %s req/s, "
+               "%.2f× raw C by pairs (%s); busiest thread %.1f µs per request" % (
+                   f"{statistics.median(x['rps'] for x in tc):,.0f}", statistics.median(tc_pairs) if tc_pairs else 0,
+                   ", ".join("%.2f" % p for p in tc_pairs),
+                   statistics.median(max(x.get("cpuUsPerJob", {"?": 0}).values()) for x in tc)))
     out.append("")
 if cpu_lines:
     out.append("Hydra CPU µs per request by thread (median of runs; the busiest thread limits throughput): "

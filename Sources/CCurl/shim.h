@@ -23,7 +23,6 @@ static inline CURLcode hydra_easy_setopt_closesocket_cb(CURL *h, hydra_closesock
 
 static inline CURLcode hydra_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode hydra_easy_getinfo_double(CURL *h, CURLINFO i, double *v) { return curl_easy_getinfo(h, i, v); }
-static inline curl_socket_t hydra_easy_active_socket(CURL *h) { curl_socket_t s = CURL_SOCKET_BAD; return curl_easy_getinfo(h, CURLINFO_ACTIVESOCKET, &s) == CURLE_OK ? s : CURL_SOCKET_BAD; }
 static inline CURLcode hydra_easy_getinfo_ptr(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode hydra_easy_getinfo_off(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }
 

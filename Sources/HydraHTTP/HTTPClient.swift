@@ -40,8 +40,9 @@ public final class HTTPClient {
     @exclusivity(unchecked) private var timeoutAction: () -> Void
     /// The pool's limits now.
     @exclusivity(unchecked) private var limits: HTTPPoolOptions
-    /// Every socket curl opened and has not closed: its connections, busy or pooled.
-    @exclusivity(unchecked) private var connections: Set<curl_socket_t> = []
+    /// Every socket curl opened and has not closed (its connections, busy or
+    /// pooled), with its inode: a number is only acted on while it still names that socket.
+    @exclusivity(unchecked) private var connections: [curl_socket_t: UInt64] = [:]
     /// Connections opened under looser limits than today's (see ``setPoolOptions(_:)``):
     /// each is shut down as soon as no transfer uses it.
     @exclusivity(unchecked) private var retiring: Set<curl_socket_t> = []
@@ -95,22 +96,27 @@ public final class HTTPClient {
         limits = options
         apply(options)
         if lowered {
-            retiring = connections
+            retiring = Set(connections.keys)
             retireIdleConnections()
         }
     }
 
-    /// Shuts down the retiring connections no transfer uses now.
+    /// Shuts down the retiring connections no transfer uses now: those curl
+    /// is not watching (it watches a connection while a transfer uses it, from
+    /// connect to `CURL_POLL_REMOVE`, and no idle pooled one).
     private func retireIdleConnections() {
-        var busy: Set<curl_socket_t> = []
-        for transfer in transfers.values {
-            let socket = transfer.activeSocket
-            if socket != CURL_SOCKET_BAD { busy.insert(socket) }
-        }
-        for socket in retiring where !busy.contains(socket) {
-            _ = Glibc.shutdown(socket, Int32(SHUT_RDWR))
+        for socket in retiring where sockets[socket]?.isWanted != true {
+            if let inode = connections[socket], HTTPClient.inode(of: socket) == inode {
+                _ = Glibc.shutdown(socket, Int32(SHUT_RDWR))
+            }
             retiring.remove(socket)
         }
+    }
+
+    /// The inode of an open descriptor (sockets have one too), or nil.
+    private static func inode(of descriptor: Int32) -> UInt64? {
+        var info = stat()
+        return fstat(descriptor, &info) == 0 ? UInt64(info.st_ino) : nil
     }
 
     private func apply(_ options: HTTPPoolOptions) {
@@ -199,7 +205,7 @@ public final class HTTPClient {
         let fd = Glibc.socket(address.family, address.socktype | Int32(SOCK_CLOEXEC.rawValue), address.protocol)
         guard fd >= 0 else { return CURL_SOCKET_BAD }
         sockets.removeValue(forKey: fd)?.close()
-        connections.insert(fd)
+        connections[fd] = HTTPClient.inode(of: fd)
         retiring.remove(fd)  // (a number reused: a new connection)
         return fd
     }
@@ -207,7 +213,7 @@ public final class HTTPClient {
     /// curl's `CURLOPT_CLOSESOCKETFUNCTION`: closes the socket's watch, then the socket.
     func closeSocket(_ socket: curl_socket_t) -> Int32 {
         sockets.removeValue(forKey: socket)?.close()
-        connections.remove(socket)
+        connections[socket] = nil
         retiring.remove(socket)
         return Glibc.close(socket)
     }

@@ -33,6 +33,10 @@ final class SocketWatch {
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
     }
 
+    /// True while curl watches the socket: a transfer is using its connection
+    /// (curl 7.88 watches no idle pooled connection).
+    var isWanted: Bool { wanted }
+
     /// curl wants `events` (UV_READABLE / UV_WRITABLE) on the socket.
     func want(_ events: Int32) {
         wanted = true

@@ -511,9 +511,6 @@ final class Transfer {
 
     // MARK: - Results
 
-    /// The socket of the connection this transfer uses now, or `CURL_SOCKET_BAD`.
-    var activeSocket: curl_socket_t { hydra_easy_active_socket(easy) }
-
     func response() -> HTTPResponse {
         var status = 0
         hydra_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
@@ -541,7 +538,7 @@ final class Transfer {
         // Errors never carry the server's file system paths (protocol.md §2): curl's
         // message names the file it could not use; the field name stands in for it.
         for (path, field) in [(applied?.caFile, "caFile"), (applied?.clientCert, "clientCert"), (applied?.clientKey, "clientKey")] {
-            if let path, !path.isEmpty, detail.contains(path) { detail = detail.replacingOccurrences(of: path, with: "(" + field + ")") }
+            if let path { detail = Transfer.replacingPath(path, with: "(" + field + ")", in: detail) }
         }
         if code == CURLE_PARTIAL_FILE || code == CURLE_RECV_ERROR, !encoded, bodyBytes > 0 {
             // Cut mid-body: the bytes so far (in memory, or in the file) may be resumed with a Range request.
@@ -551,27 +548,56 @@ final class Transfer {
             failure.partial = HTTPResponse(status: status, headers: headers, body: body, bodyBytes: bodyBytes)
             return failure
         }
-        if refusedAfterHandshake(code) {
-            return HTTPFailure(.tls, detail + " (the server closed the new TLS connection before answering: "
-                               + "it may require a client certificate, see clientCert/clientKey)")
+        if code == CURLE_SEND_ERROR || code == CURLE_RECV_ERROR {
+            if Transfer.isTLSAlert(detail) { return HTTPFailure(.tls, detail) }
+            if refusedAfterHandshake() {
+                return HTTPFailure(.tls, detail + " (the server closed the new TLS connection before answering: "
+                                   + "it may require a client certificate, see clientCert/clientKey)")
+            }
         }
         return HTTPFailure(Transfer.kind(of: code), detail)
     }
 
+    /// `text` with each occurrence of `path` that stands alone (not inside a
+    /// longer word or path: `cert` is not replaced in `certificate`) replaced.
+    static func replacingPath(_ path: String, with replacement: String, in text: String) -> String {
+        guard !path.isEmpty, text.contains(path) else { return text }
+        // Before: any path character. After: not a '.', which may end a sentence.
+        func continues(_ c: Character, dot: Bool) -> Bool { c.isLetter || c.isNumber || "/_-~".contains(c) || (dot && c == ".") }
+        var out = ""
+        var rest = Substring(text)
+        while let range = rest.range(of: path) {
+            let before = range.lowerBound == rest.startIndex ? (out.last ?? " ") : rest[rest.index(before: range.lowerBound)]
+            let after = range.upperBound == rest.endIndex ? " " : rest[range.upperBound]
+            out += rest[..<range.lowerBound]
+            out += continues(before, dot: true) || continues(after, dot: false) ? String(rest[range]) : replacement
+            rest = rest[range.upperBound...]
+        }
+        return out + rest
+    }
+
+    /// A TLS alert in curl's reason (OpenSSL's `tlsv13 alert certificate
+    /// required`, `sslv3 alert bad certificate`): the peer refused the
+    /// handshake, whatever curl's code says (rest.md §7: kind `tls`).
+    static func isTLSAlert(_ reason: String) -> Bool {
+        reason.contains("tlsv13 alert") || reason.contains("tlsv1 alert") || reason.contains("sslv3 alert")
+    }
+
     /// A server that demands a client certificate refuses one that was not
-    /// sent during the handshake; with TLS 1.3 the client learns it only when
-    /// it writes or reads next, so curl reports a send or receive error (rest.md
-    /// §7 wants kind `tls` for any certificate failure). Judged a TLS refusal:
-    /// an `https` request without `clientCert` whose *new* connection
-    /// (curl opened it for this transfer; a reused keep-alive connection the
-    /// server closed stays `network`) failed that way before any response.
-    private func refusedAfterHandshake(_ code: CURLcode) -> Bool {
-        guard code == CURLE_SEND_ERROR || code == CURLE_RECV_ERROR || code == CURLE_GOT_NOTHING,
-              let shape = applied, shape.pipeWait, shape.clientCert == nil, headers.isEmpty, bodyBytes == 0 else { return false }
+    /// sent; with TLS 1.3 the client learns it only when it writes or reads
+    /// next, and when the server's reset overtakes its alert curl reports a
+    /// bare send or receive error. Judged a TLS refusal: an `https` request
+    /// without `clientCert` whose *new* connection (opened for this transfer;
+    /// a reused keep-alive connection the server closed stays `network`)
+    /// completed its handshake and then failed before any byte of a response.
+    private func refusedAfterHandshake() -> Bool {
+        guard let shape = applied, shape.pipeWait, shape.clientCert == nil, headers.isEmpty, bodyBytes == 0 else { return false }
         var status = 0, connects = 0
+        var handshake: curl_off_t = 0
         hydra_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
         hydra_easy_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &connects)
-        return status == 0 && connects > 0
+        hydra_easy_getinfo_off(easy, CURLINFO_APPCONNECT_TIME_T, &handshake)
+        return status == 0 && connects > 0 && handshake > 0
     }
 
     /// The failure kind of a curl error: every TLS error code libcurl 7.88

@@ -91,18 +91,20 @@ extension ResourceManager {
             guard let clear = try? atRestKey.open(stored), clear.count == record.bytes else { return .unreadable }
             return .content(clear)
         case .gzip:
-            // The index keeps the clear content's digest (the result's `sha256`, as for a plain copy).
+            // The index keeps the clear content's digest (the result's `sha256`, as for a plain
+            // copy); an entry written before 2026-11-25 keeps the compressed file's.
             guard let clear = try? Gzip.decompress(stored, limit: record.bytes), clear.count == record.bytes,
-                  ResourceKey.sha256(clear) == record.sha256 else { return .unreadable }
+                  ResourceKey.sha256(clear) == record.sha256 || ResourceKey.sha256(stored) == record.sha256
+            else { return .unreadable }
             return .content(clear)
         }
     }
 
-    /// The SHA-256 of a copy's clear content: the index's, except for an
-    /// `aes-gcm` copy (the index keeps the sealed file's: nothing derived from
-    /// its clear bytes is stored), whose is taken from `content`.
+    /// The SHA-256 of a copy's clear content: the index's for a plain copy,
+    /// else taken from `content` (an `aes-gcm` entry keeps the sealed file's
+    /// digest; a gzip entry from before 2026-11-25 the compressed file's).
     static func contentDigest(_ record: ResourceRecord, _ content: [UInt8]) -> String {
-        record.cipher == .aesGCM ? ResourceKey.sha256(content) : record.sha256
+        record.cipher == .none ? record.sha256 : ResourceKey.sha256(content)
     }
 
     /// A page of stat objects, newest first: `{"resources": [...], "next"?}`.
@@ -160,6 +162,7 @@ extension ResourceManager {
         chores.run { [self] in
             do throws(StoreError) {
                 // Hits the index does not show yet count: the copy just used stays.
+                let estimated = diskEstimate.load(ordering: .relaxed)
                 let records = uses.overlaid(try index.resourcesByUse())
                 var total = records.reduce(0) { $0 + $1.diskBytes }
                 let cutoff = olderThanSec.map { Date().timeIntervalSince1970 - $0 }
@@ -171,7 +174,9 @@ extension ResourceManager {
                     picked.append(record)
                     total -= record.diskBytes
                 }
-                diskEstimate.store(total, ordering: .relaxed)
+                // The estimate, less what the index read shows gone: stores committed
+                // meanwhile stay counted (it may run over the truth, never under).
+                diskEstimate.subtract(estimated - total, ordering: .relaxed)
                 let chosen = picked
                 removeCopies(chosen.map(\.key), reason: reason) { result in
                     done(result.map { _ in ["removed": .int(chosen.count), "bytes": .int(chosen.reduce(0) { $0 + $1.diskBytes })] })
@@ -192,6 +197,8 @@ extension ResourceManager {
         let answered = DispatchSemaphore(value: 0)
         var asked = 0
         let removals = self.removals.load(ordering: .acquiring)
+        // On a worker's loop (the chores thread stopped): never wait for another loop.
+        let onALoop = tiers.contains { $0.loop.inEventLoop }
         for tier in tiers {
             if tier.loop.inEventLoop {
                 tier.value.forget(ifRemovalsMovedTo: removals)
@@ -200,6 +207,7 @@ extension ResourceManager {
                 answered.signal()
             }) { asked += 1 }
         }
+        guard !onALoop else { return }
         for _ in 0..<asked { _ = answered.wait(timeout: .now() + 1) }
     }
 

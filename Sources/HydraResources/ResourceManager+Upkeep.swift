@@ -76,8 +76,12 @@ extension ResourceManager {
         let estimate = diskEstimate.add(diskBytes, ordering: .relaxed).newValue
         guard estimate > settings.maxBytes, upkeepRunning.load(ordering: .acquiring),
               !evictionQueued.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        purge(olderThanSec: nil, maxBytes: settings.maxBytes, reason: "evicted") { [weak self] _ in
-            self?.evictionQueued.store(false, ordering: .releasing)
+        purge(olderThanSec: nil, maxBytes: settings.maxBytes, reason: "evicted") { [weak self] result in
+            guard let self else { return }
+            self.evictionQueued.store(false, ordering: .releasing)
+            // Stores that came while this one ran were not looked at: again if they took it
+            // over (not after a failure: the timer's purge tries later).
+            if case .success = result { self.copyStored(diskBytes: 0) }
         }
     }
 

@@ -41,8 +41,9 @@ public final class ResourceManager: JobManager {
     /// Hits not yet written to the index's `lastUsedAt`.
     let uses = PendingUses()
     /// The bytes on disk as the last purge counted them plus every copy
-    /// stored since: at least the true total (removals only lower it), so a
-    /// store that takes it past `maxBytes` evicts at once (see ``copyStored(diskBytes:)``).
+    /// stored since: at least the true total (removals outside a purge only
+    /// lower the truth; a purge subtracts only what it saw gone), so a store
+    /// that takes it past `maxBytes` evicts at once (see ``copyStored(diskBytes:)``).
     /// Unknown at start (its first store has the purge count it).
     let diskEstimate = Atomic<Int>(Int.max / 2)
     /// Whether an eviction asked for by a store is queued or running.

@@ -635,13 +635,14 @@ public final class HydraService: Sendable {
     /// Seconds since the service started.
     public var uptime: Double { Date().timeIntervalSince(started) }
 
+    /// Cuts a ``shutdown(gracePeriod:)`` under way short (a second SIGTERM):
+    /// unfinished jobs are kept for the next start. Any thread; also before
+    /// the shutdown began (it then ends at once).
+    public func endGracePeriod() { engine.endGracePeriod() }
+
     /// Graceful stop: refuse new work, let running jobs finish within
     /// `gracePeriod` (the rest stay in the store and resume at the next start),
     /// stop the engine, flush and close the store.
-    /// Cuts a ``shutdown(gracePeriod:)`` under way short (a second SIGTERM):
-    /// unfinished jobs are kept for the next start. Any thread.
-    public func endGracePeriod() { engine.endGracePeriod() }
-
     public func shutdown(gracePeriod: Duration) async -> Bool {
         let drained = await engine.shutdown(gracePeriod: gracePeriod)
         reads.shutdown()

@@ -24,12 +24,13 @@ final class StateFolderLock {
             throw Refusal(description: "cannot open \(path): \(String(cString: strerror(errno)))")
         }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            let busy = errno == EWOULDBLOCK
+            let reason = errno
+            let busy = reason == EWOULDBLOCK
             let holder = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
             close(fd)
             throw Refusal(description: busy
                 ? "\(folder) is in use by another hydra serve\(holder.map { $0.isEmpty ? "" : " (pid \($0))" } ?? ""): one server per state folder"
-                : "cannot lock \(path): \(String(cString: strerror(errno)))")
+                : "cannot lock \(path): \(String(cString: strerror(reason)))")
         }
         let pid = "\(getpid())\n"
         _ = ftruncate(fd, 0)

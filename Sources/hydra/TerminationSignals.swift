@@ -14,8 +14,9 @@ final class TerminationSignals: Sendable {
     private let loop = EventLoop(name: "hydra-signals")
     /// The first signal received, or the waiter for it.
     private let state = Locked<(received: String?, waiter: CheckedContinuation<String, Never>?)>((nil, nil))
-    /// What a signal after the first one does (set by ``onRepeat(_:)``).
-    private let repeated = Locked<(@Sendable (String) -> Void)?>(nil)
+    /// What a signal after the first one does (set by ``onRepeat(_:)``), and
+    /// the last such signal that came before it was set.
+    private let repeated = Locked<(body: (@Sendable (String) -> Void)?, early: String?)>((nil, nil))
 
     /// Takes over SIGTERM and SIGINT (and ignores SIGPIPE); runs `upkeep` on the signal
     /// thread every `upkeepEvery` seconds.
@@ -47,9 +48,15 @@ final class TerminationSignals: Sendable {
         }
     }
 
-    /// Runs `body` (on the signal thread) for every SIGTERM or SIGINT after the first.
+    /// Runs `body` (on the signal thread) for every SIGTERM or SIGINT after the
+    /// first; at once (on the caller's thread) when one came already.
     func onRepeat(_ body: @escaping @Sendable (String) -> Void) {
-        repeated.withLock { $0 = body }
+        let early = repeated.withLock { state -> String? in
+            state.body = body
+            defer { state.early = nil }
+            return state.early
+        }
+        if let early { body(early) }
     }
 
     /// Stops watching (signals take their default action again) and ends the thread.
@@ -63,6 +70,11 @@ final class TerminationSignals: Sendable {
             return (first, state.waiter)
         }
         waiter?.resume(returning: name)
-        if !first, let repeated = repeated.withLock({ $0 }) { repeated(name) }
+        guard !first else { return }
+        let body = repeated.withLock { state -> (@Sendable (String) -> Void)? in
+            if state.body == nil { state.early = name }
+            return state.body
+        }
+        body?(name)
     }
 }

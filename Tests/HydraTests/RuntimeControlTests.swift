@@ -94,8 +94,19 @@ import Testing
             return Date().timeIntervalSince(start)
         }
         _ = try seconds()  // four connections now in the pool
+        // Lowered while four requests are in flight: they finish on their connections,
+        // each reaching the server once (a connection cut under a request makes curl send it again)...
+        let key = UUID().uuidString
+        let counted: JSONValue = ["type": "concurrent", "steps": .array(Array(
+            repeating: ["type": "remote", "endpoint": .string("/hits/\(key)"), "query": ["ms": 300]], count: 4))]
+        let inFlight = try client.call("job.submit", ["job": counted])["jobId"]!
+        usleep(100_000)
         _ = try client.call("worker.configure", ["name": "rest", "maxHostConnections": 1])
-        // One connection to the host: the four requests one after another.
+        let finished = try client.call("job.result", ["jobId": inFlight, "waitMs": 20_000])
+        #expect(finished["state"] == "succeeded", "\(finished)")
+        let hits = try client.call("job.submit", ["job": ["type": "remote", "endpoint": .string("/count/\(key)")]])["jobId"]!
+        #expect(try client.call("job.result", ["jobId": hits, "waitMs": 10_000])["result"]?["body"]?["count"] == 4)
+        // ...then one connection to the host: the next four requests one after another.
         let serial = try seconds()
         #expect(serial >= 1.15, "four 300 ms requests on one connection took \(serial) s")
     }

@@ -207,6 +207,14 @@ import Testing
             #expect(Transfer.kind(ofCurlCode: code) == .tls, "CURLcode \(code)")
         }
         #expect(Transfer.kind(ofCurlCode: 7) == .network)  // COULDNT_CONNECT
+        // File paths in curl's reasons give way to the field's name, whole paths only.
+        #expect(Transfer.replacingPath("/srv/certs/ca.pem", with: "(caFile)", in: "error setting certificate file: /srv/certs/ca.pem")
+                == "error setting certificate file: (caFile)")
+        #expect(Transfer.replacingPath("cert", with: "(clientCert)", in: "unable to use client certificate (no key found or wrong pass phrase?): cert.")
+                == "unable to use client certificate (no key found or wrong pass phrase?): (clientCert).")
+        #expect(Transfer.replacingPath("ca.pem", with: "(caFile)", in: "x /etc/ca.pem y") == "x /etc/ca.pem y")
+        #expect(Transfer.isTLSAlert("OpenSSL SSL_read: error:0A00045C:SSL routines::tlsv13 alert certificate required, errno 0"))
+        #expect(!Transfer.isTLSAlert("Recv failure: Connection reset by peer"))
         #expect(Transfer.kind(ofCurlCode: 28) == .timeout)  // OPERATION_TIMEDOUT
     }
 

@@ -17,8 +17,12 @@ public final class Scheduler: Sendable {
     /// Submitted and not yet final (for `limits.maxQueuedJobs`).
     private let unfinished = Atomic<Int>(0)
     /// What a graceful stop waits on (see ``drain(timeout:)``): fired by the
-    /// last job to end, by the timeout, or by ``endDrain()``.
+    /// last job to end, by the timeout, or by ``endDrain()``. Read under its
+    /// lock by whoever takes the count to zero: the lock orders that read with
+    /// the drain's own check of the count, so no wake-up is lost.
     private let drainSignal = Locked<DrainSignal?>(nil)
+    /// Set by ``endDrain()``, even before a drain began: a drain then ends at once.
+    private let drainEnded = Atomic<Bool>(false)
     private let maxQueuedJobs: Int
     /// Job timestamps and timeout timers.
     let clock: any CoordinatorClock
@@ -131,7 +135,7 @@ public final class Scheduler: Sendable {
 
     /// `count` jobs left the unfinished count; the last one wakes a drain.
     private func left(_ count: Int) {
-        if unfinished.subtract(count, ordering: .acquiringAndReleasing).newValue == 0, draining.load(ordering: .acquiring) {
+        if unfinished.subtract(count, ordering: .acquiringAndReleasing).newValue == 0 {
             drainSignal.withLock { $0 }?.fire()
         }
     }
@@ -159,7 +163,7 @@ public final class Scheduler: Sendable {
         }
         let now = unfinished.add(count, ordering: .relaxed).newValue
         if now > maxQueuedJobs {
-            unfinished.subtract(count, ordering: .relaxed)
+            left(count)
             throw ValidationError(path: "", "overloaded: \(maxQueuedJobs) jobs are queued (limits.maxQueuedJobs)",
                                   kind: .overloaded)
         }
@@ -185,11 +189,17 @@ public final class Scheduler: Sendable {
     /// Stops taking new jobs and waits until every submitted job is final or
     /// `timeout` passes. Returns true when all finished in time.
     /// Woken by the last job to end (not polled).
+    /// A second drain waits on the same wake-up as the first.
     public func drain(timeout: Duration) async -> Bool {
-        let signal = DrainSignal()
-        drainSignal.withLock { $0 = signal }
         draining.store(true, ordering: .releasing)
+        let signal = drainSignal.withLock { current -> DrainSignal in
+            if let current { return current }
+            let made = DrainSignal()
+            current = made
+            return made
+        }
         if unfinished.load(ordering: .acquiring) == 0 { return true }
+        if drainEnded.load(ordering: .acquiring) { return false }
         let timer = Task {
             try? await Task.sleep(for: timeout)
             signal.fire()
@@ -202,6 +212,7 @@ public final class Scheduler: Sendable {
     /// Ends a ``drain(timeout:)`` now, as if its timeout passed (a second
     /// SIGTERM: the operator will not wait). Unfinished jobs stay unfinished.
     public func endDrain() {
+        drainEnded.store(true, ordering: .releasing)
         drainSignal.withLock { $0 }?.fire()
     }
 
