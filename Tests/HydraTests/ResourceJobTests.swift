@@ -463,50 +463,57 @@ import Testing
 
     deinit { try? FileManager.default.removeItem(atPath: state) }
 
-    @Test func theTimerEvictsTheLeastRecentlyUsedPastMaxBytes() async throws {
-        let config = try Configuration(json: try JSONParser.parse(#"{"resources": {"maxBytes": 250, "purgeIntervalSec": 1}}"#))
-        let engine = try HydraEngine(configuration: config, stateDirectory: state)
-        defer { engine.shutdown() }
-        let log = EventLog()
-        _ = engine.subscribe(sink: log)
-        let n = "u" + UUID().uuidString.prefix(8).lowercased()
+    /// Three copies of 100 bytes, used in turn (distinct `lastUsedAt`): their keys.
+    func fetchThree(_ engine: HydraEngine, _ name: String) async throws -> [String] {
         var keys: [String] = []
         for i in 0..<3 {
-            let result = try await engine.fetchResource(TestServer.url("/resource/\(n)\(i)?size=100"))
+            let result = try await engine.fetchResource(TestServer.url("/resource/\(name)\(i)?size=100"))
             keys.append(result["key"]!.stringValue!)
-            try await Task.sleep(for: .milliseconds(20))  // distinct lastUsedAt
+            try await Task.sleep(for: .milliseconds(20))
         }
-        // Within 1 s the timer removes the oldest-used copy: 300 bytes > 250.
-        let deadline = Date().addingTimeInterval(5)
-        while try engine.resources.stat(key: keys[0]) != nil, Date() < deadline {
-            try await Task.sleep(for: .milliseconds(50))
+        return keys
+    }
+
+    /// Waits (at most `seconds`) until the copy of `key` is gone; true when it is.
+    func waitGone(_ engine: HydraEngine, _ key: String, seconds: Double) async throws -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while try engine.resources.stat(key: key) != nil, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(20))
         }
-        #expect(try engine.resources.stat(key: keys[0]) == nil)
-        #expect(try engine.resources.stat(key: keys[1]) != nil && engine.resources.stat(key: keys[2]) != nil)
+        return try engine.resources.stat(key: key) == nil
+    }
+
+    /// An engine with `resources` settings and an event log.
+    func engine(_ resources: String) throws -> (HydraEngine, EventLog) {
+        let config = try Configuration(json: try JSONParser.parse(#"{"resources": \#(resources)}"#))
+        let engine = try HydraEngine(configuration: config, stateDirectory: state)
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        return (engine, log)
+    }
+
+    /// The timer's own part: copies unused for `maxAgeSec` go (as nginx's `inactive`).
+    @Test func theTimerEvictsCopiesUnusedForMaxAge() async throws {
+        let (engine, log) = try engine(#"{"maxAgeSec": 1, "purgeIntervalSec": 1}"#)
+        defer { engine.shutdown() }
+        let keys = try await fetchThree(engine, "u" + UUID().uuidString.prefix(8).lowercased())
+        for key in keys { #expect(try await waitGone(engine, key, seconds: 5)) }
         engine.bus.waitForEmits()
-        #expect(log.all.contains { $0.name == "resource.removed" && $0.fields["key"] == .string(keys[0]) && $0.fields["reason"] == "evicted" })
+        #expect(log.all.filter { $0.name == "resource.removed" && $0.fields["reason"] == "evicted" }.count == 3)
     }
 
     /// `maxBytes` holds as copies are stored, not only when the purge timer
-    /// runs (here once an hour); a removal empties the memory tiers at once,
-    /// so `resource.stats` never counts memory for copies that are gone.
+    /// runs (here once an hour): the least recently used go; a removal empties
+    /// the memory tiers at once, so `resource.stats` never counts memory for copies that are gone.
     @Test func aStoreEvictsPastMaxBytesAndRemovalsEmptyTheMemoryTier() async throws {
-        let config = try Configuration(json: try JSONParser.parse(#"{"resources": {"maxBytes": 250, "purgeIntervalSec": 3600}}"#))
-        let engine = try HydraEngine(configuration: config, stateDirectory: state)
+        let (engine, log) = try engine(#"{"maxBytes": 250, "purgeIntervalSec": 3600}"#)
         defer { engine.shutdown() }
         let n = "v" + UUID().uuidString.prefix(8).lowercased()
-        var keys: [String] = []
-        for i in 0..<3 {
-            let result = try await engine.fetchResource(TestServer.url("/resource/\(n)\(i)?size=100"))
-            keys.append(result["key"]!.stringValue!)
-            try await Task.sleep(for: .milliseconds(20))  // distinct lastUsedAt
-        }
-        let deadline = Date().addingTimeInterval(3)
-        while try engine.resources.stat(key: keys[0]) != nil, Date() < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        #expect(try engine.resources.stat(key: keys[0]) == nil)
+        let keys = try await fetchThree(engine, n)
+        #expect(try await waitGone(engine, keys[0], seconds: 3))  // 300 bytes > 250
         #expect(try engine.resources.stat(key: keys[1]) != nil && engine.resources.stat(key: keys[2]) != nil)
+        engine.bus.waitForEmits()
+        #expect(log.all.contains { $0.name == "resource.removed" && $0.fields["key"] == .string(keys[0]) && $0.fields["reason"] == "evicted" })
         #expect(try engine.resources.statsJSON()["bytes"] == 200)
 
         // (The eviction emptied the memory tier; a hit of disk fills it again.)

@@ -205,14 +205,17 @@ extension ServerTests {
 
     // MARK: - Ids
 
+    /// Sends one raw line and returns the line that answers it.
+    func exchange(_ raw: LineClient, _ line: String) throws -> String {
+        try raw.send(Array(line.utf8))
+        return String(decoding: try #require(try raw.readLine(timeout: .seconds(5))), as: UTF8.self)
+    }
+
     @Test func idsAreEchoedWithTheirExactText() throws {
         let server = try ServerProcess()
         defer { server.terminate() }
         let raw = try server.raw()
-        func reply(_ line: String) throws -> String {
-            try raw.send(Array(line.utf8))
-            return String(decoding: try #require(try raw.readLine(timeout: .seconds(5))), as: UTF8.self)
-        }
+        func reply(_ line: String) throws -> String { try exchange(raw, line) }
         for id in ["1e400", "123456789012345678901234567890", "-0.0", "1.50", "7", "1E-400", "\"a\\u0062c\""] {
             let ok = try reply(#"{"jsonrpc":"2.0","id":\#(id),"method":"hydra.ping"}"#)
             let expected = id.hasPrefix("\"") ? "\"abc\"" : id
@@ -235,10 +238,7 @@ extension ServerTests {
         let server = try ServerProcess()
         defer { server.terminate() }
         let raw = try server.raw()
-        func reply(_ line: String) throws -> JSONValue {
-            try raw.send(Array(line.utf8))
-            return try JSONParser.parse(String(decoding: try #require(try raw.readLine(timeout: .seconds(5))), as: UTF8.self))
-        }
+        func reply(_ line: String) throws -> JSONValue { try JSONParser.parse(try exchange(raw, line)) }
         let huge = String(repeating: "9", count: 400)
         for (params, path) in [(#"{"job":{"type":"local","name":"echo"},"input":{"a":[1,1e400]}}"#, "input.a[1]"),
                                (#"{"job":{"type":"local","name":"echo","input":\#(huge)}}"#, "job.input"),

@@ -558,6 +558,19 @@ import Testing
         }
     }
 
+    /// Waits until the server has handled a SIGTERM: until then a probe is
+    /// accepted (the same job each time, by its idempotency key); from then on it hears -32005.
+    func waitUntilShuttingDown(_ client: RPCClient) throws {
+        try waitUntilBlocking(timeout: .seconds(10)) {
+            do {
+                _ = try client.call("job.submit", ["job": ["type": "local", "name": "echo"], "idempotencyKey": "probe"])
+                return false
+            } catch {
+                return (error as? RPCClientError)?.code == -32005
+            }
+        }
+    }
+
     @Test func gracefulShutdownRefusesNewWorkAndExitsZero() throws {
         let server = try ServerProcess(arguments: ["--grace", "5"])
         let client = try server.client()
@@ -566,16 +579,7 @@ import Testing
         let job = try client.call("job.submit", ["job": ["type": "remote", "endpoint": "/delay/2000"]])
         let other = try server.client()
         kill(server.process.processIdentifier, SIGTERM)
-        // Until the signal is handled a probe is accepted (the same job each
-        // time, by its idempotency key); from then on it hears -32005.
-        try waitUntilBlocking(timeout: .seconds(10)) {
-            do {
-                _ = try other.call("job.submit", ["job": ["type": "local", "name": "echo"], "idempotencyKey": "probe"])
-                return false
-            } catch {
-                return (error as? RPCClientError)?.code == -32005
-            }
-        }
+        try waitUntilShuttingDown(other)
         // Both a connection opened before the signal and one opened after it hear -32005.
         let late = try server.client()
         for connection in [other, late] {
@@ -604,14 +608,7 @@ import Testing
         let client = try server.client()
         let job = try client.call("job.submit", ["job": ["type": "remote", "endpoint": "/delay/3000"]])
         kill(server.process.processIdentifier, SIGTERM)
-        try waitUntilBlocking(timeout: .seconds(10)) {
-            do {
-                _ = try client.call("job.submit", ["job": ["type": "local", "name": "echo"], "idempotencyKey": "probe"])
-                return false
-            } catch {
-                return (error as? RPCClientError)?.code == -32005
-            }
-        }
+        try waitUntilShuttingDown(client)
         let sent = ContinuousClock.now
         kill(server.process.processIdentifier, SIGTERM)
         let (status, stderr) = server.waitForExit()
