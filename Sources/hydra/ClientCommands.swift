@@ -66,6 +66,19 @@ struct PingCommand: ParsableCommand {
     }
 }
 
+struct StatsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stats",
+        abstract: "Print the server's counters (hydra.stats): jobs, workers, requests, cache, resources, events.")
+    @OptionGroup var connection: ConnectOptions
+    @Flag(help: "Indented JSON, for people.") var pretty = false
+
+    func run() {
+        let stats = call(connection.client(), "hydra.stats")
+        writeLine(pretty ? PrettyJSON.string(stats) : JSONWriter.string(stats))
+    }
+}
+
 struct SubmitCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "submit",

@@ -23,7 +23,7 @@ struct HydraCommand: AsyncParsableCommand {
         subcommands: [RunCommand.self, ServeCommand.self, SubmitCommand.self, StatusCommand.self, AuthCommand.self, CacheCommand.self,
                       ResultCommand.self, CancelCommand.self, JobsCommand.self, EventsCommand.self,
                       SharedCommand.self, ResourceCommand.self, WorkersCommand.self, EmitCommand.self,
-                      DummyCommand.self, PingCommand.self])
+                      DummyCommand.self, StatsCommand.self, PingCommand.self])
 
     /// ArgumentParser's `main()`, except that a usage error (an unknown command or
     /// option, a missing argument: ArgumentParser's exit 64) exits 2 like every other

@@ -809,6 +809,9 @@ import Testing
         let ping = try cli.hydra(["ping"] + connect)
         #expect(ping.status == 0)
         #expect(try JSONParser.parse(ping.out.trimmingCharacters(in: .whitespacesAndNewlines))["version"] != nil)
+        let stats = try cli.hydra(["stats"] + connect)
+        #expect(stats.status == 0)
+        #expect(try JSONParser.parse(stats.out.trimmingCharacters(in: .whitespacesAndNewlines))["jobs"] != nil, "\(stats.out)")
 
         // --follow off a terminal: NDJSON events, then the result last; exit 0.
         let follow = try cli.hydra(["submit", "-", "--follow"] + connect,
