@@ -613,7 +613,7 @@ import Testing
         kill(server.process.processIdentifier, SIGTERM)
         let (status, stderr) = server.waitForExit()
         #expect(status == 0)
-        #expect(ContinuousClock.now - sent < .seconds(2), "the second signal did not cut the 60 s grace period")
+        #expect(ContinuousClock.now - sent < .seconds(10), "the second signal did not cut the 60 s grace period")
         #expect(stderr.contains("SIGTERM again: stopping now") && stderr.contains("resume at the next start"), "\(stderr)")
         let restarted = try ServerProcess(state: server.stateDirectory)
         defer { restarted.terminate() }
