@@ -9,6 +9,24 @@ import Testing
 /// test moves, so timeouts and ordering are checked without waiting and
 /// without a network. Real workers and loops; only the work is scripted.
 @Suite struct CoordinatorTests {
+    /// A step that ended before a restart sends no second final event after
+    /// it, whichever: a group's end is not journaled, and its resumed run may
+    /// end it otherwise (a black-box crash test saw `job.failed` then
+    /// `job.cancelled` for one group step, replaying across the restart).
+    @Test func aStepThatEndedBeforeARestartNeverEndsTwice() {
+        var emitted = EmittedEvents()
+        emitted.insert(stepPath: "0.1", name: EventName.failed)
+        emitted.insert(stepPath: "0.1", name: EventName.groupDone)
+        for final in [EventName.succeeded, EventName.failed, EventName.cancelled] {
+            #expect(emitted.contains(stepPath: "0.1", name: final))
+            #expect(!emitted.contains(stepPath: "0", name: final))
+        }
+        #expect(emitted.contains(stepPath: "0.1", name: EventName.groupDone))
+        #expect(!emitted.contains(stepPath: "0.1", name: EventName.queued))
+        emitted.insert(stepPath: "0.1", name: EventName.progress)  // not once per step: never suppressed
+        #expect(!emitted.contains(stepPath: "0.1", name: EventName.progress))
+    }
+
     @Test func aStepTimesOutWhenTheClockPassesItsLimit() async throws {
         let (scheduler, executor, clock) = try Self.make()
         defer { scheduler.shutdown() }

@@ -259,6 +259,35 @@ extension ServerTests {
         #expect((unknown["error"]?["message"]?.stringValue?.count ?? .max) < 300, "a 100,000-character key was echoed whole")
     }
 
+    /// The events kept in memory for replay are bounded in bytes, not only in
+    /// number: 600 jobs whose `job.succeeded` carries 60 KB each would hold
+    /// 36 MB; past the bound the oldest replay from the store, with no gap.
+    @Test func theReplayRingIsBoundedInBytes() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let client = try server.client()
+        let big = JSONValue.string(String(repeating: "r", count: 60_000))
+        var ids: [JSONValue] = []
+        for _ in 0..<40 {
+            let params: JSONValue = ["job": ["type": "local", "name": "echo", "input": big]]
+            let calls = (0..<15).map { _ in (method: "job.submit", params: params) }
+            ids += try client.callBatch(calls).compactMap { try? $0.get()["jobId"] }
+        }
+        #expect(ids.count == 600)
+        for id in ids { _ = try client.call("job.result", ["jobId": id, "waitMs": 20_000]) }
+        let ring = try client.call("hydra.stats")["replayRing"]
+        #expect((ring?["bytes"]?.intValue ?? .max) <= (ring?["maxBytes"]?.intValue ?? 0), "\(String(describing: ring))")
+        #expect((ring?["events"]?.intValue ?? .max) < 1_800, "\(String(describing: ring))")
+        // Every one replays, the oldest from the store.
+        let watcher = try server.client()
+        _ = try watcher.call("events.subscribe", ["events": ["job.succeeded"], "fromSeq": 0])
+        var seen = 0
+        while seen < 600, let note = try watcher.nextNotification(timeout: .seconds(10)) {
+            if note["params"]?["event"] == "job.succeeded" { seen += 1 }
+        }
+        #expect(seen == 600)
+    }
+
     // MARK: - Outbound limits
 
     @Test func aBatchAnswerAboveTheOutboundCapIsAnsweredWithErrors() throws {

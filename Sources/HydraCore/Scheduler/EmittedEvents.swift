@@ -19,14 +19,20 @@ public struct EmittedEvents: Sendable {
 
     public var isEmpty: Bool { keys.isEmpty }
 
+    /// The final events: a step sends one of them, once.
+    static let finals: Set<String> = [EventName.succeeded, EventName.failed, EventName.cancelled]
+
     /// Records that the step at `stepPath` sent `name` (ignored unless it happens once per step).
     public mutating func insert(stepPath: String, name: String) {
         guard EmittedEvents.oncePerStep.contains(name) else { return }
-        keys.insert(stepPath + " " + name)
+        keys.insert(stepPath + " " + (EmittedEvents.finals.contains(name) ? "final" : name))
     }
 
-    /// True when the step at `stepPath` already sent `name` before the restart.
+    /// True when the step at `stepPath` already sent `name` before the restart;
+    /// for a final event, any final event: a step that ended before the restart
+    /// (a group's end is not journaled, so its resumed run ends it again, maybe
+    /// otherwise: cancelled by a cancel stored before the crash) sends no second one.
     public func contains(stepPath: String, name: String) -> Bool {
-        !keys.isEmpty && keys.contains(stepPath + " " + name)
+        !keys.isEmpty && keys.contains(stepPath + " " + (EmittedEvents.finals.contains(name) ? "final" : name))
     }
 }

@@ -233,6 +233,9 @@ extension RPCServerRuntime {
                     o["subscriptions"] = .int(subscriptionCount)
                     // Extension: `job.result` calls waiting now, and the jobs they wait on.
                     o["waiters"] = ["calls": .int(waiters.count), "jobs": .int(waiters.jobCount)]
+                    // Extension: the events kept in memory for replay (the rest replay from the store).
+                    o["replayRing"] = ["events": .int(recent.count), "bytes": .int(recentBytes),
+                                       "maxBytes": .int(RPCServerRuntime.recentMaxBytes)]
                     stats = .object(o)
                 }
                 now(.success(stats))

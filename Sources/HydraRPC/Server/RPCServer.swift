@@ -94,9 +94,15 @@ final class RPCServerRuntime {
     private(set) lazy var waiters = ResultWaiters(loop: loop, service: service)
     /// Single-call submits, grouped per loop iteration (created on the loop, at first use).
     private(set) lazy var submitBatcher = SubmitBatcher(loop: loop, service: service)
-    /// Recent events, oldest first, for `fromSeq` replay without the store.
+    /// Recent events, oldest first, for `fromSeq` replay without the store:
+    /// at most `recentCapacity` events and `recentMaxBytes` of their fields
+    /// (a `job.succeeded` may carry a 64 KiB body: a count alone let 65,536 of
+    /// them hold gigabytes). Older events replay from the store.
     private(set) var recent = Deque<HydraEvent>()
     private let recentCapacity = 65_536
+    static let recentMaxBytes = 32 << 20
+    /// What the ring's events weigh (``ringCost(_:)``).
+    private(set) var recentBytes = 0
     /// The seq of the newest event that reached this loop (while subscribed to the bus).
     private(set) var lastSeq: UInt64
     /// Feeds the bus's events to this loop (set once, when the server starts); subscribed
@@ -258,6 +264,9 @@ final class RPCServerRuntime {
 
     // MARK: - Events
 
+    /// What an event weighs in the ring: its encoded fields and a fixed part.
+    static func ringCost(_ event: HydraEvent) -> Int { (event.encodedFields?.count ?? 0) + 160 }
+
     /// A bus event reached the loop: keep it for replay and send it to the
     /// live subscriptions that match it (found through the index: the cost
     /// does not grow with subscriptions that do not).
@@ -267,7 +276,10 @@ final class RPCServerRuntime {
         guard event.seq > lastSeq else { return }
         lastSeq = event.seq
         recent.append(event)
-        if recent.count > recentCapacity { recent.removeFirst() }
+        recentBytes += RPCServerRuntime.ringCost(event)
+        while recent.count > recentCapacity || recentBytes > RPCServerRuntime.recentMaxBytes, recent.count > 1 {
+            recentBytes -= RPCServerRuntime.ringCost(recent.removeFirst())
+        }
         var encoded: [UInt8]?
         var touched: [UInt64: RPCSession] = [:]
         index.forEachCandidate(of: event) { subscription in
