@@ -22,10 +22,9 @@ struct SaveAsPath: Sendable, Equatable {
     /// The path as given, normalized: components joined with `/`.
     var relative: String { components.joined(separator: "/") }
 
-    /// The database file's name; every file whose name starts with it is the database's.
-    static let databaseName = "hydra.db"
-    /// Names at the top of the state folder the server owns, lowercased.
-    static let reservedNames: Set<String> = ["clean-shutdown", "hydra.lock", "resources"]
+    /// Names at the top of the state folder the server owns, lowercased, beside
+    /// its files (``Configuration/State/isOwned(_:)``): the resource repository.
+    static let reservedNames: Set<String> = ["resources"]
 
     /// Why a path was refused, without the field's name (the caller adds it:
     /// a key path at submit, `saveAs:` in a step's error).
@@ -47,7 +46,7 @@ struct SaveAsPath: Sendable, Equatable {
         guard !parts.contains("..") else { throw refuse("must stay inside the state folder (no '..'): \(text.debugDescription)") }
         let top = parts[0].lowercased()
         let whole = parts.joined(separator: "/").lowercased()
-        if top.hasPrefix(SaveAsPath.databaseName) || SaveAsPath.reservedNames.contains(top)
+        if Configuration.State.isOwned(top) || SaveAsPath.reservedNames.contains(top)
             || reserved.contains(where: { whole == $0 || whole.hasPrefix($0 + "/") }) {
             throw refuse("\(text.debugDescription) is a file the server owns (its database, journal, markers, resources or socket)")
         }

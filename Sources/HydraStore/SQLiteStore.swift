@@ -48,7 +48,7 @@ public final class SQLiteStore: StateStore {
         } catch {
             throw StoreError("\(directory): cannot create the state folder: \(error.localizedDescription)")
         }
-        path = (directory.hasSuffix("/") ? String(directory.dropLast()) : directory) + "/hydra.db"
+        path = (directory.hasSuffix("/") ? String(directory.dropLast()) : directory) + "/" + Configuration.State.databaseName
         let writeConnection = try SQLiteConnection(path: path, sync: sync)
         try Migrations.apply(to: writeConnection)
         let readConnection = try SQLiteConnection(path: path, sync: sync, queryOnly: true)

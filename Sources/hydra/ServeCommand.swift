@@ -86,7 +86,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
 
         let statePath = absolutePath(configuration.state.path)
-        let cleanMarker = statePath + "/clean-shutdown"
+        let cleanMarker = statePath + "/" + Configuration.State.cleanShutdownName
         // Held until the process ends (see StateFolderLock).
         let folderLock: StateFolderLock
         do { folderLock = try StateFolderLock(folder: statePath) } catch { exitInvalid("state.path: \(error)") }
@@ -130,7 +130,7 @@ struct ServeCommand: AsyncParsableCommand {
         // Named once startup succeeded: a startup failure stays one line (it names the file).
         announceConfiguration(config)
         writeLine("hydra \(HydraVersion.string) serving on \(server.listening.joined(separator: " and "))")
-        writeLine("state: \(statePath)/hydra.db\(recovered > 0 ? " (\(recovered) unfinished jobs resumed)" : "")")
+        writeLine("state: \(statePath)/\(Configuration.State.databaseName)\(recovered > 0 ? " (\(recovered) unfinished jobs resumed)" : "")")
 
         let signal = await signals.wait()
         FileHandle.standardError.write(Data("hydra: \(signal): stopping (grace period \(grace) s; signal again to stop now)\n".utf8))

@@ -1,4 +1,5 @@
 import Foundation
+import Hydra
 
 /// One `hydra serve` per state folder: an exclusive `flock` on
 /// `STATE/hydra.lock`, held for the life of the process (the kernel releases
@@ -18,7 +19,7 @@ final class StateFolderLock {
     /// names the folder and, when it can tell, the pid of the server holding it.
     init(folder: String) throws(Refusal) {
         try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let path = folder + "/hydra.lock"
+        let path = folder + "/" + Configuration.State.lockName
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw Refusal(description: "cannot open \(path): \(String(cString: strerror(errno)))")

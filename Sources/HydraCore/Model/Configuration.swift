@@ -49,6 +49,18 @@ public struct Configuration: Sendable {
         public enum Sync: String, Sendable { case normal, full }
         public var path = "var"
         public var sync = Sync.normal
+
+        /// The database file's name; every file whose name starts with it is the database's.
+        public static let databaseName = "hydra.db"
+        /// The marker `hydra serve` leaves after a clean stop.
+        public static let cleanShutdownName = "clean-shutdown"
+        /// The file `hydra serve` locks: one server per state folder.
+        public static let lockName = "hydra.lock"
+        /// The files the server keeps at the top of `path` beside the database.
+        public static let ownedNames: Set<String> = [cleanShutdownName, lockName]
+
+        /// True for a top-level name (lowercased) that is one of the server's own files.
+        public static func isOwned(_ top: String) -> Bool { top.hasPrefix(databaseName) || ownedNames.contains(top) }
     }
 
     /// `resources`: where the resource repository lives and how much it keeps.
@@ -76,7 +88,7 @@ public struct Configuration: Sendable {
                 throw ValidationError(path: field, "expected a folder inside state.path (relative, without '..', not state.path itself), got \(path.debugDescription)")
             }
             let top = parts[0].lowercased()
-            guard !top.hasPrefix("hydra.db"), top != "clean-shutdown", top != "hydra.lock" else {
+            guard !State.isOwned(top) else {
                 throw ValidationError(path: field, "\(path.debugDescription) is a file the server owns in state.path")
             }
             return parts.joined(separator: "/")
