@@ -57,6 +57,8 @@ struct HydraBench {
             let authed = text("--variant") == "auth"
             var spec = RemoteSpec.get(url)
             if authed { spec.auth = "ci" }
+            if text("--variant") == "xheader" { spec.headers["X-Tag"] = .string("Bearer bench-token-0123456789abcdef0123456789abcdef") }
+            if text("--variant") == "header" { spec.headers["Authorization"] = .string("Bearer bench-token-0123456789abcdef0123456789abcdef") }
             let side = try RESTBench.Side(worker: "rest", concurrency: 64, auth: authed, spec: .remote(spec))
             let (rate, us) = try side.run(requests: option("--requests", 200_000), concurrency: 64)
             side.engine.shutdown()

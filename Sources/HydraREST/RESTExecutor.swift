@@ -506,7 +506,7 @@ final class RESTExecutor: JobExecutor {
             if !call.request.secrets.isEmpty || call.token != nil {
                 // A server that echoes the credentials must not put them in a result or an event.
                 response.mask(call.request.secrets)
-                if let token = call.token { response.mask(CollectionOfOne(token)) }
+                if let token = call.token { response.mask(token) }
             }
             if let processors = call.hooks?.processors, !processors.isEmpty {
                 do throws(JobError) {

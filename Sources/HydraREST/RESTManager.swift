@@ -141,7 +141,7 @@ public final class RESTManager: JobManager {
             guard let route = resolver.configuration.apis[api] else { throw ValidationError(path: at("api"), "unknown api '\(api)'") }
             endpoint = route.endpoint
         }
-        if let name = remote.auth, !Template.containsReference(name), resolver.configuration.auth[name] == nil {
+        if let name = remote.auth, !Template.containsReference(name), resolver.configuration.auth.index(forKey: name) == nil {
             throw ValidationError(path: at("auth"), "unknown auth '\(name)'")
         }
         if let server = remote.server, !Template.containsReference(server), resolver.configuration.servers[server] == nil {

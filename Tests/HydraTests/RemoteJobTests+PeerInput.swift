@@ -165,6 +165,28 @@ extension RemoteJobTests {
 
     // MARK: - Header fields
 
+    /// Every byte against RFC 9110's grammar (token names; values with no
+    /// control character but tab), in text that is and is not stored contiguously.
+    @Test func headerSyntaxMatchesTheGrammarForEveryByte() {
+        let symbols = Set("!#$%&'*+-.^_`|~".utf8)
+        for byte in UInt8.min...UInt8.max {
+            let isToken = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A)
+                || (byte >= 0x61 && byte <= 0x7A) || symbols.contains(byte)
+            let isValueByte = byte == 0x09 || (byte >= 0x20 && byte != 0x7F)
+            guard byte < 0x80 else { continue }  // (a lone byte above 0x7F is not UTF-8)
+            let one = String(decoding: [UInt8(ascii: "a"), byte, UInt8(ascii: "z")], as: UTF8.self)
+            #expect(HeaderSyntax.isValidName(one) == isToken, "name byte \(byte)")
+            #expect(HeaderSyntax.isValidValue(one) == isValueByte, "value byte \(byte)")
+            // A bridged (non-native) string takes the slower path: same answers.
+            let bridged = NSString(string: one) as String
+            #expect(HeaderSyntax.isValidName(bridged) == isToken)
+            #expect(HeaderSyntax.isValidValue(bridged) == isValueByte)
+        }
+        #expect(!HeaderSyntax.isValidName(""))
+        #expect(HeaderSyntax.isValidValue("café, ünïcode"))
+        #expect(!HeaderSyntax.isValidName("café"))
+    }
+
     /// A CR or LF in a header field would reach curl as a line of its own.
     @Test func headerFieldsWithLineBreaksAreRefused() async throws {
         let engine = try makeEngine()
