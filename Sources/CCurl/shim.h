@@ -4,6 +4,7 @@
 #define HYDRA_CCURL_SHIM_H
 #include <curl/curl.h>
 #include <sys/types.h>
+#include <string.h>
 
 static inline CURLcode hydra_easy_setopt_long(CURL *h, CURLoption o, long v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode hydra_easy_setopt_off(CURL *h, CURLoption o, curl_off_t v) { return curl_easy_setopt(h, o, v); }
@@ -41,9 +42,29 @@ static inline CURLcode hydra_msg_result(const CURLMsg *m) { return m->data.resul
 typedef int (*hydra_seek_cb)(void *userdata, curl_off_t offset, int origin);
 static inline CURLcode hydra_easy_setopt_seek_cb(CURL *h, hydra_seek_cb v) { return curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, v); }
 
-// glibc's memmem (a GNU extension Swift's Glibc module leaves out), for
-// finding secrets in response bytes (HydraHTTP's SecretMasking).
+// Finding secrets in response bytes (HydraHTTP's SecretMasking): glibc's
+// memmem (a GNU extension Swift's Glibc module leaves out), except for the
+// common small case. For a needle of 32 bytes or more glibc builds a 256-entry
+// shift table on every call (~300 instructions before the first byte is read),
+// and every response of a request with a token is searched twice (body and
+// header block), usually a few hundred bytes each. There, memchr for the first
+// byte and memcmp at each candidate costs far less; its worst case (every byte
+// a candidate) is bounded by the limits: 1 KiB of haystack x 128 bytes of needle.
 extern void *memmem(const void *haystack, size_t haystacklen, const void *needle, size_t needlelen);
-static inline const void *hydra_memmem(const void *h, size_t hl, const void *n, size_t nl) { return memmem(h, hl, n, nl); }
+static inline const void *hydra_memmem(const void *h, size_t hl, const void *n, size_t nl) {
+    if (nl == 0) return h;
+    if (hl < nl) return NULL;
+    if (hl > 1024 || nl > 128) return memmem(h, hl, n, nl);
+    const unsigned char *at = (const unsigned char *)h;
+    const unsigned char *last = at + (hl - nl);
+    const unsigned char first = *(const unsigned char *)n;
+    while (at <= last) {
+        at = (const unsigned char *)memchr(at, first, (size_t)(last - at) + 1);
+        if (at == NULL) return NULL;
+        if (memcmp(at + 1, (const unsigned char *)n + 1, nl - 1) == 0) return at;
+        at++;
+    }
+    return NULL;
+}
 
 #endif

@@ -103,17 +103,11 @@ func finalResult(of id: String, in engine: HydraEngine, seconds: Double = 20) as
 /// reference or a worker that does not resolve), fail later, are slow, or
 /// time out; local and remote (against the test server).
 struct GraphGenerator {
-    private var state: UInt64
+    private var random: SeededRandom
 
-    init(seed: UInt64) { state = seed }
+    init(seed: UInt64) { random = SeededRandom(seed: seed) }
 
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    mutating func next() -> UInt64 { random.next() }
 
     mutating func int(_ range: ClosedRange<Int>) -> Int {
         range.lowerBound + Int(next() % UInt64(range.count))

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import Hydra
@@ -193,6 +194,9 @@ import Testing
         }
         #expect(Template.containsReference(["k": ["list": [1, "${prev}"]]] as JSONValue))
         #expect(!Template.containsReference(["k": ["list": [1, "$ {prev}"]]] as JSONValue))
+        // Text without contiguous UTF-8 (bridged) takes the copying path: same answers.
+        #expect(Template.containsReference(NSString(string: "é/u/$${id}") as String))
+        #expect(!Template.containsReference(NSString(string: "é$ {x}$") as String))
     }
 
     @Test func partialRetryPoliciesFillFieldByField() throws {

@@ -9,18 +9,17 @@ public enum Template {
     /// dispatches, so it reads the UTF-8 in place rather than through an iterator.
     public static func containsReference(_ string: String) -> Bool {
         if let found = string.utf8.withContiguousStorageIfAvailable(containsReference(utf8:)) { return found }
-        return containsReference(utf8: Array(string.utf8))
+        return Array(string.utf8).withUnsafeBufferPointer(containsReference(utf8:))
     }
 
-    private static func containsReference<Bytes: RandomAccessCollection<UInt8>>(utf8 bytes: Bytes) -> Bool
-        where Bytes.Index == Int
-    {
-        guard bytes.count > 1 else { return false }
-        var i = bytes.startIndex
-        let last = bytes.endIndex - 1
-        while i < last {
-            if bytes[i] == UInt8(ascii: "$") && bytes[i + 1] == UInt8(ascii: "{") { return true }
-            i += 1
+    /// Looks for each `$` (a fast search) and checks the byte after it: this runs
+    /// for every string field of every job, most of them with no `$` at all.
+    private static func containsReference(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var from = 0
+        while let dollar = bytes[from...].firstIndex(of: UInt8(ascii: "$")) {
+            from = dollar + 1
+            guard from < bytes.endIndex else { return false }
+            if bytes[from] == UInt8(ascii: "{") { return true }
         }
         return false
     }
