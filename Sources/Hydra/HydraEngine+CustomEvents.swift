@@ -12,33 +12,53 @@ extension HydraEngine {
     @discardableResult
     public func emit(custom name: String, fields: OrderedDictionary<String, JSONValue> = [:],
                      jobId: String = "", stepPath: String = "") throws(ValidationError) -> UInt64 {
+        try HydraEngine.checkCustom(name, fields)
+        return scheduler.bus.emit(name, jobId: jobId, rootJobId: jobId, stepPath: stepPath) { fields }
+    }
+
+    /// Refuses what a custom event may not be, naming the field.
+    private static func checkCustom(_ name: String, _ fields: OrderedDictionary<String, JSONValue>) throws(ValidationError) {
         guard EventName.isCustom(name) else {
             throw ValidationError(path: "event", "expected custom.NAME (letters, digits, '.', '_', '-'; at most 100 characters)")
         }
         if let reserved = fields.keys.first(where: EventName.reservedFields.contains) {
             throw ValidationError(path: "fields.\(reserved)", "every event has this member; choose another name")
         }
-        return scheduler.bus.emit(name, jobId: jobId, rootJobId: jobId, stepPath: stepPath) { fields }
     }
 
     /// The `emit {event, fields?}` local job: sends a custom event from inside a
-    /// graph and answers `{"seq"}`.
+    /// graph and answers `{"seq"}`. The event goes to the coordinator with the
+    /// step's own reports (``TaskHandle/emit(_:)``), so it comes after the
+    /// step's `job.started`; the seq is known there, so the result is built there too.
     func registerEmitJob() {
-        register(localJob: "emit", .inline { [unowned self] call in
+        register(localJob: "emit", .onWorker { call, handle in
             guard let name = call.input["event"]?.stringValue else {
-                throw JobError(.invalid, "emit: input.event: expected custom.NAME")
+                handle.finish(.failure(JobError(.invalid, "emit: input.event: expected custom.NAME")))
+                return
             }
             var fields: OrderedDictionary<String, JSONValue> = [:]
             if let given = call.input["fields"] {
-                guard case .object(let members) = given else { throw JobError(.invalid, "emit: input.fields: expected object") }
+                guard case .object(let members) = given else {
+                    handle.finish(.failure(JobError(.invalid, "emit: input.fields: expected object")))
+                    return
+                }
                 fields = members
             }
             do throws(ValidationError) {
-                let seq = try emit(custom: name, fields: fields, jobId: call.jobId, stepPath: call.stepPath)
-                return ["seq": .int(Int(seq))]
+                try HydraEngine.checkCustom(name, fields)
             } catch {
-                throw JobError(.invalid, "emit: input.\(error.path): \(error.fullReason)")
+                handle.finish(.failure(JobError(.invalid, "emit: input.\(error.path): \(error.fullReason)")))
+                return
             }
+            let emission = CustomEmission(name: name, fields: fields)
+            handle.emit(emission)
+            handle.succeed(building: EmittedEvent(emission: emission))
         })
     }
+}
+
+/// The `emit` job's result, `{"seq"}`: built on the coordinator, after it issued the event.
+private struct EmittedEvent: DeferredResult {
+    let emission: CustomEmission
+    func build() -> JSONValue { ["seq": .int(Int(clamping: emission.seq))] }
 }

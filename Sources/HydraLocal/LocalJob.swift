@@ -11,6 +11,9 @@ public struct LocalJob: Sendable {
         case async(@Sendable (LocalJobCall) async throws -> JSONValue)
         /// Built-in `delay`: a timer on the worker's loop.
         case delay
+        /// On the worker's loop with the task's handle, which the body must
+        /// finish: for the engine's own jobs that report more than a result.
+        case onWorker(@Sendable (LocalJobCall, TaskHandle) -> Void)
     }
     let body: Body
 
@@ -30,6 +33,13 @@ public struct LocalJob: Sendable {
     }
 
     static let delay = LocalJob(body: .delay)
+
+    /// Runs on the worker's loop thread with the task's handle (see
+    /// ``TaskHandle``), and must finish it before returning. Within the
+    /// package only: embedders' jobs return results.
+    package static func onWorker(_ body: @escaping @Sendable (LocalJobCall, TaskHandle) -> Void) -> LocalJob {
+        LocalJob(body: .onWorker(body))
+    }
 }
 
 /// What a local job receives.

@@ -67,10 +67,17 @@ final class LocalExecutor: JobExecutor {
             handle.finish(LocalExecutor.run { try body(call) })
             return
         }
+        if case .onWorker(let body) = job.body {
+            let call = LocalJobCall(input: spec.input, jobId: task.jobId, stepPath: task.stepPath,
+                                    cancellation: CancellationFlag.never)
+            body(call, handle)
+            precondition(handle.isFinished, "a local job run on the worker must finish its task")
+            return
+        }
         let flag = CancellationFlag()
         let call = LocalJobCall(input: spec.input, jobId: task.jobId, stepPath: task.stepPath, cancellation: flag)
         switch job.body {
-        case .inline:
+        case .inline, .onWorker:
             break
         case .delay:
             guard let ms = spec.input["ms"]?.intValue, ms >= 0 else {

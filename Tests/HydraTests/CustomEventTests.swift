@@ -51,4 +51,39 @@ import Testing
         #expect(failed["state"] == "failed")
         #expect(failed["error"]?["message"]?.stringValue?.contains("input.event") == true)
     }
+
+    /// Protocol §6: a job's events in causal order. An `emit` step's custom
+    /// event is one of that step's events: after its `job.started`, before its
+    /// `job.succeeded`, and the step's result names the event's seq.
+    @Test func anEmitStepsEventComesBetweenItsStartAndItsEnd() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let client = try server.client()
+        let watcher = try server.client()
+        for round in 0..<5 {
+            let job = try client.call("job.submit", ["job": ["type": "serial", "steps": [
+                ["type": "local", "name": "echo", "input": .int(round)],
+                ["type": "local", "name": "emit", "input": ["event": "custom.order", "fields": ["round": "${prev}"]]],
+            ]]])["jobId"]!
+            let subscription = try watcher.call("events.subscribe", ["jobId": job, "fromSeq": 0])["subscription"]!
+            let result = try client.call("job.result", ["jobId": job, "waitMs": 10_000])
+            #expect(result["state"] == "succeeded", "\(result)")
+            var ofStep: [(name: String, seq: Int)] = []
+            var customSeq: Int?
+            while let note = try watcher.nextNotification(timeout: .seconds(10)) {
+                guard let params = note["params"], params["subscription"] == subscription else { continue }
+                let name = params["event"]?.stringValue ?? ""
+                if params["stepPath"] == "1" { ofStep.append((name, params["seq"]?.intValue ?? -1)) }
+                if name == "custom.order" {
+                    customSeq = params["seq"]?.intValue
+                    #expect(params["round"] == .int(round))
+                }
+                if name == "job.succeeded" && params["stepPath"] == "" { break }
+            }
+            #expect(ofStep.map(\.name) == ["job.queued", "job.started", "custom.order", "job.succeeded"], "round \(round): \(ofStep)")
+            #expect(ofStep.map(\.seq) == ofStep.map(\.seq).sorted())
+            #expect(customSeq != nil && result["result"]?["results"]?[1]?["seq"]?.intValue == customSeq)
+            _ = try watcher.call("events.unsubscribe", ["subscription": subscription])
+        }
+    }
 }

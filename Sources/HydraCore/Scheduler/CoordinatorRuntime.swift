@@ -260,6 +260,10 @@ final class CoordinatorRuntime {
             }
         case .skipped(let reason):
             emit(EventName.skipped, node) { ["reason": .string(reason)] }
+        case .custom(let emission):
+            // The task's own fields only (no step `label`: the names are the sender's to choose).
+            emission.issued(bus.emit(emission.name, jobId: node.root.id, rootJobId: node.root.id,
+                                     stepPath: node.path) { emission.fields })
         case .finished(let outcome, let ran):
             if ran { started(node) }
             finish(node, outcome)

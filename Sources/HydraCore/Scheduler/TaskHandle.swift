@@ -49,6 +49,14 @@ public final class TaskHandle {
         worker.report(task, .skipped(reason: reason))
     }
 
+    /// Sends a custom event from the task, in order with its own events:
+    /// after its `job.started`, before its final event (see ``CustomEmission``).
+    public func emit(_ emission: CustomEmission) {
+        guard !isFinished else { return }
+        worker.announce(self)
+        worker.report(task, .custom(emission))
+    }
+
     /// The task's outcome. Frees the worker's slot.
     public func finish(_ outcome: StepOutcome) {
         guard !isFinished else { return }
@@ -72,6 +80,8 @@ public enum WorkerReport: Sendable {
     case polled(round: Int, bytes: Int)
     case retrying(attempt: Int, delayMs: Int, error: JobError)
     case skipped(reason: String)
+    /// A custom event the task sends (``TaskHandle/emit(_:)``).
+    case custom(CustomEmission)
     /// The task's outcome; `ran`: the task also started in this report (it
     /// completed inside `start`, so one message stands for two).
     case finished(StepOutcome, ran: Bool)
