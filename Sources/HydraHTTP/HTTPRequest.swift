@@ -35,8 +35,11 @@ public struct HTTPRequest: Sendable {
     /// it (deciding where and how safely) and closes it; each transfer empties
     /// it first and writes from its start.
     public var saveToFile: Int32?
-    /// Write after what ``saveToFile`` already holds (a `Range` resume) instead of emptying it first.
-    public var appendToFile = false
+    /// Write at this offset of ``saveToFile`` (a `Range` resume: the bytes kept
+    /// before it stay, anything after it goes) instead of emptying it first.
+    /// An earlier attempt that failed after writing more than it was known to
+    /// have written cannot leave those bytes between the kept ones and the rest.
+    public var resumeFileAt: Int?
     /// The most body bytes kept in memory, counted after gzip/deflate decoding;
     /// a larger body aborts the transfer with kind `tooLarge` as soon as the
     /// limit is passed (or at once, when an unencoded body's `Content-Length`

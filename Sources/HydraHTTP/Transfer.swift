@@ -145,8 +145,10 @@ final class Transfer {
         self.progress = progress
         errorBuffer[0] = 0
         if let file = request.saveToFile {
-            // A retry writes the file afresh (no bytes of an earlier attempt remain), a resume after them.
-            let placed = request.appendToFile ? lseek(file, 0, SEEK_END) >= 0 : lseek(file, 0, SEEK_SET) == 0 && ftruncate(file, 0) == 0
+            // A retry writes the file afresh (no bytes of an earlier attempt remain), a resume
+            // right after the bytes it keeps (the file cut there: nothing else stays).
+            let offset = off_t(max(0, request.resumeFileAt ?? 0))
+            let placed = ftruncate(file, offset) == 0 && lseek(file, offset, SEEK_SET) == offset
             guard placed else {
                 let reason = String(cString: strerror(errno))
                 end()

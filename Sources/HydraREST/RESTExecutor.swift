@@ -36,6 +36,9 @@ final class RESTExecutor: JobExecutor {
         /// `staleIfErrorSec`, and the stored response that may answer when every attempt fails.
         @exclusivity(unchecked) var staleIfErrorSec: Double?
         @exclusivity(unchecked) var staleFallback: CachedResponse?
+        /// False once an attempt failed in a way that does not allow the stale answer
+        /// (rest.md §3: only when *every* attempt failed with kind network, timeout or a 5xx).
+        @exclusivity(unchecked) var everyFailureAllowsStale = true
         /// The stale stored response a conditional request (`If-None-Match`) revalidates.
         @exclusivity(unchecked) var revalidating: CachedResponse?
         /// The temporary file a `saveAs` body goes to across attempts, until committed or discarded.
@@ -43,8 +46,11 @@ final class RESTExecutor: JobExecutor {
         /// Polling (`repeat`), and the round under way (from 1).
         let polling: RepeatSpec?
         @exclusivity(unchecked) var round = 1
-        /// Set when identical requests in flight are shared (`coalesce`): what identifies them.
+        /// Set when identical requests in flight are shared (`coalesce`): what identifies them
+        /// (for a session's call, with the token it carries: see ``authorize(_:_:)``).
         @exclusivity(unchecked) var mergeKey: String?
+        /// The merge key without a token, as ``mergeKey(_:_:)`` made it.
+        @exclusivity(unchecked) var requestMergeKey: String?
         /// True while this call waits for another call's identical request.
         @exclusivity(unchecked) var following = false
         /// The OAuth2 token the request carries now, and whether it waits for one.
@@ -102,6 +108,7 @@ final class RESTExecutor: JobExecutor {
         }
         let call = RemoteCall(task: task, handle: handle, request: prepared, polling: spec.repeat)
         call.mergeKey = mergeKey(spec, prepared)
+        call.requestMergeKey = call.mergeKey
         call.hooks = manager.hooks(api: prepared.api)
         calls[task.token] = call
         if let reply = dummyReply(for: prepared) {
@@ -143,6 +150,10 @@ final class RESTExecutor: JobExecutor {
                         call.request.http.headers.append(HTTPHeader("If-Modified-Since", modified))
                     }
                     call.revalidating = entry
+                    // Its answer may be a 304 about this call's own stored response: nothing to
+                    // share with a call that did not ask (it would fail with HTTP 304).
+                    call.mergeKey = nil
+                    call.requestMergeKey = nil
                 }
             }
         }
@@ -268,13 +279,18 @@ final class RESTExecutor: JobExecutor {
         let fromHTTP = spec.cache.map { $0.ttlFromHTTP || ($0.ttlSec == nil && api?.cacheTTLFromHTTP == true) }
             ?? api?.cacheTTLFromHTTP ?? false
         let ttl = spec.cache?.ttlSec ?? api?.cacheTTL
-        guard request.http.method == "GET", spec.cache != nil || (ttl ?? 0) > 0 || fromHTTP else { return nil }
+        // A `saveAs` job's result names its own file, which a stored response would not
+        // write; a polling job judges every round's response: neither is answered from the cache.
+        guard request.http.method == "GET", request.saveAs == nil, spec.repeat == nil,
+              spec.cache != nil || (ttl ?? 0) > 0 || fromHTTP else { return nil }
         let stale = (spec.cache?.staleIfErrorSec ?? api?.staleIfErrorSec).map(Double.init)
         var url = request.http.url
         if api?.cacheIgnoreQuery == true, let q = url.firstIndex(of: "?") { url = String(url[..<q]) }
         var key = "GET " + url
         if let digest = RESTExecutor.credentialDigest(request.http.headers, secrets: request.secrets) { key += " auth=" + digest }
         if let session = request.authSession { key += " session=" + session }
+        // A result decoded with the job's own dogma is no answer for a job that decodes otherwise.
+        if let dogma = spec.dogma { key += " dogma=" + dogma }
         return (spec.cache?.mode ?? .use, Double(ttl ?? 0), fromHTTP, stale, key)
     }
 
@@ -351,6 +367,8 @@ final class RESTExecutor: JobExecutor {
         guard spec.coalesce ?? api?.coalesce ?? false, request.http.method == "GET", request.http.body == nil,
               request.saveAs == nil else { return nil }
         var key = "GET " + request.http.url
+        // The api's preparers and processors run for the request that is sent: calls of another api do not share it.
+        if let api = request.api { key += "\napi " + api }
         if let session = request.authSession { key += "\nsession " + session }
         for header in request.http.headers.sorted(by: { $0.name.lowercased() < $1.name.lowercased() }) {
             key += "\n" + header.name.lowercased() + ": " + header.value
@@ -409,6 +427,10 @@ final class RESTExecutor: JobExecutor {
     /// Puts `token` in the call's request (`Authorization: Bearer`), in place of any it had.
     private func authorize(_ call: RemoteCall, _ token: String) {
         call.token = token
+        // Calls merge only when they carry the same token: a follower masks what comes back
+        // with its own token, so another one (replaced meanwhile) would show in its result;
+        // and a 401 must reject the token that was sent.
+        if let key = call.requestMergeKey { call.mergeKey = key + "\ntoken " + token }
         call.request.http.headers.removeAll { $0.hasName("authorization") }
         call.request.http.headers.append(HTTPHeader("Authorization", "Bearer " + token))
     }
@@ -553,9 +575,10 @@ final class RESTExecutor: JobExecutor {
                     "the response body is larger than defaults.maxBodyBytes (\(limit) bytes, counted after decoding); use saveAs for larger bodies"))
             }
         }
+        if case .failure(let error, _) = outcome, !RESTExecutor.allowsStaleAnswer(error) { call.everyFailureAllowsStale = false }
         if case .failure(let error, _) = outcome, scheduleRetry(call, error, afterMs: retryAfterMs) { return }
-        if case .failure(let error, _) = outcome, let entry = call.staleFallback, let stale = call.staleIfErrorSec,
-           RESTExecutor.allowsStaleAnswer(error), Date().timeIntervalSince1970 <= entry.expiresAt + stale,
+        if case .failure = outcome, let entry = call.staleFallback, let stale = call.staleIfErrorSec,
+           call.everyFailureAllowsStale, Date().timeIntervalSince1970 <= entry.expiresAt + stale,
            case .object(var answer) = entry.value {
             // Offline answer (rest.md §3): the stored response, marked stale, and not stored again.
             call.cacheKey = nil
@@ -573,6 +596,7 @@ final class RESTExecutor: JobExecutor {
 
     /// A response a processor rejected: retried or failed like a judged failure.
     private func rejected(_ call: RemoteCall, _ error: JobError) {
+        if !RESTExecutor.allowsStaleAnswer(error) { call.everyFailureAllowsStale = false }
         if scheduleRetry(call, error, afterMs: nil) { return }
         manager.statistics.countFailure()
         finish(call, .failure(error))

@@ -29,8 +29,12 @@ struct CopyWriter: Sendable {
     let accepted: Set<String>?
 
     /// The failure of content whose digest no job gave (resources.md: kind `invalid`).
-    static func mismatch(_ digest: String, _ accepted: Set<String>) -> JobError {
-        JobError(.invalid, "sha256: the content's digest is \(digest), expected \(accepted.sorted().joined(separator: " or "))")
+    /// For an `aes-gcm` copy the content's own digest is left out: the job's error
+    /// is stored, and nothing derived from its clear bytes may be.
+    static func mismatch(_ digest: String, _ accepted: Set<String>, cipher: ResourceCipher) -> JobError {
+        let expected = accepted.sorted().joined(separator: " or ")
+        if cipher == .aesGCM { return JobError(.invalid, "sha256: the content's digest is not \(expected)") }
+        return JobError(.invalid, "sha256: the content's digest is \(digest), expected \(expected)")
     }
 
     func run() -> Result<Copy, JobError> {
@@ -47,7 +51,7 @@ struct CopyWriter: Sendable {
         }
         let digest = ResourceKey.sha256(content)
         if let accepted, !accepted.contains(digest) {
-            return .failure(CopyWriter.mismatch(digest, accepted))
+            return .failure(CopyWriter.mismatch(digest, accepted, cipher: cipher))
         }
         var stored = content
         switch cipher {

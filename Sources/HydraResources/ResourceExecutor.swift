@@ -139,6 +139,12 @@ final class ResourceExecutor: JobExecutor {
     }
 
     func start(_ task: WorkTask, handle: TaskHandle) {
+        if closed {
+            // A job that waited for another cipher's fetch, started again as the worker closes:
+            // the HTTP client is closed (the jobs of a closing worker end as cancelled here).
+            handle.finish(.failure(JobError(.cancelled, "cancelled")))
+            return
+        }
         guard case .resource(let spec) = task.spec.body else {
             handle.finish(.failure(JobError(.internal, "not a resource job")))
             return
@@ -181,6 +187,7 @@ final class ResourceExecutor: JobExecutor {
         // Then disk. A copy kept with another cipher is no copy for this job: it
         // fetches and keeps its own in its place.
         var onDisk: (record: ResourceRecord, content: [UInt8])?
+        let mark = manager.replacements.mark()
         if let record = try? manager.index.resource(key: key), record.cipher == spec.cipher {
             switch manager.load(record) {
             case .content(let content):
@@ -195,7 +202,9 @@ final class ResourceExecutor: JobExecutor {
             case .unreadable:
                 // A missing or corrupt file (its bytes no longer match the index's digest):
                 // the entry goes, the copy is fetched again (resources.md: a mismatch on disk).
-                drop(key)
+                // Unless a new copy was being put in place meanwhile (its file renamed, its
+                // entry not yet committed): that one is good; the fetch below serves the job.
+                if !manager.replacements.mayHaveReplaced(since: mark) { drop(key) }
             case .sealed:
                 break  // not for this job (its cipher needs the key, checked at submit)
             }
@@ -275,7 +284,7 @@ final class ResourceExecutor: JobExecutor {
                 }
             }
             http.saveToFile = fetch.file?.descriptor
-            http.appendToFile = fetch.resume != nil
+            http.resumeFileAt = fetch.resume?.count
         }
         if let resume = fetch.resume {
             // The rest of an interrupted body; with a validator, only if it is still
@@ -370,11 +379,21 @@ final class ResourceExecutor: JobExecutor {
     /// Last-Modified), goes in `If-Range`, so a changed file is sent whole;
     /// without one the `206`'s `Content-Range` must still start where the kept bytes end.
     private func keepForResume(_ fetch: Fetch, _ partial: HTTPResponse?) {
-        guard let partial, partial.bodyBytes > 0 else { return }
-        if partial.status == 206, let earlier = fetch.resume {
-            fetch.resume = (earlier.headers, earlier.bytes + partial.body, earlier.count + partial.bodyBytes, earlier.validator)
+        if let earlier = fetch.resume {
+            // A resumed attempt that failed. Without bytes to show (a timeout), the kept
+            // ones stay: the next attempt writes right after them, whatever this one wrote.
+            guard let partial, partial.bodyBytes > 0 else { return }
+            if partial.status == 206, partial.header("content-range")?.hasPrefix("bytes \(earlier.count)-") == true,
+               earlier.count + partial.bodyBytes <= manager.settings.maxBytes {
+                fetch.resume = (earlier.headers, earlier.bytes + partial.body, earlier.count + partial.bodyBytes, earlier.validator)
+            } else {
+                // Anything else (a whole body again, another offset) is not the rest of
+                // the kept bytes: the next attempt starts over.
+                fetch.resume = nil
+            }
             return
         }
+        guard let partial, partial.bodyBytes > 0 else { return }
         guard partial.status == 200, partial.header("accept-ranges")?.lowercased().contains("bytes") == true,
               partial.bodyBytes <= manager.settings.maxBytes else { return }
         fetch.resume = (partial.headers, partial.body, partial.bodyBytes, partial.header("etag") ?? partial.header("last-modified"))
@@ -382,6 +401,14 @@ final class ResourceExecutor: JobExecutor {
 
     /// `304`: the copy is still good; its bytes stay, `storedAt` is renewed.
     private func revalidated(_ fetch: Fetch, _ previous: ResourceRecord, _ response: HTTPResponse) {
+        if let etag = response.header("etag"), let kept = previous.etag,
+           ResourceExecutor.opaqueTag(etag) != ResourceExecutor.opaqueTag(kept) {
+            // A 304 naming another entity tag does not vouch for these bytes (RFC 9111 §4.3.4):
+            // adopting its tag would keep them for good. Fetched whole instead.
+            fetch.previous = nil
+            attempt(fetch)
+            return
+        }
         guard case .content(let content) = manager.load(previous) else {
             // The copy went meanwhile: fetch it whole.
             fetch.previous = nil
@@ -419,6 +446,7 @@ final class ResourceExecutor: JobExecutor {
         }
         let work = CopyWriter(manager: manager, components: manager.components(of: fetch.key), body: response.body,
                             remake: remake, cipher: fetch.cipher, accepted: fetch.acceptedDigests)
+        manager.replacements.begin()  // the writer renames its file into place on the pool
         loop.offload({ work.run() }) { [self] result in
             switch result {
             case .success(let copy):
@@ -431,8 +459,9 @@ final class ResourceExecutor: JobExecutor {
                     key: fetch.key, url: fetch.routed.http.url, bytes: copy.content.count, diskBytes: copy.diskBytes,
                     contentType: meta.type, sha256: copy.sha256, etag: meta.etag, lastModified: meta.modified,
                     storedAt: now, lastUsedAt: now, cipher: work.cipher)
-                self.commit(fetch, record, content: copy.content, source: "network")
+                self.commit(fetch, record, content: copy.content, source: "network", replacing: true)
             case .failure(let error):
+                self.manager.replacements.end()
                 guard self.stillWanted(fetch) else { return }
                 self.fail(fetch, error)
             }
@@ -465,12 +494,14 @@ final class ResourceExecutor: JobExecutor {
                 return
             }
             if let accepted = fetch.acceptedDigests, !accepted.contains(digest) {
-                self.fail(fetch, CopyWriter.mismatch(digest, accepted))
+                self.fail(fetch, CopyWriter.mismatch(digest, accepted, cipher: fetch.cipher))
                 return
             }
+            self.manager.replacements.begin()
             do throws(JobError) {
                 try file.commit()
             } catch {
+                self.manager.replacements.end()
                 self.fail(fetch, error)
                 return
             }
@@ -479,7 +510,7 @@ final class ResourceExecutor: JobExecutor {
             let record = ResourceRecord(
                 key: fetch.key, url: fetch.routed.http.url, bytes: size, diskBytes: size, contentType: meta.type,
                 sha256: digest, etag: meta.etag, lastModified: meta.modified, storedAt: now, lastUsedAt: now, cipher: .none)
-            self.commit(fetch, record, content: content, source: "network")
+            self.commit(fetch, record, content: content, source: "network", replacing: true)
         }
     }
 
@@ -523,11 +554,23 @@ final class ResourceExecutor: JobExecutor {
         }
     }
 
+    /// An entity tag without its weakness mark: a server may answer a strong tag weak after compressing.
+    static func opaqueTag(_ tag: String) -> Substring {
+        let trimmed = tag.drop { $0 == " " }
+        return trimmed.hasPrefix("W/") ? trimmed.dropFirst(2) : trimmed
+    }
+
     /// Commits the index entry, then (back on this loop) keeps the content in
     /// memory and finishes every waiter: a job never reports a copy the index does not know.
-    private func commit(_ fetch: Fetch, _ record: ResourceRecord, content: [UInt8], source: String) {
+    /// `replacing`: a new file was renamed into place for it (``ReplacementWatch/begin()``
+    /// was called), and the replacement ends with this commit.
+    private func commit(_ fetch: Fetch, _ record: ResourceRecord, content: [UInt8], source: String,
+                        replacing: Bool = false) {
         let loop = self.loop
-        let finishing = LoopBound({ [unowned self] (result: Result<Void, StoreError>) in
+        let finishing = LoopBound({ [weak self] (result: Result<Void, StoreError>) in
+            // The index answers on its own thread: the worker may have closed and let go of
+            // this executor meanwhile (the copy and its entry agree either way).
+            guard let self else { return }
             switch result {
             case .success:
                 self.remember(record, content)
@@ -540,7 +583,9 @@ final class ResourceExecutor: JobExecutor {
                 self.fail(fetch, JobError(.internal, "resource index: \(error)"))
             }
         }, loop: loop)
+        let replacements = manager.replacements
         manager.index.storeResource(record) { result in
+            if replacing { replacements.end() }
             _ = loop.execute { finishing.value(result) }
         }
     }
@@ -613,10 +658,17 @@ final class ResourceExecutor: JobExecutor {
     /// (`source` included) is shared as it is unless the job asked for the content.
     private func finish(_ waiter: Waiter, record: ResourceRecord, content: [UInt8], source: String,
                         kept: MemoryTier.Entry? = nil) {
+        if content.count != record.bytes, let shown = waiter.spec.presentation, shown != .path {
+            // A streamed copy whose bytes were not read back (no job asked for them when the
+            // fetch decided): this job joined later and wants them. The copy is in place and
+            // indexed by now, so it is served from the repository.
+            start(waiter.task, handle: waiter.handle)
+            return
+        }
         if let expected = waiter.spec.sha256 {
             let digest = ResourceManager.contentDigest(record, content)
             if expected != digest {
-                waiter.handle.finish(.failure(JobError(.invalid, "sha256: the content's digest is \(digest), expected \(expected)")))
+                waiter.handle.finish(.failure(CopyWriter.mismatch(digest, [expected], cipher: record.cipher)))
                 return
             }
         }

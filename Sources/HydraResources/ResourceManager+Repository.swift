@@ -35,9 +35,19 @@ extension ResourceManager {
     /// `invalid` for an `aes-gcm` copy while `HYDRA_SHARED_KEY` is not set (the copy stays).
     public func read(key: String, as presentation: ResourceSpec.Presentation = .base64, offset: Int = 0,
                      length: Int? = nil) throws(JobError) -> JSONValue? {
-        guard let record = try? index.resource(key: key) else { return nil }
+        let mark = replacements.mark()
+        guard var record = try? index.resource(key: key) else { return nil }
+        var loaded = load(record)
+        if case .unreadable = loaded, replacements.mayHaveReplaced(since: mark) {
+            // Not corrupt, maybe: a new copy was being put in place. Once its entry is
+            // committed, that copy is read; while it is not, there is no copy to give yet.
+            guard let newer = try? index.resource(key: key), newer != record else { return nil }
+            record = newer
+            loaded = load(record)
+            if case .unreadable = loaded { return nil }
+        }
         let clear: [UInt8]
-        switch load(record) {
+        switch loaded {
         case .content(let content): clear = content
         case .sealed: throw ResourceManager.sealedError
         case .unreadable:

@@ -30,6 +30,8 @@ public final class ResourceManager: JobManager {
     /// Bumped by every removal: a worker's memory tier that sees a new value
     /// empties itself, so a removed copy is never served from memory.
     let removals = Atomic<Int>(0)
+    /// Copies being put in place: a reader tells them from corrupt ones (see ``ReplacementWatch``).
+    let replacements = ReplacementWatch()
     /// The bytes held by the memory tiers of every worker.
     let memoryBytes = Atomic<Int>(0)
     /// Remakers by name; `gunzip` built in.

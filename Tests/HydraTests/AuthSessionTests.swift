@@ -425,4 +425,29 @@ import HydraLoop
         let all = try client2.call("auth.status", [:])
         #expect(all["sessions"]?.arrayValue?.count == 1)
     }
+
+    /// Merged jobs of a session share a request only when they carry the same
+    /// token: a job holding a newer token (the old one revoked meanwhile) that
+    /// joined a request sent with the old one masked only its own, and the old
+    /// token showed in its result when the server echoed it.
+    @Test func mergedJobsWithAnotherTokenDoNotShareARequest() async throws {
+        let key = UUID().uuidString
+        let engine = try engine(key)
+        defer { engine.shutdown() }
+        let slow = #"{"type":"remote","endpoint":"/protected/x","query":{"key":"\#(key)","ms":"1500"},"auth":"svc","coalesce":true}"#
+        async let leader = engine.run(spec(slow))
+        try await Task.sleep(for: .milliseconds(500))
+        _ = try await engine.run(spec(#"{"type":"remote","endpoint":"/oauth/revoke","query":{"key":"\#(key)"}}"#))
+        // A 401 on the revoked token: the session gets a new one.
+        let renewed = try await engine.run(spec(#"{"type":"remote","endpoint":"/protected/y","query":{"key":"\#(key)"},"auth":"svc"}"#))
+        #expect(renewed.state == .succeeded, "\(String(describing: renewed.error))")
+        async let follower = engine.run(spec(slow))
+        let (first, second) = try await (leader, follower)
+        for done in [first, second] {
+            let shown = done.result.map { JSONWriter.string($0) } ?? ""
+            #expect(!shown.contains("tok-"), "a token in a result: \(shown)")
+        }
+        #expect(second.state == .succeeded && second.result?["body"]?["authorization"] == "Bearer ***",
+                "\(String(describing: second.result))")
+    }
 }

@@ -192,4 +192,46 @@ import Testing
         let missing = try RunCommandTests().hydra(["cache", "get", "http://127.0.0.1:1/never", "--connect", "\(server.address!)"])
         #expect(missing.status == 1 && missing.err.contains("nothing cached"))
     }
+
+    /// A `saveAs` job's result names its own file: a stored response (another
+    /// job's, with another file) is no answer for it, so every one is fetched and written.
+    @Test func saveAsJobsAreNotAnsweredFromTheCache() async throws {
+        let (service, folder) = try service(ttl: "60")
+        defer { service.engine.shutdown() }
+        let key = UUID().uuidString
+        for name in ["a", "b"] {
+            let done = try await service.engine.run(spec(#"{"type":"remote","api":"c","pathVars":{"key":"\#(key)"},"saveAs":"saved/\#(name).bin"}"#))
+            service.store.flush()
+            #expect(done.state == .succeeded, "\(String(describing: done.error))")
+            #expect(done.result?["fromCache"] != true)
+            #expect(FileManager.default.fileExists(atPath: folder + "/saved/\(name).bin"))
+        }
+        #expect(try await counter(service, "cacheable:\(key)") == 2)
+    }
+
+    /// A conditional request (a stale entry with an ETag) is not shared with a
+    /// merged job that did not ask for it: the 304 is about the first job's
+    /// stored response, and the second would fail with "HTTP 304".
+    @Test func aRevalidatingRequestIsNotSharedWithAMergedJob() async throws {
+        let folder = NSTemporaryDirectory() + "hydra-cache-\(UUID().uuidString)"
+        let store = try SQLiteStore(directory: folder)
+        let config = try Configuration(json: try JSONParser.parse("""
+            {"servers": {"s": "\(TestServer.base)"}, "defaults": {"server": "s", "timeoutMs": 10000},
+             "apis": {"c": {"server": "s", "endpoint": "/cacheable/:key", "cacheTTL": 1, "coalesce": true}}}
+            """))
+        let service = try HydraService(configuration: config, store: store, stateDirectory: folder)
+        defer { service.engine.shutdown() }
+        let key = UUID().uuidString
+        let base = #""api":"c","pathVars":{"key":"\#(key)"},"query":{"etag":"\"v1\"","ms":"800"}"#
+        let first = try await service.engine.run(spec("{\"type\":\"remote\",\(base)}"))
+        #expect(first.state == .succeeded)
+        service.store.flush()
+        try await Task.sleep(for: .milliseconds(1200))  // the entry is stale now: the next GET revalidates
+        async let leader = service.engine.run(spec("{\"type\":\"remote\",\(base)}"))
+        try await Task.sleep(for: .milliseconds(300))
+        async let follower = service.engine.run(spec("{\"type\":\"remote\",\(base),\"cache\":{\"mode\":\"refresh\"}}"))
+        let (revalidated, refreshed) = try await (leader, follower)
+        #expect(revalidated.state == .succeeded && revalidated.result?["revalidated"] == true, "\(String(describing: revalidated.error))")
+        #expect(refreshed.state == .succeeded && refreshed.result?["status"] == 200, "\(String(describing: refreshed.error))")
+    }
 }

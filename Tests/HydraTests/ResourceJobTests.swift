@@ -336,6 +336,24 @@ import Testing
         #expect(files().count == 1)
     }
 
+    /// A resumed attempt that times out after writing some of the rest leaves
+    /// those bytes in the temporary file; the next attempt asks for the rest
+    /// after the bytes it kept, so it writes there (the file cut at that
+    /// point), not after the stray ones: the copy is the body, byte for byte.
+    @Test func aResumeAfterATimedOutResumeKeepsTheBodyExact() async throws {
+        let engine = try HydraEngine(configuration: Configuration(), stateDirectory: state)
+        defer { engine.shutdown() }
+        let n = "t" + UUID().uuidString.prefix(8).lowercased()
+        let url = TestServer.url("/resource/\(n)?size=300000&cut=stall2")
+        let done = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","timeoutMs":1500,"retry":{"maxAttempts":3,"backoffMs":1}}"#))
+        let path = try #require(done.result?["path"]?.stringValue, "\(String(describing: done.error))")
+        let bytes = try #require(FileManager.default.contents(atPath: state + "/" + path))
+        let expected = Array("resource \(n) v1".utf8) + Array(repeating: UInt8(ascii: "."), count: 300_000 - "resource \(n) v1".utf8.count)
+        #expect(bytes.count == 300_000 && [UInt8](bytes) == expected)
+        #expect(done.result?["bytes"] == 300_000 && done.result?["sha256"] == .string(ResourceKey.sha256(expected)))
+        #expect(files().count == 1)
+    }
+
     /// A plain copy is streamed to its file as it arrives: a body over
     /// `resources.maxBytes` stops there (kind `tooLarge`) and leaves nothing;
     /// one within it is kept whole without passing through the memory tier

@@ -103,7 +103,8 @@ Endpoints (methods GET/POST/PUT/PATCH/DELETE/HEAD/OPTIONS unless noted)
                             with "Authorization: Bearer <token>" of a live
                             token issued by /oauth/token (counter "protected:K"
                             for ?key=K counts them), else 401 with
-                            "WWW-Authenticate: Bearer" (counter "protected-401:K")
+                            "WWW-Authenticate: Bearer" (counter "protected-401:K");
+                            ?ms=N answers a live token after N ms
 /upload                     parses the request body with Python's email parser:
                             200 {"method", "contentType", "contentEncoding",
                             "bytes" (as received), "md5ok" (Content-MD5 checked
@@ -120,7 +121,7 @@ Endpoints (methods GET/POST/PUT/PATCH/DELETE/HEAD/OPTIONS unless noted)
                             seconds from now, with Date), ?etag= (ETag), ?lm=
                             (Last-Modified).  A matching If-None-Match or
                             If-Modified-Since answers 304 with those headers
-                            (counter "304:<key>")
+                            (counter "304:<key>"); ?ms=N answers after N ms
 /abort                      resets the connection (RST) without answering
 anything else               404 {"error": "not found", "path": <path>}
 
@@ -604,10 +605,14 @@ class Handler(BaseHTTPRequestHandler):
         `?bump=1` makes the version the request's count (the same URL
         answers another body each time).
         `Range: bytes=N-` (with a matching `If-Range` or none) answers 206
-        with the rest (counter `resrange-<key>`); a cut sends half of that."""
+        with the rest (counter `resrange-<key>`); a cut sends half of that.
+        `?cut=stall2` cuts the first request like `first`, and sends the
+        second a quarter of what it asked for, then nothing for 3 s (the
+        client times out with bytes written past what it kept)."""
         count = _increment(f"res-{key}")
         cut = self.query.get("cut", "")
-        cutting = (cut == "first" and count == 1) or (cut == "after1" and count > 1)
+        cutting = (cut in ("first", "stall2") and count == 1) or (cut == "after1" and count > 1)
+        stalling = cut == "stall2" and count == 2
         delay = _int(self.query.get("delay", "0"), "delay")
         if delay:
             time.sleep(delay / 1000)
@@ -642,7 +647,7 @@ class Handler(BaseHTTPRequestHandler):
         if wanted.startswith("bytes=") and wanted.endswith("-") and (if_range is None or if_range in (etag, modified)):
             start = min(_int(wanted[6:-1], "range"), len(body))
             _increment(f"resrange-{key}")
-        if cutting:
+        if cutting or stalling:
             self.send_response(206 if start else 200)
             self.send_header("Content-Length", str(len(body) - start))
             if start:
@@ -651,11 +656,13 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_header(name, value)
             self.end_headers()
             self._headers_sent = True
-            half = body[start:start + (len(body) - start) // 2]
+            half = body[start:start + (len(body) - start) // (4 if stalling else 2)]
             with _counters_lock:
                 _counters[f"resbytes-{key}"] = _counters.get(f"resbytes-{key}", 0) + len(half)
             self.wfile.write(half)
             self.wfile.flush()
+            if stalling:
+                time.sleep(3)
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
             return
@@ -822,6 +829,8 @@ def _sink(self):
 def _cacheable(self, key):
     from email.utils import formatdate
     count = _increment("cacheable:" + key)
+    if "ms" in self.query:
+        time.sleep(_int(self.query["ms"], "ms") / 1000)
     headers = []
     if "cc" in self.query:
         headers.append(("Cache-Control", self.query["cc"]))
@@ -849,6 +858,8 @@ def _protected(self):
         _increment("protected-401:" + self.query.get("key", ""))
         return self._json(401, {"error": "unauthorized"}, [("WWW-Authenticate", "Bearer")])
     _increment("protected:" + self.query.get("key", ""))
+    if "ms" in self.query:
+        time.sleep(_int(self.query["ms"], "ms") / 1000)
     self._json(200, {"ok": True, "authorization": auth})
 
 

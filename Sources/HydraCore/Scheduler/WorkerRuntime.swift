@@ -113,8 +113,11 @@ final class WorkerRuntime {
     }
 
     func close() {
-        executor?.close()
+        // Let go of the executor first: the tasks its close ends free their slots, and
+        // `pump` must not start queued ones on an executor that is closing.
+        let closing = executor
         executor = nil
+        closing?.close()
         outbox?.flush()
         publish()
     }
