@@ -234,4 +234,20 @@ import Testing
         #expect(revalidated.state == .succeeded && revalidated.result?["revalidated"] == true, "\(String(describing: revalidated.error))")
         #expect(refreshed.state == .succeeded && refreshed.result?["status"] == 200, "\(String(describing: refreshed.error))")
     }
+
+    /// A polling job judges every round's response: the api's cached response
+    /// does not end it (rest.md §5: rounds go on until the condition holds).
+    @Test func aPollingJobIsNotAnsweredFromTheCache() async throws {
+        let (service, _) = try service(ttl: "60")
+        defer { service.engine.shutdown() }
+        let key = UUID().uuidString
+        let plain = try await get(service, key, [:])
+        #expect(plain.result?["body"]?["n"] == 1)
+        let polled = try await service.engine.run(spec("""
+            {"type":"remote","api":"c","pathVars":{"key":"\(key)"},
+             "repeat":{"everyMs":1,"until":{"path":"body.n","equals":3},"maxTimes":5}}
+            """))
+        #expect(polled.state == .succeeded && polled.result?["body"]?["n"] == 3, "\(String(describing: polled.result))")
+        #expect(polled.result?["fromCache"] != true)
+    }
 }

@@ -261,4 +261,38 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: folder + "/notes.txt"))
         #expect(FileManager.default.fileExists(atPath: state + "/cache/files/notes.txt"))
     }
+
+    /// A 304 that names another entity tag does not vouch for the kept bytes
+    /// (RFC 9111 §4.3.4): the copy is fetched whole and keeps its own tag.
+    @Test func a304WithAnotherETagDoesNotRenewTheCopy() async throws {
+        let engine = try engine()
+        defer { engine.shutdown() }
+        let n = name()
+        let url = TestServer.url("/resource/\(n)?lie304=1")
+        let first = try await engine.run(spec(#"{"type":"resource","url":"\#(url)"}"#))
+        #expect(first.result?["etag"] == .string("\"\(n)-1\""), "\(String(describing: first.error))")
+        let again = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","mode":"refresh"}"#))
+        #expect(again.result?["source"] == "network" && again.result?["etag"] == .string("\"\(n)-1\""),
+                "\(String(describing: again.result))")
+        #expect(try await counter(engine, "res304-\(n)") == 1)
+        #expect(try await counter(engine, "res-\(n)") == 3)  // first, the conditional one, the whole one
+    }
+
+    /// An aes-gcm copy keeps nothing derived from its clear bytes: a job whose
+    /// `sha256` does not match fails without the content's digest in its error.
+    @Test func anAESGCMDigestMismatchDoesNotShowTheContentsDigest() async throws {
+        let engine = try engine(sharedKey: "a passphrase of 16+ chars")
+        defer { engine.shutdown() }
+        let n = name()
+        let url = TestServer.url("/resource/\(n)")
+        let clearDigest = ResourceKey.sha256(Array("resource \(n) v1".utf8))
+        let wrong = String(repeating: "0", count: 64)
+        let failed = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","cipher":"aes-gcm","sha256":"\#(wrong)"}"#))
+        #expect(failed.error?.kind == .invalid)
+        #expect(failed.error?.message.contains(wrong) == true && failed.error?.message.contains(clearDigest) == false,
+                "\(String(describing: failed.error))")
+        // The same mismatch on a plain copy names both (nothing is secret there).
+        let plain = try await engine.run(spec(#"{"type":"resource","url":"\#(url)&x=1","sha256":"\#(wrong)"}"#))
+        #expect(plain.error?.message.contains(wrong) == true)
+    }
 }

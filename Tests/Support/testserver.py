@@ -606,6 +606,7 @@ class Handler(BaseHTTPRequestHandler):
         answers another body each time).
         `Range: bytes=N-` (with a matching `If-Range` or none) answers 206
         with the rest (counter `resrange-<key>`); a cut sends half of that.
+        `?lie304=1` answers any `If-None-Match` with 304 and another ETag.
         `?cut=stall2` cuts the first request like `first`, and sends the
         second a quarter of what it asked for, then nothing for 3 s (the
         client times out with bytes written past what it kept)."""
@@ -636,6 +637,10 @@ class Handler(BaseHTTPRequestHandler):
             unchanged = match is not None and match == etag
         else:
             unchanged = self.headers.get("If-Modified-Since") == modified
+        if self.query.get("lie304") == "1" and self.headers.get("If-None-Match"):
+            _increment(f"res304-{key}")
+            self._send(304, b"", None, [("ETag", '"another"')])
+            return
         if unchanged:
             _increment(f"res304-{key}")
             self._send(304, b"", None, headers)
