@@ -250,4 +250,22 @@ import Testing
         #expect(polled.state == .succeeded && polled.result?["body"]?["n"] == 3, "\(String(describing: polled.result))")
         #expect(polled.result?["fromCache"] != true)
     }
+
+    /// rest.md §3: the stale answer is for when *every* attempt failed with
+    /// kind network, timeout or a 5xx; a 429 among them rules it out.
+    @Test func aStaleAnswerNeedsEveryAttemptToHaveFailedThatWay() async throws {
+        let (service, _) = try service(staleIfError: 60)
+        defer { service.engine.shutdown() }
+        for (failures, staleAnswer) in [("503,503", true), ("429,503", false)] {
+            let key = UUID().uuidString
+            let query: JSONValue = ["cc": "max-age=0", "fail": .string(failures)]
+            _ = try await get(service, key, query)
+            let done = try await service.engine.run(JobSpec(json: [
+                "type": "remote", "api": "c", "pathVars": ["key": .string(key)], "query": query,
+                "retry": ["maxAttempts": 2, "backoffMs": 1],
+            ]))
+            #expect((done.result?["stale"] == true) == staleAnswer, "\(failures): \(String(describing: done.result ?? done.error.map { JSONValue.string("\($0)") }))")
+            if !staleAnswer { #expect(done.error?.kind == .http && done.error?.status == 503) }
+        }
+    }
 }

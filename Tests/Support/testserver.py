@@ -121,7 +121,9 @@ Endpoints (methods GET/POST/PUT/PATCH/DELETE/HEAD/OPTIONS unless noted)
                             seconds from now, with Date), ?etag= (ETag), ?lm=
                             (Last-Modified).  A matching If-None-Match or
                             If-Modified-Since answers 304 with those headers
-                            (counter "304:<key>"); ?ms=N answers after N ms
+                            (counter "304:<key>"); ?ms=N answers after N ms;
+                            ?fail=C1,C2,... answers the requests after the
+                            first with those statuses, in turn
 /abort                      resets the connection (RST) without answering
 anything else               404 {"error": "not found", "path": <path>}
 
@@ -836,6 +838,9 @@ def _cacheable(self, key):
     count = _increment("cacheable:" + key)
     if "ms" in self.query:
         time.sleep(_int(self.query["ms"], "ms") / 1000)
+    failing = [code for code in self.query.get("fail", "").split(",") if code]
+    if count > 1 and count - 2 < len(failing):
+        return self._json(self._status_code(failing[count - 2]), {"error": "as asked"})
     headers = []
     if "cc" in self.query:
         headers.append(("Cache-Control", self.query["cc"]))
