@@ -14,7 +14,8 @@ extension ResourceManager {
     /// Returns how many of each it removed.
     public func reconcile() throws(StoreError) -> (files: Int, entries: Int) {
         let records = try index.resourcesByUse()
-        let known = Set(records.map(\.key))
+        // Each known key with the size of its file at rest.
+        let known = Dictionary(records.map { ($0.key, $0.diskBytes) }, uniquingKeysWith: { first, _ in first })
         var present: Set<String> = []
         var files = 0
         let fm = FileManager.default
@@ -27,7 +28,10 @@ extension ResourceManager {
             for name in (try? fm.contentsOfDirectory(atPath: path)) ?? [] {
                 guard name.hasSuffix(".bin"), ResourceManager.isKey(String(name.dropLast(4))) else { continue }
                 let key = String(name.dropLast(4))
-                if known.contains(key) && key.hasPrefix(folder) {
+                // A file of another size than its entry says is not that entry's copy (a new
+                // copy renamed into place just before a crash, its entry not committed): both go.
+                if let size = known[key], key.hasPrefix(folder),
+                   (try? fm.attributesOfItem(atPath: path + "/" + name))?[.size] as? Int == size {
                     present.insert(key)
                 } else if (try? fm.removeItem(atPath: path + "/" + name)) != nil {
                     files += 1

@@ -277,15 +277,20 @@ import Testing
         let n = "g" + UUID().uuidString.prefix(8).lowercased()
         let kept = try await engine.fetchResource(TestServer.url("/resource/\(n)a"))
         let lost = try await engine.fetchResource(TestServer.url("/resource/\(n)b"))
-        // A file the index does not know, and an entry whose file went.
+        let replaced = try await engine.fetchResource(TestServer.url("/resource/\(n)c"))
+        // A file the index does not know, an entry whose file went, and one whose file is
+        // another size (a new copy renamed into place, the crash before its entry).
         let stray = state + "/resources/ab/" + String(repeating: "ab", count: 32) + ".bin"
         try FileManager.default.createDirectory(atPath: state + "/resources/ab", withIntermediateDirectories: true)
         #expect(FileManager.default.createFile(atPath: stray, contents: Data("stray".utf8)))
         try FileManager.default.removeItem(atPath: state + "/" + lost["path"]!.stringValue!)
+        try Data("a longer body than the entry says".utf8).write(to: URL(fileURLWithPath: state + "/" + replaced["path"]!.stringValue!))
         let (files, entries) = try engine.resources.reconcile()
-        #expect(files == 1 && entries == 1)
+        #expect(files == 2 && entries == 2)
         #expect(!FileManager.default.fileExists(atPath: stray))
         #expect(try store.resource(key: lost["key"]!.stringValue!) == nil)
+        #expect(try store.resource(key: replaced["key"]!.stringValue!) == nil)
+        #expect(!FileManager.default.fileExists(atPath: state + "/" + replaced["path"]!.stringValue!))
         #expect(try store.resource(key: kept["key"]!.stringValue!) != nil)
         #expect(try engine.resources.reconcile() == (0, 0))
     }
