@@ -37,6 +37,16 @@ public final class MemoryResourceIndex: ResourceIndexStore {
         }
     }
 
+    public func removeResource(_ key: String, ifStoredAt storedAt: Double,
+                               done: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
+        let removed = records.withLock { r in
+            guard r[key]?.storedAt == storedAt else { return false }
+            r[key] = nil
+            return true
+        }
+        done(.success(removed))
+    }
+
     public func removeResources(_ keys: [String], done: @escaping @Sendable (Result<Int, StoreError>) -> Void) {
         let n = records.withLock { r in keys.reduce(0) { $0 + (r.removeValue(forKey: $1) == nil ? 0 : 1) } }
         done(.success(n))

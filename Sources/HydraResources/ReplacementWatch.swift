@@ -1,42 +1,93 @@
+import HydraLoop
 import Synchronization
 
-/// Tells a copy being replaced from a corrupt one. A new copy is renamed over
-/// the old file before its index entry is committed: in between, a reader
-/// holding the old entry finds a file that does not match it. Dropping that
-/// "corrupt" copy deleted the new one. Every replacement is counted from just
-/// before its rename until its entry is committed (or it gave up); a reader
-/// drops a mismatching copy only when no replacement was under way when it
-/// looked the entry up and none began since. Otherwise it fetches, and the
-/// fetch puts a good copy in place either way. Thread-safe.
+/// Keeps copies being put in place apart from copies being removed. A new
+/// copy is renamed over the old file before its index entry is committed:
+///
+/// - a reader holding the old entry then finds a file that does not match it.
+///   Taking that for corruption deleted the new copy. A reader drops a
+///   mismatching copy only when no replacement was under way when it looked
+///   the entry up and none began since (``mark()``, ``mayHaveReplaced(since:)``);
+///   otherwise it fetches, and the fetch puts a good copy in place either way.
+/// - a removal (eviction, purge, a corrupt copy) that deletes the old entry
+///   could unlink the new file, leaving the new entry without one. A removal
+///   deletes an entry only while it is the copy it chose (the index compares
+///   `storedAt`), and unlinks the file only if no copy of that key began being
+///   put in place since it chose (``unlinkUnlessReplaced(_:since:_:)``, which
+///   excludes ``begin(_:)``); otherwise the file is the new copy's.
+///
+/// Thread-safe. ``begin(_:)`` may wait for an unlink under way for the same
+/// key (one system call): never longer.
 final class ReplacementWatch: Sendable {
     private let underWay = Atomic<Int>(0)
     private let begun = Atomic<Int>(0)
+    private let keys = Locked(Keys())
+
+    /// Per key: replacements under way, and when (in ``generation()``'s
+    /// count) the last one began. Keys with nothing under way are forgotten
+    /// past `limit` of them: `floor` then stands for when any of them began.
+    private struct Keys {
+        var underWay: [String: Int] = [:]
+        var lastBegun: [String: Int] = [:]
+        var generation = 0
+        var floor = 0
+        static let limit = 4096
+    }
 
     /// What a reader notes before it looks an entry up.
     struct Mark {
         fileprivate let underWay: Int
         fileprivate let begun: Int
+        /// For ``unlinkUnlessReplaced(_:since:_:)`` when the reader removes the copy.
+        let generation: Int
     }
 
     func mark() -> Mark {
         // `begun` first: a replacement that begins between the two reads shows in `underWay`.
         let begun = begun.load(ordering: .acquiring)
-        return Mark(underWay: underWay.load(ordering: .acquiring), begun: begun)
+        return Mark(underWay: underWay.load(ordering: .acquiring), begun: begun, generation: generation())
     }
 
-    /// Whether a replacement could have changed a file since `mark`.
+    /// Whether a replacement (of any key) could have changed a file since `mark`.
     func mayHaveReplaced(since mark: Mark) -> Bool {
         mark.underWay > 0 || begun.load(ordering: .acquiring) != mark.begun
     }
 
-    /// Before a copy's file is renamed into place.
-    func begin() {
+    /// The count of replacements begun so far: what a removal notes when it chooses its copies.
+    func generation() -> Int { keys.withLock { $0.generation } }
+
+    /// Before a copy of `key` is renamed into place.
+    func begin(_ key: String) {
         underWay.add(1, ordering: .acquiringAndReleasing)
         begun.add(1, ordering: .acquiringAndReleasing)
+        keys.withLock { k in
+            k.generation += 1
+            k.underWay[key, default: 0] += 1
+            k.lastBegun[key] = k.generation
+            guard k.lastBegun.count > Keys.limit else { return }
+            for (other, at) in k.lastBegun where k.underWay[other] == nil {
+                k.floor = max(k.floor, at)
+                k.lastBegun[other] = nil
+            }
+        }
     }
 
-    /// Once its index entry is committed, or it failed: exactly once per ``begin()``.
-    func end() {
+    /// Once the copy's index entry is committed, or it failed: once per ``begin(_:)``.
+    func end(_ key: String) {
         underWay.subtract(1, ordering: .acquiringAndReleasing)
+        keys.withLock { k in
+            let left = (k.underWay[key] ?? 1) - 1
+            k.underWay[key] = left > 0 ? left : nil
+        }
+    }
+
+    /// Runs `unlink` (removing `key`'s file) unless a copy of `key` is being
+    /// put in place or began to be since `generation`; true when it ran.
+    func unlinkUnlessReplaced(_ key: String, since generation: Int, _ unlink: () -> Void) -> Bool {
+        keys.withLock { k in
+            if k.underWay[key] != nil || (k.lastBegun[key] ?? k.floor) > generation { return false }
+            unlink()
+            return true
+        }
     }
 }

@@ -204,7 +204,7 @@ final class ResourceExecutor: JobExecutor {
                 // the entry goes, the copy is fetched again (resources.md: a mismatch on disk).
                 // Unless a new copy was being put in place meanwhile (its file renamed, its
                 // entry not yet committed): that one is good; the fetch below serves the job.
-                if !manager.replacements.mayHaveReplaced(since: mark) { drop(key) }
+                if !manager.replacements.mayHaveReplaced(since: mark) { drop(record, since: mark.generation) }
             case .sealed:
                 break  // not for this job (its cipher needs the key, checked at submit)
             }
@@ -446,7 +446,7 @@ final class ResourceExecutor: JobExecutor {
         }
         let work = CopyWriter(manager: manager, components: manager.components(of: fetch.key), body: response.body,
                             remake: remake, cipher: fetch.cipher, accepted: fetch.acceptedDigests)
-        manager.replacements.begin()  // the writer renames its file into place on the pool
+        manager.replacements.begin(fetch.key)  // the writer renames its file into place on the pool
         loop.offload({ work.run() }) { [self] result in
             switch result {
             case .success(let copy):
@@ -461,7 +461,7 @@ final class ResourceExecutor: JobExecutor {
                     storedAt: now, lastUsedAt: now, cipher: work.cipher)
                 self.commit(fetch, record, content: copy.content, source: "network", replacing: true)
             case .failure(let error):
-                self.manager.replacements.end()
+                self.manager.replacements.end(fetch.key)
                 guard self.stillWanted(fetch) else { return }
                 self.fail(fetch, error)
             }
@@ -497,11 +497,11 @@ final class ResourceExecutor: JobExecutor {
                 self.fail(fetch, CopyWriter.mismatch(digest, accepted, cipher: fetch.cipher))
                 return
             }
-            self.manager.replacements.begin()
+            self.manager.replacements.begin(fetch.key)
             do throws(JobError) {
                 try file.commit()
             } catch {
-                self.manager.replacements.end()
+                self.manager.replacements.end(fetch.key)
                 self.fail(fetch, error)
                 return
             }
@@ -585,7 +585,7 @@ final class ResourceExecutor: JobExecutor {
         }, loop: loop)
         let replacements = manager.replacements
         manager.index.storeResource(record) { result in
-            if replacing { replacements.end() }
+            if replacing { replacements.end(record.key) }
             _ = loop.execute { finishing.value(result) }
         }
     }
@@ -613,16 +613,13 @@ final class ResourceExecutor: JobExecutor {
 
     // MARK: - Copies
 
-    /// Removes a copy whose file is missing or corrupt (file and index entry).
-    /// Here rather than on a queue: the index removal is queued before any
-    /// later store of the same key from this loop, so it can never undo it.
-    private func drop(_ key: String) {
-        memory.remove(key)
-        let url = (try? manager.index.resource(key: key))?.url ?? ""
-        unlink(manager.absolutePath(of: key))
-        manager.index.removeResources([key]) { _ in }
-        manager.removals.add(1, ordering: .releasing)
-        manager.emit(EventName.resourceRemoved, ["key": .string(key), "url": .string(url), "reason": "corrupt"])
+    /// Removes a copy whose file is missing or corrupt (its entry, then its
+    /// file, on the chores thread), unless it was replaced meanwhile (see
+    /// ``ResourceManager/removeCopies(_:reason:since:done:)``): the entry goes
+    /// only while it is this copy, so a later store of the key is never undone.
+    private func drop(_ record: ResourceRecord, since generation: Int) {
+        memory.remove(record.key)
+        manager.removeCopies([record], reason: "corrupt", since: generation) { _ in }
     }
 
     /// Records a use of `key` (see ``PendingUses``) and hands the uses to the index within a second.

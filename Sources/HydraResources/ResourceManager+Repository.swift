@@ -51,7 +51,7 @@ extension ResourceManager {
         case .content(let content): clear = content
         case .sealed: throw ResourceManager.sealedError
         case .unreadable:
-            removeCopies([key], reason: "corrupt") { _ in }
+            removeCopies([record], reason: "corrupt", since: mark.generation) { _ in }
             return nil
         }
         // Peers' numbers: neither may overflow, however large.
@@ -133,6 +133,7 @@ extension ResourceManager {
     public func remove(key: String?, url: String?, prefix: String?,
                        done: @escaping @Sendable (Result<JSONValue, StoreError>) -> Void) {
         chores.run { [self] in
+            let chosenAt = replacements.generation()  // before the entries are read
             do throws(StoreError) {
                 var keys: [String] = []
                 if let key { keys.append(key) }
@@ -144,7 +145,7 @@ extension ResourceManager {
                 if let prefix { keys += try records(ofURLsStartingWith: prefix).map(\.key) }
                 var seen: Set<String> = []
                 let records = keys.filter { seen.insert($0).inserted }.compactMap { try? index.resource(key: $0) }
-                removeCopies(records.map(\.key), reason: "remove") { result in
+                removeCopies(records, reason: "remove", since: chosenAt) { result in
                     done(result.map { _ in ["removed": .int(records.count), "bytes": .int(records.reduce(0) { $0 + $1.diskBytes })] })
                 }
             } catch {
@@ -170,6 +171,7 @@ extension ResourceManager {
     public func purge(olderThanSec: Double?, maxBytes: Int?, reason: String = "purge",
                       done: @escaping @Sendable (Result<JSONValue, StoreError>) -> Void) {
         chores.run { [self] in
+            let chosenAt = replacements.generation()  // before the entries are read
             do throws(StoreError) {
                 // Hits the index does not show yet count: the copy just used stays.
                 let estimated = diskEstimate.load(ordering: .relaxed)
@@ -188,7 +190,7 @@ extension ResourceManager {
                 // meanwhile stay counted (it may run over the truth, never under).
                 diskEstimate.subtract(estimated - total, ordering: .relaxed)
                 let chosen = picked
-                removeCopies(chosen.map(\.key), reason: reason) { result in
+                removeCopies(chosen, reason: reason, since: chosenAt) { result in
                     done(result.map { _ in ["removed": .int(chosen.count), "bytes": .int(chosen.reduce(0) { $0 + $1.diskBytes })] })
                 }
             } catch {
@@ -231,33 +233,56 @@ extension ResourceManager {
                 "misses": .int(s.misses), "revalidated": .int(s.revalidated), "merged": .int(s.merged)]
     }
 
-    /// Removes the index entries of `keys`, then their files, and tells every
-    /// memory tier; one `resource.removed` per copy. Runs on the chores thread
-    /// (file I/O never on a worker loop nor on the store's writer); `done` there.
-    func removeCopies(_ keys: [String], reason: String, done: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
-        guard !keys.isEmpty else {
+    /// Removes the copies `copies` (their index entries, then their files)
+    /// and tells every memory tier; one `resource.removed` per copy. A copy
+    /// replaced since it was chosen stays (see ``ReplacementWatch``): its entry
+    /// is removed only while it is that copy, its file only when no copy of
+    /// the key began being put in place since `generation` (taken before the
+    /// copies were read from the index).
+    /// Runs on the chores thread (file I/O never on a worker loop nor on the
+    /// store's writer); `done` there.
+    func removeCopies(_ copies: [ResourceRecord], reason: String, since chosenAt: Int,
+                      done: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        guard !copies.isEmpty else {
             done(.success(()))
             return
         }
         chores.run { [self] in
-            let urls = keys.map { (try? index.resource(key: $0))?.url ?? "" }
             removals.add(1, ordering: .releasing)
             // The entry goes first: a crash between the two leaves a file without
             // an entry, which startup reconciliation removes, never an entry without a file.
-            let committed = Locked<Result<Int, StoreError>?>(nil)
-            let signal = DispatchSemaphore(value: 0)
-            index.removeResources(keys) { result in
-                committed.withLock { $0 = result }
-                signal.signal()
+            let removed = Locked<Result<[ResourceRecord], StoreError>>(.success([]))
+            let group = DispatchGroup()
+            for copy in copies {
+                group.enter()
+                index.removeResource(copy.key, ifStoredAt: copy.storedAt) { result in
+                    removed.withLock { all in
+                        switch (all, result) {
+                        case (.success(var list), .success(true)):
+                            list.append(copy)
+                            all = .success(list)
+                        case (.success, .failure(let error)):
+                            all = .failure(error)
+                        default:
+                            break
+                        }
+                    }
+                    group.leave()
+                }
             }
-            signal.wait()
-            if case .failure(let error)? = committed.withLock({ $0 }) {
+            group.wait()
+            let gone: [ResourceRecord]
+            switch removed.withLock({ $0 }) {
+            case .success(let list): gone = list
+            case .failure(let error):
                 done(.failure(error))
                 return
             }
-            for (key, url) in zip(keys, urls) {
-                try? FileManager.default.removeItem(atPath: absolutePath(of: key))
-                emit(EventName.resourceRemoved, ["key": .string(key), "url": .string(url), "reason": .string(reason)])
+            for copy in gone {
+                _ = replacements.unlinkUnlessReplaced(copy.key, since: chosenAt) {
+                    try? FileManager.default.removeItem(atPath: absolutePath(of: copy.key))
+                }
+                emit(EventName.resourceRemoved, ["key": .string(copy.key), "url": .string(copy.url), "reason": .string(reason)])
             }
             // Again once the files are gone: a tier that refilled meanwhile forgets again.
             removals.add(1, ordering: .releasing)

@@ -74,6 +74,11 @@ extension SQLiteStore {
         writer.enqueue(.resourceIndex(.remove(keys), done: done))
     }
 
+    public func removeResource(_ key: String, ifStoredAt storedAt: Double,
+                               done: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
+        writer.enqueue(.resourceIndex(.removeIfStoredAt(key, storedAt), done: { done($0.map { $0 > 0 }) }))
+    }
+
     private static func record(_ row: SQLRow) throws(StoreError) -> ResourceRecord {
         let cipherName = row.text(10) ?? ""
         guard let cipher = ResourceCipher(rawValue: cipherName) else {
@@ -91,6 +96,8 @@ enum ResourceIndexWrite: Sendable {
     case store(ResourceRecord)
     case touch([String], Double)
     case remove([String])
+    /// The entry, only while it is the copy stored at that time.
+    case removeIfStoredAt(String, Double)
 
     /// Runs the statements; returns the rows changed. Writer thread.
     func apply(on db: SQLiteConnection) throws(StoreError) -> Int {
@@ -118,6 +125,9 @@ enum ResourceIndexWrite: Sendable {
                 removed += db.changes
             }
             return removed
+        case .removeIfStoredAt(let key, let storedAt):
+            try db.run("DELETE FROM resources WHERE key = ? AND stored_at = ?", [.text(key), .double(storedAt)])
+            return db.changes
         }
     }
 }

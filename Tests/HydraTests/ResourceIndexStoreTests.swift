@@ -2,6 +2,7 @@ import Foundation
 import HydraCore
 import Testing
 
+@testable import HydraResources
 @testable import HydraStore
 
 /// The resource-index slice of the SQLite store (``ResourceIndexStore``), on
@@ -70,5 +71,46 @@ import Testing
         let removed = try waitForResult { db.removeResources(["x", "missing"], done: $0) }
         #expect(removed == 1)
         #expect(try db.resourcesByUse().map(\.key) == ["y"])
+    }
+
+    /// An eviction removes an entry only while it is the copy it chose: a copy
+    /// stored since (another `storedAt`) stays. The SQLite index and the
+    /// embedded one alike.
+    @Test func aConditionalRemovalLeavesANewerCopy() throws {
+        let db = try SQLiteStore(directory: root + "/d")
+        defer { db.close() }
+        let memory = MemoryResourceIndex()
+        for index in [db as any ResourceIndexStore, memory] {
+            try waitForResult { index.storeResource(record("k", url: "http://h/k", storedAt: 2.5, usedAt: 2.5), done: $0) }
+            #expect(try waitForResult { index.removeResource("k", ifStoredAt: 1.25, done: $0) } == false)
+            #expect(try index.resource(key: "k")?.storedAt == 2.5)
+            #expect(try waitForResult { index.removeResource("k", ifStoredAt: 2.5, done: $0) } == true)
+            #expect(try index.resource(key: "k") == nil)
+            #expect(try waitForResult { index.removeResource("k", ifStoredAt: 2.5, done: $0) } == false)
+        }
+    }
+
+    /// A file is unlinked only when no copy of its key began being put in
+    /// place since the removal chose it, nor is under way.
+    @Test func aReplacementKeepsItsFileFromARemoval() {
+        let watch = ReplacementWatch()
+        let chosen = watch.generation()
+        var unlinked = 0
+        #expect(watch.unlinkUnlessReplaced("k", since: chosen) { unlinked += 1 })
+        watch.begin("k")
+        #expect(!watch.unlinkUnlessReplaced("k", since: chosen) { unlinked += 1 })   // under way
+        watch.end("k")
+        #expect(!watch.unlinkUnlessReplaced("k", since: chosen) { unlinked += 1 })   // began since
+        #expect(watch.unlinkUnlessReplaced("other", since: chosen) { unlinked += 1 })
+        #expect(watch.unlinkUnlessReplaced("k", since: watch.generation()) { unlinked += 1 })  // chosen after it
+        #expect(unlinked == 3)
+        // Past its limit of keys the watch forgets finished ones, and then stays on the safe side.
+        let before = watch.generation()
+        for n in 0..<5000 {
+            watch.begin("key\(n)")
+            watch.end("key\(n)")
+        }
+        #expect(!watch.unlinkUnlessReplaced("key0", since: before) {})
+        #expect(watch.unlinkUnlessReplaced("key0", since: watch.generation()) {})
     }
 }

@@ -35,7 +35,7 @@ public enum HeaderSyntax {
 
     /// Runs for every header of every request (at submit, and when the step
     /// runs): a scan of the contiguous UTF-8 bytes, a few instructions each,
-    /// not the String view's index walk (measured: ~50 instructions a byte).
+    /// not the String view's index walk (measured: ~16 instructions a byte).
     @inline(__always)
     private static func allBytes(of text: String, satisfy test: (UInt8) -> Bool) -> Bool {
         if let result = text.utf8.withContiguousStorageIfAvailable({ bytes in

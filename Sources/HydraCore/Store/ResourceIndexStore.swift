@@ -26,4 +26,9 @@ public protocol ResourceIndexStore: Sendable {
 
     /// Deletes the entries `keys`; `done` receives how many existed.
     func removeResources(_ keys: [String], done: @escaping @Sendable (Result<Int, StoreError>) -> Void)
+
+    /// Deletes the entry `key` only while it is the copy stored at `storedAt`
+    /// (a newer copy that replaced it stays); `done` receives whether it went.
+    func removeResource(_ key: String, ifStoredAt storedAt: Double,
+                        done: @escaping @Sendable (Result<Bool, StoreError>) -> Void)
 }
