@@ -289,8 +289,9 @@ final class RESTExecutor: JobExecutor {
         var key = "GET " + url
         if let digest = RESTExecutor.credentialDigest(request.http.headers, secrets: request.secrets) { key += " auth=" + digest }
         if let session = request.authSession { key += " session=" + session }
-        // A result decoded with the job's own dogma is no answer for a job that decodes otherwise.
-        if let dogma = spec.dogma { key += " dogma=" + dogma }
+        // A result decoded with another dogma (the job's, else its api's) is no answer
+        // for a job that decodes otherwise; the configuration's default keeps the plain key.
+        if let dogma = request.dogma, dogma != manager.configuration.defaults.dogma { key += " dogma=" + dogma }
         return (spec.cache?.mode ?? .use, Double(ttl ?? 0), fromHTTP, stale, key)
     }
 

@@ -29,6 +29,8 @@ final class ReplacementWatch: Sendable {
     private struct Keys {
         var underWay: [String: Int] = [:]
         var lastBegun: [String: Int] = [:]
+        /// The `storedAt` of the entry the last replacement of a key committed.
+        var lastCommitted: [String: Double] = [:]
         var generation = 0
         var floor = 0
         static let limit = 4096
@@ -68,24 +70,36 @@ final class ReplacementWatch: Sendable {
             for (other, at) in k.lastBegun where k.underWay[other] == nil {
                 k.floor = max(k.floor, at)
                 k.lastBegun[other] = nil
+                k.lastCommitted[other] = nil
             }
         }
     }
 
-    /// Once the copy's index entry is committed, or it failed: once per ``begin(_:)``.
-    func end(_ key: String) {
+    /// Once the copy's index entry is committed (`committed`: its `storedAt`),
+    /// or it failed (nil): once per ``begin(_:)``.
+    func end(_ key: String, committed storedAt: Double?) {
         underWay.subtract(1, ordering: .acquiringAndReleasing)
         keys.withLock { k in
             let left = (k.underWay[key] ?? 1) - 1
             k.underWay[key] = left > 0 ? left : nil
+            if let storedAt { k.lastCommitted[key] = storedAt }
         }
     }
 
-    /// Runs `unlink` (removing `key`'s file) unless a copy of `key` is being
-    /// put in place or began to be since `generation`; true when it ran.
-    func unlinkUnlessReplaced(_ key: String, since generation: Int, _ unlink: () -> Void) -> Bool {
+    /// Runs `unlink` (removing `key`'s file) when the file is the copy whose
+    /// entry the removal deleted (`removed`: its `storedAt`): no copy of `key`
+    /// is being put in place, and none began since `generation`, or the last
+    /// one to commit was that very copy (the removal read it after it was
+    /// stored). True when it ran.
+    func unlinkUnlessReplaced(_ key: String, since generation: Int, removed storedAt: Double,
+                              _ unlink: () -> Void) -> Bool {
         keys.withLock { k in
-            if k.underWay[key] != nil || (k.lastBegun[key] ?? k.floor) > generation { return false }
+            guard k.underWay[key] == nil else { return false }
+            if let began = k.lastBegun[key] {
+                guard began <= generation || k.lastCommitted[key] == storedAt else { return false }
+            } else if k.floor > generation {
+                return false
+            }
             unlink()
             return true
         }

@@ -422,7 +422,10 @@ final class ResourceExecutor: JobExecutor {
         if let etag = response.header("etag") { record.etag = etag }
         if let modified = response.header("last-modified") { record.lastModified = modified }
         manager.statistics.countRevalidated()
-        commit(fetch, record, content: content, source: "revalidated")
+        // The renewed entry (a new `storedAt`) is a replacement too: a removal that chose
+        // the copy before it must not unlink the file the renewed entry stands for.
+        manager.replacements.begin(fetch.key)
+        commit(fetch, record, content: content, source: "revalidated", replacing: true)
     }
 
     /// A body judged a success: remade when the jobs name a remaker, checked
@@ -461,7 +464,7 @@ final class ResourceExecutor: JobExecutor {
                     storedAt: now, lastUsedAt: now, cipher: work.cipher)
                 self.commit(fetch, record, content: copy.content, source: "network", replacing: true)
             case .failure(let error):
-                self.manager.replacements.end(fetch.key)
+                self.manager.replacements.end(fetch.key, committed: nil)
                 guard self.stillWanted(fetch) else { return }
                 self.fail(fetch, error)
             }
@@ -501,7 +504,7 @@ final class ResourceExecutor: JobExecutor {
             do throws(JobError) {
                 try file.commit()
             } catch {
-                self.manager.replacements.end(fetch.key)
+                self.manager.replacements.end(fetch.key, committed: nil)
                 self.fail(fetch, error)
                 return
             }
@@ -585,7 +588,7 @@ final class ResourceExecutor: JobExecutor {
         }, loop: loop)
         let replacements = manager.replacements
         manager.index.storeResource(record) { result in
-            if replacing { replacements.end(record.key) }
+            if replacing { replacements.end(record.key, committed: (try? result.get()) != nil ? record.storedAt : nil) }
             _ = loop.execute { finishing.value(result) }
         }
     }

@@ -251,35 +251,26 @@ extension ResourceManager {
             removals.add(1, ordering: .releasing)
             // The entry goes first: a crash between the two leaves a file without
             // an entry, which startup reconciliation removes, never an entry without a file.
-            let removed = Locked<Result<[ResourceRecord], StoreError>>(.success([]))
+            // Each entry that went (a failed one stays, with its file: the others still go).
+            let outcome = Locked<(gone: [ResourceRecord], error: StoreError?)>(([], nil))
             let group = DispatchGroup()
             for copy in copies {
                 group.enter()
                 index.removeResource(copy.key, ifStoredAt: copy.storedAt) { result in
-                    removed.withLock { all in
-                        switch (all, result) {
-                        case (.success(var list), .success(true)):
-                            list.append(copy)
-                            all = .success(list)
-                        case (.success, .failure(let error)):
-                            all = .failure(error)
-                        default:
-                            break
+                    outcome.withLock { o in
+                        switch result {
+                        case .success(true): o.gone.append(copy)
+                        case .success(false): break  // replaced since it was chosen: it stays
+                        case .failure(let error): o.error = o.error ?? error
                         }
                     }
                     group.leave()
                 }
             }
             group.wait()
-            let gone: [ResourceRecord]
-            switch removed.withLock({ $0 }) {
-            case .success(let list): gone = list
-            case .failure(let error):
-                done(.failure(error))
-                return
-            }
+            let (gone, error) = outcome.withLock { $0 }
             for copy in gone {
-                _ = replacements.unlinkUnlessReplaced(copy.key, since: chosenAt) {
+                _ = replacements.unlinkUnlessReplaced(copy.key, since: chosenAt, removed: copy.storedAt) {
                     try? FileManager.default.removeItem(atPath: absolutePath(of: copy.key))
                 }
                 emit(EventName.resourceRemoved, ["key": .string(copy.key), "url": .string(copy.url), "reason": .string(reason)])
@@ -287,7 +278,7 @@ extension ResourceManager {
             // Again once the files are gone: a tier that refilled meanwhile forgets again.
             removals.add(1, ordering: .releasing)
             syncMemoryTiers()
-            done(.success(()))
+            done(error.map { .failure($0) } ?? .success(()))
         }
     }
 }

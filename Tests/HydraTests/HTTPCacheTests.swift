@@ -268,4 +268,29 @@ import Testing
             if !staleAnswer { #expect(done.error?.kind == .http && done.error?.status == 503) }
         }
     }
+
+    /// The cache key names the dogma a job decodes with when it is not the
+    /// default one (the job's, else its api's): a response decoded as text for
+    /// one api is no answer for another api's job that decodes JSON.
+    @Test func anApisDogmaIsPartOfTheCacheKey() async throws {
+        let folder = NSTemporaryDirectory() + "hydra-cache-\(UUID().uuidString)"
+        let store = try SQLiteStore(directory: folder)
+        let config = try Configuration(json: try JSONParser.parse("""
+            {"servers": {"s": "\(TestServer.base)"}, "defaults": {"server": "s", "timeoutMs": 5000},
+             "apis": {"t": {"server": "s", "endpoint": "/cacheable/:key", "cacheTTL": 60, "dogma": "text"},
+                      "j": {"server": "s", "endpoint": "/cacheable/:key", "cacheTTL": 60}}}
+            """))
+        let service = try HydraService(configuration: config, store: store, stateDirectory: folder)
+        defer { service.engine.shutdown() }
+        let key = UUID().uuidString
+        let asText = try await service.engine.run(JobSpec(json: ["type": "remote", "api": "t", "pathVars": ["key": .string(key)]]))
+        service.store.flush()
+        #expect(asText.result?["body"]?.stringValue != nil, "\(String(describing: asText.result))")
+        let asJSON = try await service.engine.run(JobSpec(json: ["type": "remote", "api": "j", "pathVars": ["key": .string(key)]]))
+        #expect(asJSON.result?["fromCache"] != true && asJSON.result?["body"]?["n"] != nil, "\(String(describing: asJSON.result))")
+        service.store.flush()
+        // Each api's own entry answers its own next job.
+        let textAgain = try await service.engine.run(JobSpec(json: ["type": "remote", "api": "t", "pathVars": ["key": .string(key)]]))
+        #expect(textAgain.result?["fromCache"] == true && textAgain.result?["body"]?.stringValue != nil)
+    }
 }

@@ -96,21 +96,27 @@ import Testing
         let watch = ReplacementWatch()
         let chosen = watch.generation()
         var unlinked = 0
-        #expect(watch.unlinkUnlessReplaced("k", since: chosen) { unlinked += 1 })
+        #expect(watch.unlinkUnlessReplaced("k", since: chosen, removed: 1) { unlinked += 1 })
         watch.begin("k")
-        #expect(!watch.unlinkUnlessReplaced("k", since: chosen) { unlinked += 1 })   // under way
-        watch.end("k")
-        #expect(!watch.unlinkUnlessReplaced("k", since: chosen) { unlinked += 1 })   // began since
-        #expect(watch.unlinkUnlessReplaced("other", since: chosen) { unlinked += 1 })
-        #expect(watch.unlinkUnlessReplaced("k", since: watch.generation()) { unlinked += 1 })  // chosen after it
-        #expect(unlinked == 3)
+        #expect(!watch.unlinkUnlessReplaced("k", since: chosen, removed: 1) { unlinked += 1 })   // under way
+        watch.end("k", committed: 2)
+        #expect(!watch.unlinkUnlessReplaced("k", since: chosen, removed: 1) { unlinked += 1 })   // another copy since
+        // The removal read the new copy itself (stored at 2) and deleted its entry: its file goes too.
+        #expect(watch.unlinkUnlessReplaced("k", since: chosen, removed: 2) { unlinked += 1 })
+        #expect(watch.unlinkUnlessReplaced("other", since: chosen, removed: 1) { unlinked += 1 })
+        #expect(watch.unlinkUnlessReplaced("k", since: watch.generation(), removed: 1) { unlinked += 1 })  // chosen after it
+        #expect(unlinked == 4)
+        // A replacement that failed commits nothing: the last committed copy stays the one known.
+        watch.begin("k")
+        watch.end("k", committed: nil)
+        #expect(watch.unlinkUnlessReplaced("k", since: chosen, removed: 2) {})
         // Past its limit of keys the watch forgets finished ones, and then stays on the safe side.
         let before = watch.generation()
         for n in 0..<5000 {
             watch.begin("key\(n)")
-            watch.end("key\(n)")
+            watch.end("key\(n)", committed: Double(n))
         }
-        #expect(!watch.unlinkUnlessReplaced("key0", since: before) {})
-        #expect(watch.unlinkUnlessReplaced("key0", since: watch.generation()) {})
+        #expect(!watch.unlinkUnlessReplaced("key0", since: before, removed: 0) {})
+        #expect(watch.unlinkUnlessReplaced("key0", since: watch.generation(), removed: 0) {})
     }
 }

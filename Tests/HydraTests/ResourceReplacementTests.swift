@@ -1,0 +1,89 @@
+import Foundation
+import HydraCore
+import HydraLoop
+import Testing
+
+@testable import Hydra
+@testable import HydraResources
+@testable import HydraStore
+
+/// A resource index whose writes go through one FIFO writer, as the SQLite
+/// store's do, with a slow conditional delete (a commit waiting on its disk):
+/// it widens the window between a removal's choice and its commit.
+final class SlowRemovalIndex: ResourceIndexStore, @unchecked Sendable {
+    let inner = MemoryResourceIndex()
+    let writer = DispatchQueue(label: "tests.slow-removal-writer")
+    let removeDelay: Double
+    init(removeDelay: Double) { self.removeDelay = removeDelay }
+    func resource(key: String) throws(StoreError) -> ResourceRecord? { try inner.resource(key: key) }
+    func resources(urlPrefix: String?, after: String?, limit: Int) throws(StoreError) -> [ResourceRecord] {
+        try inner.resources(urlPrefix: urlPrefix, after: after, limit: limit)
+    }
+    func resourcesByUse() throws(StoreError) -> [ResourceRecord] { try inner.resourcesByUse() }
+    func storeResource(_ record: ResourceRecord, done: (@Sendable (Result<Void, StoreError>) -> Void)?) {
+        writer.async { self.inner.storeResource(record, done: done) }
+    }
+    func touchResources(_ keys: [String], at time: Double) { writer.async { self.inner.touchResources(keys, at: time) } }
+    func removeResources(_ keys: [String], done: @escaping @Sendable (Result<Int, StoreError>) -> Void) {
+        writer.async { self.inner.removeResources(keys, done: done) }
+    }
+    func removeResource(_ key: String, ifStoredAt storedAt: Double, done: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
+        writer.async {
+            Thread.sleep(forTimeInterval: self.removeDelay)
+            self.inner.removeResource(key, ifStoredAt: storedAt, done: done)
+        }
+    }
+}
+
+/// Removals (eviction, purge, `resource.rm`, corrupt drops) racing a new copy
+/// of the same key (a refresh, a 304 renewal): the index and the files agree
+/// afterwards, whichever commits first.
+@Suite final class ResourceReplacementTests: Sendable {
+    let state = NSTemporaryDirectory() + "hydra-replace-\(UUID().uuidString)"
+    deinit { try? FileManager.default.removeItem(atPath: state) }
+
+    /// A removal chose a copy; before its delete commits, a 304 renews that
+    /// copy's entry. The renewed entry keeps its file.
+    @Test func a304RenewalRacingARemovalKeepsItsFile() async throws {
+        let index = SlowRemovalIndex(removeDelay: 0.5)
+        let engine = try HydraEngine(configuration: Configuration(), stateDirectory: state, resourceIndex: index)
+        defer { engine.shutdown() }
+        let n = "q" + UUID().uuidString.prefix(8).lowercased()
+        let url = TestServer.url("/resource/\(n)")
+        let first = try await engine.fetchResource(url)
+        let key = try #require(first["key"]?.stringValue)
+        let path = state + "/" + (first["path"]?.stringValue ?? "")
+        let chosen = try #require(try index.resource(key: key))
+        let chosenAt = engine.resources.replacements.generation()
+        let removed = Locked<Bool>(false)
+        engine.resources.removeCopies([chosen], reason: "remove", since: chosenAt) { _ in removed.withLock { $0 = true } }
+        try await Task.sleep(for: .milliseconds(50))  // the delete is queued on the writer
+        let again = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","maxAgeSec":0}"#))
+        #expect(again.result?["source"] == "revalidated", "\(String(describing: again.result)) \(String(describing: again.error))")
+        while !removed.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(10)) }
+        let entry = try index.resource(key: key)
+        let fileThere = FileManager.default.fileExists(atPath: path)
+        #expect((entry != nil) == fileThere, "entry \(String(describing: entry?.storedAt)) vs chosen \(chosen.storedAt), file: \(fileThere)")
+    }
+
+    /// `resource.rm` and purges note the generation before they read the
+    /// entries: a refresh that began and committed in between is what they
+    /// read, and removing it takes its file too.
+    @Test func aRemovalThatReadTheNewCopyRemovesItsFile() async throws {
+        let store = try SQLiteStore(directory: state)
+        defer { store.close() }
+        let engine = try HydraEngine(configuration: Configuration(), stateDirectory: state, resourceIndex: store)
+        defer { engine.shutdown() }
+        let n = "o" + UUID().uuidString.prefix(8).lowercased()
+        let url = TestServer.url("/resource/\(n)?bump=1")
+        let first = try await engine.fetchResource(url)
+        let key = try #require(first["key"]?.stringValue)
+        let path = state + "/" + (first["path"]?.stringValue ?? "")
+        let chosenAt = engine.resources.replacements.generation()
+        _ = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","mode":"refresh"}"#))
+        let read = try #require(try store.resource(key: key))
+        try waitForResult { engine.resources.removeCopies([read], reason: "remove", since: chosenAt, done: $0) }
+        #expect(try store.resource(key: key) == nil)
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+}
