@@ -8,19 +8,23 @@ import Testing
 @testable import HydraStore
 
 /// A resource index whose writes go through one FIFO writer, as the SQLite
-/// store's do, with a slow conditional delete (a commit waiting on its disk):
-/// it widens the window between a removal's choice and its commit.
-final class SlowRemovalIndex: ResourceIndexStore, @unchecked Sendable {
+/// store's do, and whose conditional deletes wait for the test to open a
+/// gate: the writer holds a removal's commit while other writes queue behind
+/// it, the window between a removal's choice and its commit made as wide as a test needs.
+final class GatedRemovalIndex: ResourceIndexStore, @unchecked Sendable {
     let inner = MemoryResourceIndex()
-    let writer = DispatchQueue(label: "tests.slow-removal-writer")
-    let removeDelay: Double
-    init(removeDelay: Double) { self.removeDelay = removeDelay }
+    let writer = DispatchQueue(label: "tests.gated-removal-writer")
+    let gate = DispatchSemaphore(value: 0)
+    /// Writes handed to the writer so far: stores, and conditional removals.
+    let stores = Locked(0)
+    let removals = Locked(0)
     func resource(key: String) throws(StoreError) -> ResourceRecord? { try inner.resource(key: key) }
     func resources(urlPrefix: String?, after: String?, limit: Int) throws(StoreError) -> [ResourceRecord] {
         try inner.resources(urlPrefix: urlPrefix, after: after, limit: limit)
     }
     func resourcesByUse() throws(StoreError) -> [ResourceRecord] { try inner.resourcesByUse() }
     func storeResource(_ record: ResourceRecord, done: (@Sendable (Result<Void, StoreError>) -> Void)?) {
+        stores.withLock { $0 += 1 }
         writer.async { self.inner.storeResource(record, done: done) }
     }
     func touchResources(_ keys: [String], at time: Double) { writer.async { self.inner.touchResources(keys, at: time) } }
@@ -28,8 +32,9 @@ final class SlowRemovalIndex: ResourceIndexStore, @unchecked Sendable {
         writer.async { self.inner.removeResources(keys, done: done) }
     }
     func removeResource(_ key: String, ifStoredAt storedAt: Double, done: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
+        removals.withLock { $0 += 1 }
         writer.async {
-            Thread.sleep(forTimeInterval: self.removeDelay)
+            self.gate.wait()
             self.inner.removeResource(key, ifStoredAt: storedAt, done: done)
         }
     }
@@ -45,7 +50,7 @@ final class SlowRemovalIndex: ResourceIndexStore, @unchecked Sendable {
     /// A removal chose a copy; before its delete commits, a 304 renews that
     /// copy's entry. The renewed entry keeps its file.
     @Test func a304RenewalRacingARemovalKeepsItsFile() async throws {
-        let index = SlowRemovalIndex(removeDelay: 0.5)
+        let index = GatedRemovalIndex()
         let engine = try HydraEngine(configuration: Configuration(), stateDirectory: state, resourceIndex: index)
         defer { engine.shutdown() }
         let n = "q" + UUID().uuidString.prefix(8).lowercased()
@@ -57,13 +62,16 @@ final class SlowRemovalIndex: ResourceIndexStore, @unchecked Sendable {
         let chosenAt = engine.resources.replacements.generation()
         let removed = Locked<Bool>(false)
         engine.resources.removeCopies([chosen], reason: "remove", since: chosenAt) { _ in removed.withLock { $0 = true } }
-        try await Task.sleep(for: .milliseconds(50))  // the delete is queued on the writer
-        let again = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","maxAgeSec":0}"#))
-        #expect(again.result?["source"] == "revalidated", "\(String(describing: again.result)) \(String(describing: again.error))")
-        while !removed.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(10)) }
+        try await waitUntil { index.removals.withLock { $0 } == 1 }  // the delete waits on the writer
+        async let again = engine.run(spec(#"{"type":"resource","url":"\#(url)","maxAgeSec":0}"#))
+        try await waitUntil { index.stores.withLock { $0 } == 2 }  // the renewal queued behind it
+        index.gate.signal()
+        let renewed = try await again
+        #expect(renewed.result?["source"] == "revalidated", "\(String(describing: renewed.result)) \(String(describing: renewed.error))")
+        try await waitUntil { removed.withLock { $0 } }
         let entry = try index.resource(key: key)
         let fileThere = FileManager.default.fileExists(atPath: path)
-        #expect((entry != nil) == fileThere, "entry \(String(describing: entry?.storedAt)) vs chosen \(chosen.storedAt), file: \(fileThere)")
+        #expect(entry != nil && fileThere, "entry \(String(describing: entry?.storedAt)) vs chosen \(chosen.storedAt), file: \(fileThere)")
     }
 
     /// `resource.rm` and purges note the generation before they read the
