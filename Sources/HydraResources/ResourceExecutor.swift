@@ -20,7 +20,10 @@ import OrderedCollections
 /// copy, a new copy's bytes for the memory tier) and streaming a plain body to
 /// its file, bounded by `resources.maxBytes`. On the pool
 /// (``HydraLoop/EventLoop/offload(_:then:)``): a new copy's SHA-256, remakers,
-/// gzip and aes-gcm, and writing such copies (``CopyWriter``).
+/// gzip and aes-gcm, and writing such copies (``CopyWriter``). On the chores
+/// thread (``ResourceManager/removeCopies(_:reason:since:done:)``): removing a
+/// corrupt copy. Putting a copy in place is announced to the manager's
+/// ``ReplacementWatch`` (whose lock this thread may wait on for one `unlink`).
 final class ResourceExecutor: JobExecutor {
     private let manager: ResourceManager
     private let loop: EventLoop

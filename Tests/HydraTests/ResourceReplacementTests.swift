@@ -94,4 +94,31 @@ final class GatedRemovalIndex: ResourceIndexStore, @unchecked Sendable {
         #expect(try store.resource(key: key) == nil)
         #expect(!FileManager.default.fileExists(atPath: path))
     }
+
+    /// An eviction that chose a copy before a refresh replaced it leaves the
+    /// new copy alone: its entry (another `storedAt`) and its file stay.
+    @Test func anEvictionOfAReplacedCopyLeavesTheNewOne() async throws {
+        let store = try SQLiteStore(directory: state)
+        defer { store.close() }
+        let engine = try HydraEngine(configuration: Configuration(), stateDirectory: state, resourceIndex: store)
+        defer { engine.shutdown() }
+        let n = "e" + UUID().uuidString.prefix(8).lowercased()
+        let url = TestServer.url("/resource/\(n)?bump=1")
+        let first = try await engine.fetchResource(url)
+        let key = try #require(first["key"]?.stringValue)
+        let chosen = try #require(try store.resource(key: key))
+        let chosenAt = engine.resources.replacements.generation()
+        try await Task.sleep(for: .milliseconds(5))  // another storedAt
+        let refreshed = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","mode":"refresh","as":"text"}"#))
+        #expect(refreshed.result?["content"] == .string("resource \(n) v2"), "\(String(describing: refreshed.error))")
+        try waitForResult { engine.resources.removeCopies([chosen], reason: "evicted", since: chosenAt, done: $0) }
+        let kept = try #require(try store.resource(key: key))
+        #expect(kept.storedAt != chosen.storedAt)
+        let path = state + "/" + (first["path"]?.stringValue ?? "")
+        #expect(FileManager.default.contents(atPath: path) == Data("resource \(n) v2".utf8))
+        // The copy as it is now, chosen now: it goes, entry and file.
+        try waitForResult { engine.resources.removeCopies([kept], reason: "evicted", since: engine.resources.replacements.generation(), done: $0) }
+        #expect(try store.resource(key: key) == nil)
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
 }
