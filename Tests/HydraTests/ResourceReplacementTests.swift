@@ -78,47 +78,61 @@ final class GatedRemovalIndex: ResourceIndexStore, @unchecked Sendable {
     /// entries: a refresh that began and committed in between is what they
     /// read, and removing it takes its file too.
     @Test func aRemovalThatReadTheNewCopyRemovesItsFile() async throws {
-        let store = try SQLiteStore(directory: state)
-        defer { store.close() }
-        let engine = try HydraEngine(configuration: Configuration(), stateDirectory: state, resourceIndex: store)
-        defer { engine.shutdown() }
-        let n = "o" + UUID().uuidString.prefix(8).lowercased()
-        let url = TestServer.url("/resource/\(n)?bump=1")
-        let first = try await engine.fetchResource(url)
-        let key = try #require(first["key"]?.stringValue)
-        let path = state + "/" + (first["path"]?.stringValue ?? "")
-        let chosenAt = engine.resources.replacements.generation()
-        _ = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","mode":"refresh"}"#))
-        let read = try #require(try store.resource(key: key))
-        try waitForResult { engine.resources.removeCopies([read], reason: "remove", since: chosenAt, done: $0) }
-        #expect(try store.resource(key: key) == nil)
-        #expect(!FileManager.default.fileExists(atPath: path))
+        let f = try await fetchedOnSQLite()
+        defer { f.close() }
+        let chosenAt = f.engine.resources.replacements.generation()
+        _ = try await f.engine.run(spec(#"{"type":"resource","url":"\#(f.url)","mode":"refresh"}"#))
+        let read = try #require(try f.store.resource(key: f.key))
+        try waitForResult { f.engine.resources.removeCopies([read], reason: "remove", since: chosenAt, done: $0) }
+        #expect(try f.store.resource(key: f.key) == nil)
+        #expect(!FileManager.default.fileExists(atPath: f.path))
     }
 
     /// An eviction that chose a copy before a refresh replaced it leaves the
     /// new copy alone: its entry (another `storedAt`) and its file stay.
     @Test func anEvictionOfAReplacedCopyLeavesTheNewOne() async throws {
-        let store = try SQLiteStore(directory: state)
-        defer { store.close() }
-        let engine = try HydraEngine(configuration: Configuration(), stateDirectory: state, resourceIndex: store)
-        defer { engine.shutdown() }
-        let n = "e" + UUID().uuidString.prefix(8).lowercased()
-        let url = TestServer.url("/resource/\(n)?bump=1")
-        let first = try await engine.fetchResource(url)
-        let key = try #require(first["key"]?.stringValue)
-        let chosen = try #require(try store.resource(key: key))
-        let chosenAt = engine.resources.replacements.generation()
+        let f = try await fetchedOnSQLite()
+        defer { f.close() }
+        let chosen = try #require(try f.store.resource(key: f.key))
+        let chosenAt = f.engine.resources.replacements.generation()
         try await Task.sleep(for: .milliseconds(5))  // another storedAt
-        let refreshed = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","mode":"refresh","as":"text"}"#))
-        #expect(refreshed.result?["content"] == .string("resource \(n) v2"), "\(String(describing: refreshed.error))")
-        try waitForResult { engine.resources.removeCopies([chosen], reason: "evicted", since: chosenAt, done: $0) }
-        let kept = try #require(try store.resource(key: key))
+        let refreshed = try await f.engine.run(spec(#"{"type":"resource","url":"\#(f.url)","mode":"refresh","as":"text"}"#))
+        #expect(refreshed.result?["content"] == .string("resource \(f.name) v2"), "\(String(describing: refreshed.error))")
+        try waitForResult { f.engine.resources.removeCopies([chosen], reason: "evicted", since: chosenAt, done: $0) }
+        let kept = try #require(try f.store.resource(key: f.key))
         #expect(kept.storedAt != chosen.storedAt)
-        let path = state + "/" + (first["path"]?.stringValue ?? "")
-        #expect(FileManager.default.contents(atPath: path) == Data("resource \(n) v2".utf8))
+        #expect(FileManager.default.contents(atPath: f.path) == Data("resource \(f.name) v2".utf8))
         // The copy as it is now, chosen now: it goes, entry and file.
-        try waitForResult { engine.resources.removeCopies([kept], reason: "evicted", since: engine.resources.replacements.generation(), done: $0) }
-        #expect(try store.resource(key: key) == nil)
-        #expect(!FileManager.default.fileExists(atPath: path))
+        try waitForResult {
+            f.engine.resources.removeCopies([kept], reason: "evicted", since: f.engine.resources.replacements.generation(), done: $0)
+        }
+        #expect(try f.store.resource(key: f.key) == nil)
+        #expect(!FileManager.default.fileExists(atPath: f.path))
+    }
+
+    /// An engine on a SQLite index in the test's folder, with one copy of a
+    /// resource whose body changes with each request (`?bump=1`) fetched.
+    struct Fetched {
+        let store: SQLiteStore
+        let engine: HydraEngine
+        let name: String
+        let url: String
+        let key: String
+        let path: String
+
+        func close() {
+            engine.shutdown()
+            store.close()
+        }
+    }
+
+    func fetchedOnSQLite() async throws -> Fetched {
+        let store = try SQLiteStore(directory: state)
+        let engine = try HydraEngine(configuration: Configuration(), stateDirectory: state, resourceIndex: store)
+        let name = "r" + UUID().uuidString.prefix(8).lowercased()
+        let url = TestServer.url("/resource/\(name)?bump=1")
+        let first = try await engine.fetchResource(url)
+        return Fetched(store: store, engine: engine, name: name, url: url, key: first["key"]?.stringValue ?? "",
+                       path: state + "/" + (first["path"]?.stringValue ?? ""))
     }
 }
