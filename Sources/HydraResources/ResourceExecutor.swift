@@ -293,6 +293,8 @@ final class ResourceExecutor: JobExecutor {
             // The rest of an interrupted body; with a validator, only if it is still
             // the same (else the server sends it all).
             http.headers.append(HTTPHeader("Range", "bytes=\(resume.count)-"))
+            // The kept bytes and the rest together stay within `resources.maxBytes`.
+            http.maxBodyBytes = max(0, manager.settings.maxBytes - resume.count)
             if let validator = resume.validator { http.headers.append(HTTPHeader("If-Range", validator)) }
             http.acceptEncoding = false
         } else if let previous = fetch.previous {
@@ -328,9 +330,11 @@ final class ResourceExecutor: JobExecutor {
             if let resume = fetch.resume {
                 fetch.resume = nil
                 if response.status == 206 {
-                    // Content-Range must start where the kept bytes end; else start over.
-                    guard let range = response.header("content-range"), range.hasPrefix("bytes \(resume.count)-") else {
-                        error = JobError(.network, "the server resumed at another offset (\(response.header("content-range") ?? "no Content-Range"))")
+                    // Content-Range must start where the kept bytes end and reach the end of
+                    // the body with the bytes that came; else start over.
+                    guard let range = response.header("content-range"),
+                          ResourceExecutor.completes(range, from: resume.count, received: response.bodyBytes) else {
+                        error = JobError(.network, "the server's resumed range does not complete the body (\(response.header("content-range") ?? "no Content-Range"), \(resume.count) bytes kept, \(response.bodyBytes) received)")
                         break
                     }
                     manager.statistics.countResumed()
@@ -558,6 +562,21 @@ final class ResourceExecutor: JobExecutor {
         } catch {
             return .failure(error)
         }
+    }
+
+    /// Whether a `206`'s `Content-Range` (`bytes START-END/TOTAL`, TOTAL maybe
+    /// `*`) is the rest of a body of which `kept` bytes are here: it starts at
+    /// `kept`, `received` bytes came for it, and it ends where the body does.
+    /// Peers' numbers: parsed without overflow.
+    static func completes(_ range: String, from kept: Int, received: Int) -> Bool {
+        guard range.hasPrefix("bytes ") else { return false }
+        let spec = range.dropFirst(6)
+        guard let dash = spec.firstIndex(of: "-"), let slash = spec.firstIndex(of: "/"), dash < slash,
+              let start = Int(spec[..<dash]), let end = Int(spec[spec.index(after: dash)..<slash]) else { return false }
+        let total = spec[spec.index(after: slash)...]
+        let (length, overflow) = end.subtractingReportingOverflow(start)
+        guard start == kept, !overflow, length >= 0, length < Int.max, length + 1 == received else { return false }
+        return total == "*" || Int(total) == end.addingReportingOverflow(1).partialValue && end < Int.max
     }
 
     /// An entity tag without its weakness mark: a server may answer a strong tag weak after compressing.

@@ -359,6 +359,34 @@ import Testing
         #expect(files().count == 1)
     }
 
+    /// A 206 whose Content-Range stops short of the end (its bytes are all
+    /// there, the body is not) is no completion: the next attempt fetches
+    /// the whole body, and the copy is the body, byte for byte.
+    @Test func aResumedRangeThatStopsShortIsNotAWholeBody() async throws {
+        let engine = try HydraEngine(configuration: Configuration(), stateDirectory: state)
+        defer { engine.shutdown() }
+        let n = "h" + UUID().uuidString.prefix(8).lowercased()
+        let url = TestServer.url("/resource/\(n)?size=200000&cut=first&short206=1")
+        let done = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","retry":{"maxAttempts":3,"backoffMs":1},"as":"text"}"#))
+        let text = try #require(done.result?["content"]?.stringValue, "\(String(describing: done.error))")
+        #expect(text.utf8.count == 200_000 && text.hasPrefix("resource \(n) v1"))
+        #expect(done.result?["bytes"] == 200_000)
+    }
+
+    /// Content-Range checks, on the numbers a peer may send.
+    @Test func aResumedRangeMustCompleteTheBody() {
+        #expect(ResourceExecutor.completes("bytes 100-199/200", from: 100, received: 100))
+        #expect(ResourceExecutor.completes("bytes 100-199/*", from: 100, received: 100))
+        #expect(!ResourceExecutor.completes("bytes 100-149/200", from: 100, received: 50))   // short of the end
+        #expect(!ResourceExecutor.completes("bytes 90-199/200", from: 100, received: 110))   // another offset
+        #expect(!ResourceExecutor.completes("bytes 100-199/200", from: 100, received: 60))   // fewer bytes came
+        #expect(!ResourceExecutor.completes("bytes 100-99999999999999999999/200", from: 100, received: 100))
+        #expect(!ResourceExecutor.completes("bytes 100-\(Int.max)/\(Int.max)", from: 100, received: 100))
+        #expect(!ResourceExecutor.completes("bytes -5-10/20", from: 100, received: 16))
+        #expect(!ResourceExecutor.completes("items 100-199/200", from: 100, received: 100))
+        #expect(!ResourceExecutor.completes("bytes 100/200", from: 100, received: 100))
+    }
+
     /// A plain copy is streamed to its file as it arrives: a body over
     /// `resources.maxBytes` stops there (kind `tooLarge`) and leaves nothing;
     /// one within it is kept whole without passing through the memory tier

@@ -609,6 +609,8 @@ class Handler(BaseHTTPRequestHandler):
         `Range: bytes=N-` (with a matching `If-Range` or none) answers 206
         with the rest (counter `resrange-<key>`); a cut sends half of that.
         `?lie304=1` answers any `If-None-Match` with 304 and another ETag.
+        `?short206=1` answers a Range request with a 206 whose Content-Range
+        (and body) covers only half of the rest.
         `?cut=stall2` cuts the first request like `first`, and sends the
         second a quarter of what it asked for, then nothing for 3 s (the
         client times out with bytes written past what it kept)."""
@@ -678,8 +680,11 @@ class Handler(BaseHTTPRequestHandler):
         elif self.query.get("gz") == "bad":
             body = gzip.compress(body)[:-12] + b"not gzip"
         if start:
+            total = len(body)
             body = body[start:]
-            headers.append(("Content-Range", f"bytes {start}-{start + len(body) - 1}/{start + len(body)}"))
+            if self.query.get("short206") == "1":
+                body = body[:len(body) // 2]
+            headers.append(("Content-Range", f"bytes {start}-{start + len(body) - 1}/{total}"))
         with _counters_lock:
             _counters[f"resbytes-{key}"] = _counters.get(f"resbytes-{key}", 0) + len(body)
         self._send(206 if start else 200, body, self.query.get("type", "text/plain; charset=utf-8"), headers)
