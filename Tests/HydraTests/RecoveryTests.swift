@@ -52,6 +52,38 @@ import Testing
         #expect(resumed.first.map { $0.offset } ?? .max < stepTwoEnds ?? -1)
     }
 
+    /// A nested group that ended before the crash (here: timed out, its steps
+    /// cancelled) is not run again after the restart: it ends as it ended,
+    /// not as its recorded steps would make it end (cancelled, not timeout).
+    @Test func aGroupThatEndedBeforeTheCrashKeepsItsEnding() throws {
+        let state = NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
+        var server = try ServerProcess(state: state)
+        var client = try server.client()
+        let job = try client.call("job.submit", ["job": ["type": "serial", "stopWhenFailed": false, "steps": [
+            ["type": "concurrent", "timeoutMs": 300, "steps": [
+                ["type": "local", "name": "delay", "input": ["ms": 5000]],
+                ["type": "local", "name": "delay", "input": ["ms": 5000]]]],
+            ["type": "local", "name": "delay", "input": ["ms": 1500]],
+            ["type": "local", "name": "echo", "input": 1]]]])["jobId"]!
+        try waitUntilBlocking(timeout: .seconds(10)) {
+            (try? client.call("job.status", ["jobId": job]))?["steps"]?["done"] == 2
+        }
+        _ = try client.call("job.list", ["limit": 1])  // every write queued so far is committed
+        server.kill9()
+
+        server = try ServerProcess(state: state)
+        defer { server.terminate() }
+        client = try server.client()
+        let result = try client.call("job.result", ["jobId": job, "waitMs": 10_000])
+        #expect(result["state"] == "failed", "\(result)")
+        #expect(result["error"]?["kind"] == "timeout", "\(result)")
+        #expect(result["error"]?["stepPath"] == "0", "\(result)")
+        #expect(result["result"]?["errors"]?[0]?["kind"] == "timeout", "\(result)")
+        #expect(result["result"]?["results"] == [.null, ["ms": 1500], 1], "\(result)")
+        // The group's two cancelled steps ran before the crash.
+        #expect(try client.call("job.status", ["jobId": job])["steps"] == ["done": 4, "total": 4])
+    }
+
     @Test func downloadsACrashInterruptedLeaveNothingBehind() throws {
         let state = NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
         let folder = state + "/downloads/deep"

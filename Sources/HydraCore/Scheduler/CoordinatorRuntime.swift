@@ -155,6 +155,16 @@ final class CoordinatorRuntime {
             dispatch(node)
             return
         }
+        if !node.root.recoveredSteps.isEmpty, let step = node.root.recoveredSteps.removeValue(forKey: node.path) {
+            // A group that ended before the restart (a failure: see `finish`) ends
+            // the same way; its steps do not run again. Its recorded steps count as done.
+            let prefix = node.path.isEmpty ? "" : node.path + "."
+            let inside = node.root.recoveredSteps.keys.filter { $0.hasPrefix(prefix) }
+            for path in inside { node.root.recoveredSteps[path] = nil }
+            node.root.doneSteps += inside.count { node.spec.isLeaf(at: $0.dropFirst(prefix.count)) }
+            finish(node, step.outcome)
+            return
+        }
         node.state = .running
         if node.parent == nil { rootRunning(node.root) }
         emit(EventName.started, node) { [:] }
@@ -307,7 +317,10 @@ final class CoordinatorRuntime {
         node.timer?.cancel()
         node.timer = nil
         if node.token != 0 { node.root.doneSteps += 1 }
-        if node.root.journaled, node.isLeaf, node.parent != nil {
+        // Leaves, and the groups that failed: a group's failure depends on when its
+        // steps ended (which failed first, a timeout), not only on how, so it is
+        // recorded rather than worked out again from its steps after a restart.
+        if node.root.journaled, node.parent != nil, node.isLeaf || !outcome.isSuccess {
             journal?.stepFinished(jobId: node.root.id, stepPath: node.path,
                                   step: EncodedStep(outcome, deferred: node.deferredResult))
         }

@@ -7,4 +7,26 @@ extension JobSpec {
         case .named(let n): return n.resolved?.leafCount ?? 0
         }
     }
+
+    /// Whether the step at `path` (dot-separated step indexes below this spec)
+    /// is a leaf; false when there is no such step.
+    func isLeaf(at path: Substring) -> Bool {
+        var spec = self.loaded
+        for part in path.split(separator: ".") {
+            switch spec.body {
+            case .serial(let group), .concurrent(let group):
+                guard let i = Int(part), group.steps.indices.contains(i) else { return false }
+                spec = group.steps[i].loaded
+            default:
+                return false
+            }
+        }
+        return spec.kind != nil
+    }
+
+    /// A named job's loaded graph; any other spec as it is.
+    private var loaded: JobSpec {
+        if case .named(let named) = body, let resolved = named.resolved { return resolved }
+        return self
+    }
 }
