@@ -41,10 +41,12 @@ final class DownloadFile {
     private var open = true
 
     /// Opens a new temporary file next to `path`'s target under `stateDirectory`.
-    /// Throws kind `invalid` naming the problem; nothing is left open on a throw.
-    init(_ path: SaveAsPath, stateDirectory: String) throws(JobError) {
+    /// Throws kind `invalid` naming the problem, after `field` (what named the
+    /// path: `saveAs`, or the server's own `state.path` for its files); nothing
+    /// is left open on a throw.
+    init(_ path: SaveAsPath, stateDirectory: String, field: String = "saveAs") throws(JobError) {
         func failure(_ what: String, _ code: Int32 = errno) -> JobError {
-            JobError(.invalid, "saveAs: \(what): \(String(cString: strerror(code)))")
+            JobError(.invalid, "\(field): \(what): \(String(cString: strerror(code)))")
         }
         let current: Int32
         do throws(SaveAsPath.FolderFailure) {
@@ -54,7 +56,7 @@ final class DownloadFile {
             case .stateFolder: throw failure("cannot open the state folder", error.code)
             case .create: throw failure("cannot create the folder \(error.shown)", error.code)
             case .notAFolder:
-                throw JobError(.invalid, "saveAs: \(error.shown) is a symbolic link or not a folder (saveAs never follows a link)")
+                throw JobError(.invalid, "\(field): \(error.shown) is a symbolic link or not a folder (never followed)")
             case .open: throw failure("cannot open the folder \(error.shown)", error.code)
             }
         }
@@ -62,7 +64,7 @@ final class DownloadFile {
         var info = stat()
         if fstatat(current, name, &info, AT_SYMLINK_NOFOLLOW) == 0 && info.st_mode & S_IFMT != S_IFREG {
             close(current)
-            throw JobError(.invalid, "saveAs: \(path.relative.debugDescription) exists and is not a regular file (a link, folder, socket or device)")
+            throw JobError(.invalid, "\(field): \(path.relative.debugDescription) exists and is not a regular file (a link, folder, socket or device)")
         }
         var random = SystemRandomNumberGenerator()
         let temporaryName = Self.temporaryPrefix + String(random.next() as UInt64, radix: 16)

@@ -286,8 +286,13 @@ final class RESTExecutor: JobExecutor {
         let stale = (spec.cache?.staleIfErrorSec ?? api?.staleIfErrorSec).map(Double.init)
         var url = request.http.url
         if api?.cacheIgnoreQuery == true, let q = url.firstIndex(of: "?") { url = String(url[..<q]) }
+        // A URL's `user:password` is a credential like a header's (the key is shown: `cache.updated`).
+        let userinfo = RemoteSpec.credentials(in: url).map(String.init)
+        if userinfo != nil { url = RemoteSpec.redactingCredentials(url) }
         var key = "GET " + url
-        if let digest = RESTExecutor.credentialDigest(request.http.headers, secrets: request.secrets) { key += " auth=" + digest }
+        if let digest = RESTExecutor.credentialDigest(request.http.headers, secrets: request.secrets, userinfo: userinfo) {
+            key += " auth=" + digest
+        }
         if let session = request.authSession { key += " session=" + session }
         // A result decoded with another dogma (the job's, else its api's) is no answer
         // for a job that decodes otherwise; the configuration's default keeps the plain key.
@@ -298,12 +303,16 @@ final class RESTExecutor: JobExecutor {
     /// The headers that tell callers apart, by lowercased name.
     private static let credentialHeaders = Set(RouteResolver.credentialHeaderNames)
 
-    /// A digest (SHA-256, 24 hex digits) of a request's credential headers, or
-    /// nil without any. The key names no secret, and a URL cannot contain the
+    /// A digest (SHA-256, 24 hex digits) of a request's credential headers and
+    /// its URL's `user:password`, or nil without any. The key names no secret, and a URL cannot contain the
     /// space before it, so `GET URL` and its variants never collide.
-    static func credentialDigest(_ headers: [HTTPHeader], secrets: [String] = []) -> String? {
+    static func credentialDigest(_ headers: [HTTPHeader], secrets: [String] = [], userinfo: String? = nil) -> String? {
         var hash = SHA256()
         var found = false
+        if let userinfo {
+            hash.update(data: Array("userinfo:\(userinfo)\n".utf8))
+            found = true
+        }
         for header in headers where credentialHeaders.contains(header.name.lowercased()) || secrets.contains(header.value) {
             hash.update(data: Array("\(header.name.lowercased()):\(header.value)\n".utf8))
             found = true
@@ -779,7 +788,8 @@ final class RESTExecutor: JobExecutor {
         guard expected else { return .failure(httpError(response.status, body: body)) }
         return .success(RemoteResult(status: response.status, headers: response.headers, body: body,
                                      file: saveTo.map { ($0, response.bodyBytes) }, attempts: call.attempts,
-                                     elapsedMs: call.elapsedMs, url: response.redirectedURL ?? call.request.http.url))
+                                     elapsedMs: call.elapsedMs,
+                                     url: RemoteSpec.redactingCredentials(response.redirectedURL ?? call.request.http.url)))
     }
 
     /// A dummy reply as the bytes a server would send: a string body as it

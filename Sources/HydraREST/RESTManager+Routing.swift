@@ -127,7 +127,7 @@ extension RESTManager {
         guard let path = SaveAsPath(owned: components) else {
             throw JobError(.invalid, "not a path inside the state folder: \(components.joined(separator: "/"))")
         }
-        return StateFileWriter(try DownloadFile(path, stateDirectory: resolver.stateDirectory))
+        return StateFileWriter(try DownloadFile(path, stateDirectory: resolver.stateDirectory, field: "state.path"))
     }
 
     /// Writes `bytes` to the state-folder file at `components` through a

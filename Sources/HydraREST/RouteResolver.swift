@@ -165,6 +165,12 @@ final class RouteResolver: Sendable {
             if header.value.utf8.count >= 4, !secrets.contains(header.value) { secrets.append(header.value) }
         }
 
+        if let userinfo = RemoteSpec.credentials(in: url) {
+            // `user:password@` in the URL: curl sends them as Basic credentials. Neither
+            // they nor that header's value may come back in a result, an error or an event.
+            for secret in RouteResolver.secrets(ofUserinfo: userinfo) where !secrets.contains(secret) { secrets.append(secret) }
+        }
+
         // Auth (rest.md §1): the job's session, else its api's, else its server's.
         var authSession: String?
         if applyAuth, let name = spec.auth ?? api?.auth ?? server?.auth {
@@ -386,6 +392,20 @@ final class RouteResolver: Sendable {
             if base.utf8.count > best?.length ?? -1 { best = (key, base.utf8.count) }
         }
         return best?.key
+    }
+
+    /// The texts a URL's `user:password` part can come back as: as written, percent-decoded,
+    /// the password alone, and the Basic credentials curl makes of them (at least 4 bytes each).
+    static func secrets(ofUserinfo userinfo: Substring) -> [String] {
+        let raw = String(userinfo)
+        let decoded = raw.removingPercentEncoding ?? raw
+        var texts = [raw, decoded, Data(decoded.utf8).base64EncodedString()]
+        for text in [raw, decoded] {
+            if let colon = text.firstIndex(of: ":") { texts.append(String(text[text.index(after: colon)...])) }
+        }
+        var unique: [String] = []
+        for text in texts where text.utf8.count >= 4 && !unique.contains(text) { unique.append(text) }
+        return unique
     }
 
     /// The retry policy of a job, field by field: the job's, else its api's,

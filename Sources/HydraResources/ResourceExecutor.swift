@@ -44,9 +44,15 @@ final class ResourceExecutor: JobExecutor {
 
     /// The response headers a copy keeps.
     private struct Meta {
-        let type: String?
+        var type: String?
         let etag: String?
         let modified: String?
+    }
+
+    /// `application/gzip` or `application/x-gzip`, parameters and case aside.
+    static func isGzipType(_ type: String) -> Bool {
+        let media = type.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        return media == "application/gzip" || media == "application/x-gzip"
     }
 
     /// A job waiting for a resource.
@@ -440,8 +446,11 @@ final class ResourceExecutor: JobExecutor {
     /// remaking, compressing, sealing and writing run on the thread pool
     /// (``EventLoop/offload(_:then:)``), never on this loop.
     private func store(_ fetch: Fetch, _ response: HTTPResponse) {
-        let meta = Meta(type: response.header("content-type"), etag: response.header("etag"),
+        var meta = Meta(type: response.header("content-type"), etag: response.header("etag"),
                         modified: response.header("last-modified"))
+        if fetch.remaker == "gunzip", let type = meta.type, ResourceExecutor.isGzipType(type) {
+            meta.type = "application/octet-stream"  // the content is no longer gzip; what it is, nobody said
+        }
         if fetch.streams {
             keepStreamed(fetch, response.bodyBytes, meta)
             return
@@ -466,7 +475,7 @@ final class ResourceExecutor: JobExecutor {
                 // The index keeps the clear content's digest, but for an aes-gcm copy the
                 // sealed file's: nothing derived from its clear bytes is stored.
                 let record = ResourceRecord(
-                    key: fetch.key, url: fetch.routed.http.url, bytes: copy.content.count, diskBytes: copy.diskBytes,
+                    key: fetch.key, url: RemoteSpec.redactingCredentials(fetch.routed.http.url), bytes: copy.content.count, diskBytes: copy.diskBytes,
                     contentType: meta.type, sha256: copy.sha256, etag: meta.etag, lastModified: meta.modified,
                     storedAt: now, lastUsedAt: now, cipher: work.cipher)
                 self.commit(fetch, record, content: copy.content, source: "network", replacing: true)
@@ -518,7 +527,7 @@ final class ResourceExecutor: JobExecutor {
             fetch.file = nil
             let now = Date().timeIntervalSince1970
             let record = ResourceRecord(
-                key: fetch.key, url: fetch.routed.http.url, bytes: size, diskBytes: size, contentType: meta.type,
+                key: fetch.key, url: RemoteSpec.redactingCredentials(fetch.routed.http.url), bytes: size, diskBytes: size, contentType: meta.type,
                 sha256: digest, etag: meta.etag, lastModified: meta.modified, storedAt: now, lastUsedAt: now, cipher: .none)
             self.commit(fetch, record, content: content, source: "network", replacing: true)
         }

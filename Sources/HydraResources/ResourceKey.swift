@@ -10,7 +10,8 @@ enum ResourceKey {
         var text = "GET " + canonicalURL(url)
         if let remaker {
             text += "\nremaker " + remaker
-            if let options { text += " " + JSONWriter.string(options.sortedKeys) }
+            // No options and `{}` are one request (the remaker gets `{}` either way).
+            if let options, options != .object([:]) { text += " " + JSONWriter.string(options.sortedKeys) }
         }
         return hex(SHA256.hash(data: Array(text.utf8)))
     }

@@ -117,8 +117,12 @@ extension ResourceManager {
         record.cipher == .none ? record.sha256 : ResourceKey.sha256(content)
     }
 
-    /// A page of stat objects, newest first: `{"resources": [...], "next"?}`.
-    public func list(prefix: String?, limit: Int, after: String?) throws(StoreError) -> JSONValue {
+    /// A page of stat objects, newest first: `{"resources": [...], "next"?}`;
+    /// nil when `after` names no copy any more (removed, purged or evicted
+    /// since the page before was read): where the page starts is lost, and an
+    /// empty page would read as the end of the list.
+    public func list(prefix: String?, limit: Int, after: String?) throws(StoreError) -> JSONValue? {
+        if let after, try index.resource(key: after) == nil { return nil }
         let limit = min(max(1, limit), 10_000)
         let page = try index.resources(urlPrefix: prefix, after: after, limit: limit + 1)
         var o: OrderedDictionary<String, JSONValue> = [
@@ -139,8 +143,10 @@ extension ResourceManager {
                 if let key { keys.append(key) }
                 if let url {
                     keys.append(self.key(forURL: url))
-                    let wanted = ResourceKey.canonicalURL(url)
-                    keys += try records(ofURLsStartingWith: url).filter { ResourceKey.canonicalURL($0.url) == wanted }.map(\.key)
+                    // The index keeps URLs without their `user:password` part.
+                    let shown = RemoteSpec.redactingCredentials(url)
+                    let wanted = ResourceKey.canonicalURL(shown)
+                    keys += try records(ofURLsStartingWith: shown).filter { ResourceKey.canonicalURL($0.url) == wanted }.map(\.key)
                 }
                 if let prefix { keys += try records(ofURLsStartingWith: prefix).map(\.key) }
                 var seen: Set<String> = []

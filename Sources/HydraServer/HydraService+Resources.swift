@@ -9,9 +9,22 @@ import Hydra
 extension HydraService {
     /// Which copy a call names: `key`, else the key of `url`.
     public func resourceKey(key: String?, url: String?) throws(ServiceError) -> String {
-        if let key { return key }
+        if key != nil, url != nil { throw Self.invalid("key", "give url or key, not both") }
+        if let key { return try Self.checkedKey(key) }
         if let url { return engine.resources.key(forURL: url) }
-        throw ServiceError(.invalidParams, "url: required (or key)", data: ["field": "url", "reason": "required (or key)"])
+        throw Self.invalid("url", "required (or key)")
+    }
+
+    /// A key as given (either case), lowercased; a text that cannot be a key is
+    /// refused rather than reported missing.
+    static func checkedKey(_ key: String) throws(ServiceError) -> String {
+        let lowered = key.lowercased()
+        guard ResourceManager.isKey(lowered) else { throw invalid("key", "expected a resource key: 64 hex digits") }
+        return lowered
+    }
+
+    private static func invalid(_ field: String, _ reason: String) -> ServiceError {
+        ServiceError(.invalidParams, field + ": " + reason, data: ["field": .string(field), "reason": .string(reason)])
     }
 
     /// `resource.stat`.
@@ -55,14 +68,17 @@ extension HydraService {
     public func resourceList(prefix: String?, limit: Int, after: String?,
                              reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         if let after, !ResourceManager.isKey(after) {
-            reply(.failure(ServiceError(.invalidParams, "after: expected the \"next\" of a previous page (a key)",
-                                        data: ["field": "after", "reason": "expected the \"next\" of a previous page (a key)"])))
+            reply(.failure(Self.invalid("after", "expected the \"next\" of a previous page (a key)")))
             return
         }
         let resources = engine.resources
         reads.run {
             do throws(StoreError) {
-                reply(.success(try resources.list(prefix: prefix, limit: limit, after: after)))
+                guard let page = try resources.list(prefix: prefix, limit: limit, after: after) else {
+                    reply(.failure(Self.invalid("after", "no copy has this key any more (removed, purged or evicted since that page): list again without after")))
+                    return
+                }
+                reply(.success(page))
             } catch {
                 reply(.failure(ServiceError(error)))
             }
@@ -72,7 +88,14 @@ extension HydraService {
     /// `resource.remove`.
     public func resourceRemove(key: String?, url: String?, prefix: String?,
                                reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
-        engine.resources.remove(key: key, url: url, prefix: prefix) { reply($0.mapError(ServiceError.init)) }
+        let checked: String?
+        do throws(ServiceError) {
+            checked = try key.map(Self.checkedKey)
+        } catch {
+            reply(.failure(error))
+            return
+        }
+        engine.resources.remove(key: checked, url: url, prefix: prefix) { reply($0.mapError(ServiceError.init)) }
     }
 
     /// `resource.purge`.

@@ -155,7 +155,11 @@ public final class HydraService: Sendable {
     @discardableResult
     public func recover() throws -> Int {
         // Downloads in flight at the crash left temporary files; their jobs run again.
-        RESTManager.removeLeftoverDownloads(in: engine.stateDirectory)
+        let leftovers = RESTManager.removeLeftoverDownloads(in: engine.stateDirectory)
+        if leftovers > 0 {
+            FileHandle.standardError.write(Data(
+                "hydra: removed \(leftovers) partial download(s) left by an interrupted run (saveAs files and resources)\n".utf8))
+        }
         // The resource repository and its index agree again (resources.md §4); the engine's purge timer keeps them within bounds.
         let (files, entries) = try engine.resources.reconcile()
         if files + entries > 0 {

@@ -293,4 +293,32 @@ import Testing
         let textAgain = try await service.engine.run(JobSpec(json: ["type": "remote", "api": "t", "pathVars": ["key": .string(key)]]))
         #expect(textAgain.result?["fromCache"] == true && textAgain.result?["body"]?.stringValue != nil)
     }
+
+    /// A URL's `user:password` is a credential: curl sends it as Basic, and
+    /// neither it nor that header's value comes back in a result, an error, an
+    /// event or a cache key (which still tells two users apart).
+    @Test func aURLsUserAndPasswordNeverShow() async throws {
+        let (service, _) = try service()
+        defer { service.engine.shutdown() }
+        let log = EventLog()
+        _ = service.engine.subscribe(sink: log)
+        let host = TestServer.base.dropFirst("http://".count)
+        func url(_ user: String) -> String { "http://\(user):url-Secret%2Dpw@\(host)/echo/u" }
+        let ok = try await service.engine.run(spec(#"{"type":"remote","url":"\#(url("usr"))","cache":{"ttlSec":60}}"#))
+        #expect(ok.state == .succeeded)
+        #expect(ok.result?["url"] == .string("http://***@\(host)/echo/u"))
+        #expect(ok.result?["body"]?["headers"]?["authorization"] == "Basic ***")
+        let other = try await service.engine.run(spec(#"{"type":"remote","url":"\#(url("bob"))","cache":{"ttlSec":60}}"#))
+        #expect(other.result?["fromCache"] == false, "another user's credentials were answered from the cache")
+        let failed = try await service.engine.run(spec(#"{"type":"remote","url":"\#(url("usr"))","expect":[201]}"#))
+        #expect(failed.state == .failed && failed.error?.body != nil)
+        service.store.flush()
+        let keys = log.all.filter { $0.name == "cache.updated" }.map { JSONWriter.string($0.json) }
+        #expect(keys.count == 2)
+        let text = [ok.json, other.json, failed.json].map { JSONWriter.string($0) }.joined()
+            + log.all.map { JSONWriter.string($0.json) }.joined()
+        for secret in ["url-Secret", "Secret-pw", Data("usr:url-Secret-pw".utf8).base64EncodedString()] {
+            #expect(!text.contains(secret), "\(secret) came back")
+        }
+    }
 }

@@ -193,7 +193,7 @@ import Testing
         #expect(none["content"] == "" && none["eof"] == true)
         let some = try #require(try engine.resources.read(key: key, as: .text, offset: -5, length: 8))
         #expect(some["content"] == "resource" && some["eof"] == false)
-        let page = try engine.resources.list(prefix: nil, limit: Int.max, after: nil)
+        let page = try #require(try engine.resources.list(prefix: nil, limit: Int.max, after: nil))
         #expect(page["resources"]?.arrayValue?.count == 1)
     }
 

@@ -253,11 +253,17 @@ extension RemoteSpec {
             || (body.map(Template.containsReference) ?? false)
     }
 
-    /// A URL with any `user:password@` part removed, for summaries and logs.
-    static func redactingCredentials(_ url: String) -> String {
-        // Byte scan (no Foundation search): runs for every remote job's `job.queued`.
+    /// A URL with any `user:password@` part removed, for summaries, logs and results.
+    public static func redactingCredentials(_ url: String) -> String {
+        guard let userinfo = credentials(in: url) else { return url }
+        return String(url[..<userinfo.startIndex]) + "***" + String(url[userinfo.endIndex...])
+    }
+
+    /// The `user:password` part of a URL's authority (before its `@`), or nil.
+    public static func credentials(in url: String) -> Substring? {
+        // Byte scan (no Foundation search): runs for every remote job's `job.queued` and result.
         let bytes = url.utf8
-        guard bytes.contains(UInt8(ascii: "@")) else { return url }
+        guard bytes.contains(UInt8(ascii: "@")) else { return nil }
         var authorityStart: String.Index?
         var i = bytes.startIndex
         while i < bytes.endIndex {
@@ -271,10 +277,11 @@ extension RemoteSpec {
             i = bytes.index(after: i)
         }
         guard let start = authorityStart,
-              let at = bytes[start...].firstIndex(of: UInt8(ascii: "@")) else { return url }
-        let slash = bytes[start...].firstIndex(of: UInt8(ascii: "/")) ?? bytes.endIndex
-        guard at < slash else { return url }
-        return String(url[..<start]) + "***@" + String(url[bytes.index(after: at)...])
+              let at = bytes[start...].firstIndex(of: UInt8(ascii: "@")) else { return nil }
+        let end = bytes[start...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+            ?? bytes.endIndex
+        guard at < end else { return nil }
+        return url[start..<at]
     }
 }
 
