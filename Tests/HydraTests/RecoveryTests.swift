@@ -91,8 +91,9 @@ import Testing
         try Data("partial".utf8).write(to: URL(fileURLWithPath: folder + "/.hydra-download-1f2e3d"))
         try Data("kept".utf8).write(to: URL(fileURLWithPath: folder + "/file.bin"))
         let server = try ServerProcess(state: state)
-        defer { server.terminate() }
         #expect(!FileManager.default.fileExists(atPath: folder + "/.hydra-download-1f2e3d"))
         #expect(FileManager.default.contents(atPath: folder + "/file.bin") == Data("kept".utf8))
+        // The startup says what it removed.
+        #expect(server.terminate().stderr.contains("removed 1 partial download(s)"))
     }
 }

@@ -455,6 +455,15 @@ import Testing
         // Another options object is another resource.
         let other = try await engine.run(spec(#"{"type":"resource","url":"\#(TestServer.url("/resource/\(n)"))","remaker":"upper","as":"text"}"#))
         #expect(other.result?["content"]?.stringValue == "RESOURCE \(n.uppercased()) V1" && other.result?["key"] != upper.result?["key"])
+        // No options and `{}` are the same request: one copy.
+        let empty = try await engine.run(spec(#"{"type":"resource","url":"\#(TestServer.url("/resource/\(n)"))","remaker":"upper","remakeOptions":{}}"#))
+        #expect(empty.result?["key"] == other.result?["key"] && empty.result?["source"] == "memory")
+        // Content that is no longer gzip does not keep the gzip type.
+        let typed = TestServer.url("/resource/\(n)?gz=1&size=500&type=application/gzip")
+        let gunzipped = try await engine.run(spec(#"{"type":"resource","url":"\#(typed)","remaker":"gunzip"}"#))
+        #expect(gunzipped.result?["contentType"] == "application/octet-stream", "\(gunzipped.json)")
+        let kept = try await engine.run(spec(#"{"type":"resource","url":"\#(typed)"}"#))
+        #expect(kept.result?["contentType"] == "application/gzip", "\(kept.json)")
         // A body that is not gzip: the job fails, nothing stored.
         let bad = try await engine.run(spec(#"{"type":"resource","url":"\#(TestServer.url("/resource/\(n)?gz=bad"))","remaker":"gunzip"}"#))
         #expect(bad.error?.kind == .invalid && bad.error?.message.hasPrefix("remaker: gunzip failed") == true)

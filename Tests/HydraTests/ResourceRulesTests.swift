@@ -295,4 +295,19 @@ import Testing
         let plain = try await engine.run(spec(#"{"type":"resource","url":"\#(url)&x=1","sha256":"\#(wrong)"}"#))
         #expect(plain.error?.message.contains(wrong) == true)
     }
+
+    /// A repository folder that is not a folder (a file in its place): the job
+    /// fails naming the repository's setting, not a field the job cannot have.
+    @Test func aRepositoryFolderThatIsAFileFailsTheJobSayingSo() async throws {
+        let engine = try engine()
+        defer { engine.shutdown() }
+        let url = TestServer.url("/resource/\(name())")
+        let key = engine.resources.key(forURL: url)
+        try FileManager.default.createDirectory(atPath: state + "/resources", withIntermediateDirectories: true)
+        try Data("not a folder".utf8).write(to: URL(fileURLWithPath: state + "/resources/\(key.prefix(2))"))
+        defer { try? FileManager.default.removeItem(atPath: state + "/resources/\(key.prefix(2))") }
+        let done = try await engine.run(try job(url))
+        #expect(done.error?.kind == .invalid)
+        #expect(done.error?.message.hasPrefix("state.path: ") == true, "\(String(describing: done.error))")
+    }
 }

@@ -43,6 +43,14 @@ import Testing
         #expect(try client.call("resource.stat", ["key": .string(keys[1])])["url"] == .string(urlB))
         #expect(code(client, "resource.stat", ["url": .string(TestServer.url("/resource/never"))]) == -32002)
         #expect(code(client, "resource.stat", [:]) == -32602)
+        // A key is 64 hex digits, in either case; what cannot be one is refused, not "not found".
+        #expect(try client.call("resource.stat", ["key": .string(keys[1].uppercased())])["key"] == .string(keys[1]))
+        for bad: JSONValue in [.string(String(repeating: "z", count: 64)), "../../hydra", .string(String(keys[1].prefix(10)))] {
+            #expect(code(client, "resource.stat", ["key": bad]) == -32602, "\(bad)")
+            #expect(code(client, "resource.read", ["key": bad]) == -32602, "\(bad)")
+            #expect(code(client, "resource.remove", ["key": bad]) == -32602, "\(bad)")
+        }
+        #expect(code(client, "resource.stat", ["url": .string(urlA), "key": .string(keys[1])]) == -32602)
 
         let read = try client.call("resource.read", ["url": .string(urlA), "as": "text", "offset": 9, "length": 4])
         #expect(read["content"] == .string(String("resource \(n)a v1".dropFirst(9).prefix(4))) && read["eof"] == false)
@@ -65,6 +73,8 @@ import Testing
         let removed = try client.call("resource.remove", ["url": .string(urlA)])
         #expect(removed["removed"] == 1)
         #expect(code(client, "resource.stat", ["key": .string(keys[0])]) == -32002)
+        // A page's `next` whose copy is gone: an error, not an empty page read as the end.
+        #expect(code(client, "resource.list", ["after": .string(keys[0])]) == -32602)
         #expect(!FileManager.default.fileExists(atPath: server.stateDirectory + "/resources/\(keys[0].prefix(2))/\(keys[0]).bin"))
         // Removed from the memory tier too: `only` finds nothing.
         let only = try client.call("job.result", ["jobId": client.call("job.submit", ["job": ["type": "resource", "url": .string(urlA), "mode": "only"]])["jobId"]!, "waitMs": 10_000])
