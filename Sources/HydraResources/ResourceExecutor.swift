@@ -47,6 +47,7 @@ final class ResourceExecutor: JobExecutor {
         var type: String?
         let etag: String?
         let modified: String?
+        let status: Int
     }
 
     /// `application/gzip` or `application/x-gzip`, parameters and case aside.
@@ -60,6 +61,11 @@ final class ResourceExecutor: JobExecutor {
         let task: WorkTask
         let handle: TaskHandle
         let spec: ResourceSpec
+
+        /// Whether the job takes content that came with `status` (its `expect`, default 2xx).
+        func expects(_ status: Int) -> Bool {
+            spec.request.expect.map { $0.contains(status) } ?? (200...299).contains(status)
+        }
         /// True for a job that wants the key with another cipher than the
         /// transfer under way: it starts again once that transfer ends (and
         /// then keeps a copy of its own), rather than being served a copy kept
@@ -173,7 +179,7 @@ final class ResourceExecutor: JobExecutor {
         // the key is known without routing the request (see `plainKey`).
         func memoryHit(_ key: String) -> Bool {
             guard spec.mode != .refresh, let entry = memory.get(key), entry.record.cipher == spec.cipher,
-                  fresh(entry.record) else { return false }
+                  fresh(entry.record), waiter.expects(entry.record.status) else { return false }
             // Another digest than the job's: not this job's content (see the disk check below).
             if let expected = spec.sha256, expected != ResourceManager.contentDigest(entry.record, entry.content) { return false }
             manager.statistics.countMemoryHit()
@@ -205,7 +211,10 @@ final class ResourceExecutor: JobExecutor {
                 // (no validators: a 304 would keep the wrong bytes), and the copy stays unless
                 // content with the job's digest replaces it (resources.md: a failure never
                 // replaces or removes a good copy).
-                if spec.sha256 == nil || spec.sha256 == ResourceManager.contentDigest(record, content) {
+                // Content kept with a status the job does not expect (a 404 kept for another
+                // job's `expect: [404]`) is no answer either: fetched again, whole.
+                if spec.sha256 == nil || spec.sha256 == ResourceManager.contentDigest(record, content),
+                   waiter.expects(record.status) {
                     onDisk = (record, content)
                 }
             case .unreadable:
@@ -447,7 +456,7 @@ final class ResourceExecutor: JobExecutor {
     /// (``EventLoop/offload(_:then:)``), never on this loop.
     private func store(_ fetch: Fetch, _ response: HTTPResponse) {
         var meta = Meta(type: response.header("content-type"), etag: response.header("etag"),
-                        modified: response.header("last-modified"))
+                        modified: response.header("last-modified"), status: response.status)
         if fetch.remaker == "gunzip", let type = meta.type, ResourceExecutor.isGzipType(type) {
             meta.type = "application/octet-stream"  // the content is no longer gzip; what it is, nobody said
         }
@@ -477,7 +486,7 @@ final class ResourceExecutor: JobExecutor {
                 let record = ResourceRecord(
                     key: fetch.key, url: RemoteSpec.redactingCredentials(fetch.routed.http.url), bytes: copy.content.count, diskBytes: copy.diskBytes,
                     contentType: meta.type, sha256: copy.sha256, etag: meta.etag, lastModified: meta.modified,
-                    storedAt: now, lastUsedAt: now, cipher: work.cipher)
+                    storedAt: now, lastUsedAt: now, cipher: work.cipher, status: meta.status)
                 self.commit(fetch, record, content: copy.content, source: "network", replacing: true)
             case .failure(let error):
                 self.manager.replacements.end(fetch.key, committed: nil)
@@ -528,7 +537,8 @@ final class ResourceExecutor: JobExecutor {
             let now = Date().timeIntervalSince1970
             let record = ResourceRecord(
                 key: fetch.key, url: RemoteSpec.redactingCredentials(fetch.routed.http.url), bytes: size, diskBytes: size, contentType: meta.type,
-                sha256: digest, etag: meta.etag, lastModified: meta.modified, storedAt: now, lastUsedAt: now, cipher: .none)
+                sha256: digest, etag: meta.etag, lastModified: meta.modified, storedAt: now, lastUsedAt: now, cipher: .none,
+                status: meta.status)
             self.commit(fetch, record, content: content, source: "network", replacing: true)
         }
     }
@@ -694,6 +704,11 @@ final class ResourceExecutor: JobExecutor {
             // fetch decided): this job joined later and wants them. The copy is in place and
             // indexed by now, so it is served from the repository.
             start(waiter.task, handle: waiter.handle)
+            return
+        }
+        if !waiter.expects(record.status) {
+            // A job that joined a transfer whose first job expects other statuses.
+            waiter.handle.finish(.failure(JobError(.http, "HTTP \(record.status)", status: record.status)))
             return
         }
         if let expected = waiter.spec.sha256 {

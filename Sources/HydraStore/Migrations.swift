@@ -132,6 +132,8 @@ enum Migrations {
         DROP INDEX jobs_by_state;
         CREATE INDEX jobs_unsucceeded ON jobs (state, created_at DESC, job_id DESC) WHERE state <> 'succeeded';
         """,
+        // 8: the status a resource's content came with (a job serves only a copy whose status it expects).
+        "ALTER TABLE resources ADD COLUMN status INTEGER NOT NULL DEFAULT 200",
     ]
 
     /// Applies the migrations `connection` has not seen yet, all in one

@@ -310,4 +310,23 @@ import Testing
         #expect(done.error?.kind == .invalid)
         #expect(done.error?.message.hasPrefix("state.path: ") == true, "\(String(describing: done.error))")
     }
+
+    /// A copy kept for a job that expects a 404 is no answer to a job that
+    /// expects 2xx (resources.md: only a response in `expect` is stored; what
+    /// one job expects says nothing of another), from memory or from disk.
+    @Test func aCopyKeptWithAnUnexpectedStatusIsNotServed() async throws {
+        for memoryBytes in [67_108_864, 0] {
+            let engine = try engine(#"{"memoryBytes": \#(memoryBytes)}"#)
+            defer { engine.shutdown() }
+            let n = name()
+            let url = TestServer.url("/resource/\(n)?status=404")
+            let kept = try await engine.run(try job(url, #","expect":[404],"as":"text""#))
+            #expect(kept.state == .succeeded && kept.result?["source"] == "network", "\(kept.json)")
+            let plain = try await engine.run(try job(url))
+            #expect(plain.error?.kind == .http && plain.error?.status == 404, "\(plain.json)")
+            let again = try await engine.run(try job(url, #","expect":[404]"#))
+            #expect(again.result?["source"] == (memoryBytes > 0 ? "memory" : "disk"), "\(again.json)")
+            #expect(try await counter(engine, "res-\(n)") == 2)
+        }
+    }
 }

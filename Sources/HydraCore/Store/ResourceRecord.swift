@@ -23,9 +23,14 @@ public struct ResourceRecord: Sendable, Equatable {
     /// When a job last used the copy: the disk LRU evicts the oldest first.
     public var lastUsedAt: Double
     public var cipher: ResourceCipher
+    /// The HTTP status the content came with: a job serves a copy only when
+    /// this is a status it expects (a 404 kept for `expect: [404]` is no answer
+    /// to a job expecting 2xx).
+    public var status: Int
 
     public init(key: String, url: String, bytes: Int, diskBytes: Int, contentType: String?, sha256: String,
-                etag: String?, lastModified: String?, storedAt: Double, lastUsedAt: Double, cipher: ResourceCipher) {
+                etag: String?, lastModified: String?, storedAt: Double, lastUsedAt: Double, cipher: ResourceCipher,
+                status: Int = 200) {
         self.key = key
         self.url = url
         self.bytes = bytes
@@ -37,5 +42,6 @@ public struct ResourceRecord: Sendable, Equatable {
         self.storedAt = storedAt
         self.lastUsedAt = lastUsedAt
         self.cipher = cipher
+        self.status = status
     }
 }
