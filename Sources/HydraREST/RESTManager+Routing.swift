@@ -87,6 +87,31 @@ public struct StateFileContents: Sendable {
         }
     }
 
+    /// Moves the bytes after the first `count` to the start of the file and
+    /// cuts it there: a whole body that a server sent in answer to `Range`
+    /// went after the bytes kept from before (see
+    /// ``HydraHTTP/HTTPRequest/resumeFileAt``). Blocking file I/O; the writer
+    /// waits meanwhile, as for any reader. Throws kind `invalid`.
+    public func dropFirst(_ count: Int) throws(JobError) {
+        let total = try size()
+        guard count > 0, count <= total else { return }
+        var buffer = [UInt8](repeating: 0, count: min(max(total - count, 1), 1 << 20))
+        var moved = 0
+        while moved < total - count {
+            let n = try read(into: &buffer, from: 0, at: off_t(count + moved))
+            guard n > 0 else { throw JobError(.invalid, "a file being stored shrank while it was moved") }
+            var written = 0
+            while written < n {
+                let w = buffer.withUnsafeBytes { pwrite(descriptor, $0.baseAddress! + written, n - written, off_t(moved + written)) }
+                if w < 0 && errno == EINTR { continue }
+                guard w > 0 else { throw failure() }
+                written += w
+            }
+            moved += n
+        }
+        guard ftruncate(descriptor, off_t(moved)) == 0 else { throw failure() }
+    }
+
     /// Reads the whole file into `bytes`, which must have the file's size
     /// (the caller allocates it where it will be kept and freed, and no piece
     /// buffer is needed beside it). Blocking file I/O.

@@ -355,9 +355,20 @@ final class ResourceExecutor: JobExecutor {
                     manager.statistics.countResumed()
                     response = HTTPResponse(status: 200, headers: resume.headers, body: resume.bytes + response.body,
                                             bodyBytes: resume.count + response.bodyBytes)
-                } else if fetch.streams, (200...299).contains(response.status) {
-                    // The whole body again (the file changed): it went after the kept bytes; fetch it afresh.
-                    attempt(fetch)
+                } else if fetch.streams, (200...299).contains(response.status), let file = fetch.file {
+                    // The whole body again (the file changed, or the server ignores Range): it
+                    // went after the kept bytes. Moved to the file's start off the loop, it is
+                    // kept like any whole body (not fetched a second time).
+                    let contents = file.written
+                    let kept = resume.count
+                    let whole = response
+                    loop.offload({ Result { () throws(JobError) in try contents.dropFirst(kept) } }) { [self] moved in
+                        guard stillWanted(fetch) else { return }
+                        switch moved {
+                        case .success: completed(fetch, .success(whole))
+                        case .failure(let error): fail(fetch, error)
+                        }
+                    }
                     return
                 }
             }

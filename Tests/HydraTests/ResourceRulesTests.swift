@@ -329,4 +329,21 @@ import Testing
             #expect(try await counter(engine, "res-\(n)") == 2)
         }
     }
+
+    /// A server that answers a resumed request (`Range`) with 200 and the whole
+    /// body: that body is the copy (moved to the start of the file, after the
+    /// kept bytes it went behind), not thrown away and fetched a third time.
+    @Test func aWholeBodyInAnswerToRangeIsKept() async throws {
+        let engine = try engine()
+        defer { engine.shutdown() }
+        let n = name()
+        let url = TestServer.url("/resource/\(n)?size=200000&cut=first&norange=1")
+        let done = try await engine.run(try job(url, #","retry":{"maxAttempts":2,"backoffMs":10}"#))
+        #expect(done.state == .succeeded, "\(done.json)")
+        #expect(done.result?["bytes"] == 200_000)
+        #expect(done.result?["sha256"] == .string(ResourceKeyDigest.sha256(body(n, size: 200_000))))
+        let stored = try #require(FileManager.default.contents(atPath: state + "/" + (done.result?["path"]?.stringValue ?? "?")))
+        #expect([UInt8](stored) == body(n, size: 200_000))
+        #expect(try await counter(engine, "res-\(n)") == 2)
+    }
 }

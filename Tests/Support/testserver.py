@@ -610,7 +610,8 @@ class Handler(BaseHTTPRequestHandler):
         with the rest (counter `resrange-<key>`); a cut sends half of that.
         `?lie304=1` answers any `If-None-Match` with 304 and another ETag.
         `?short206=1` answers a Range request with a 206 whose Content-Range
-        (and body) covers only half of the rest.
+        (and body) covers only half of the rest; `?norange=1` answers it with
+        200 and the whole body (Accept-Ranges notwithstanding).
         `?cut=stall2` cuts the first request like `first`, and sends the
         second a quarter of what it asked for, then nothing for 3 s (the
         client times out with bytes written past what it kept)."""
@@ -653,7 +654,8 @@ class Handler(BaseHTTPRequestHandler):
         start = 0
         wanted = self.headers.get("Range", "")
         if_range = self.headers.get("If-Range")
-        if wanted.startswith("bytes=") and wanted.endswith("-") and (if_range is None or if_range in (etag, modified)):
+        if wanted.startswith("bytes=") and wanted.endswith("-") and (if_range is None or if_range in (etag, modified)) \
+                and self.query.get("norange") != "1":
             start = min(_int(wanted[6:-1], "range"), len(body))
             _increment(f"resrange-{key}")
         if cutting or stalling:
