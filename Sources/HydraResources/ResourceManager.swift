@@ -117,6 +117,11 @@ public final class ResourceManager: JobManager {
         if let name = resource.remaker, remaker(named: name) == nil {
             throw ValidationError(path: at("remaker"), "unknown remaker '\(name)'")
         }
+        // A resource is fetched with GET (its key says so): an api that sends another
+        // method would be asked something else than it was configured for.
+        if let name = resource.request.api, let api = rest.configuration.apis[name], api.method.uppercased() != "GET" {
+            throw ValidationError(path: at("api"), "api '\(name)' sends \(api.method.uppercased()); a resource is fetched with GET")
+        }
     }
 
     /// The memory tier of one executor: `resources.memoryBytes` shared by

@@ -587,4 +587,16 @@ import Testing
         let stats = try engine.resources.statsJSON()
         #expect(stats["count"] == 0 && stats["bytes"] == 0 && stats["memoryBytes"] == 0)
     }
+
+    /// A resource is fetched with GET: a job through an api that sends another
+    /// method is refused at submit naming `api` (it was fetched with GET, silently).
+    @Test func anApiThatSendsAnotherMethodIsRefused() throws {
+        let engine = try makeEngine()  // its api `echo` sends POST
+        defer { engine.shutdown() }
+        let refused = #expect(throws: ValidationError.self) {
+            _ = try engine.prepare(spec(#"{"type":"resource","api":"echo","pathVars":{"name":"x"}}"#))
+        }
+        #expect(refused?.description.hasPrefix("api: api 'echo' sends POST") == true, "\(String(describing: refused))")
+        _ = try engine.prepare(spec(#"{"type":"resource","api":"items"}"#))
+    }
 }
