@@ -60,14 +60,21 @@ extension RESTManager {
                 completion(.failure(JobError(.invalid, "username: required for an oauth2-password session")))
                 return
             }
-            guard let password else {
-                completion(.failure(JobError(.invalid, "password: required for an oauth2-password session")))
+            guard let password, !password.isEmpty else {
+                completion(.failure(JobError(.invalid, "password: required for an oauth2-password session (and not empty)")))
                 return
             }
             onLoginWorker(completion) { send, done in
                 session.login(username: username, password: password, send: send, completion: done)
             }
         } else {
+            // A client-credentials session logs in with its own credentials: a user name
+            // or password given here would be ignored, so they are refused (a typo never
+            // silently changes what a call does).
+            if let field = username != nil ? "username" : password != nil ? "password" : nil {
+                completion(.failure(JobError(.invalid, "\(field): auth '\(name)' is of type \(scheme.type): it takes no \(field)")))
+                return
+            }
             onLoginWorker(completion) { send, done in session.renew(send: send, completion: done) }
         }
     }

@@ -25,7 +25,10 @@ struct AuthCommand: ParsableCommand {
             var params: OrderedJSON = ["name": .string(name)]
             if let user {
                 params["username"] = .string(user)
-                params["password"] = .string(PasswordPrompt.read("password for \(user): "))
+                let password = PasswordPrompt.read("password for \(user): ")
+                // Checked here too: an empty stdin is no password to send to the token endpoint.
+                if password.isEmpty { exitInvalid("auth login: the password is empty (typed or read from stdin)") }
+                params["password"] = .string(password)
             }
             writeLine(JSONWriter.string(call(connection.client(), "auth.login", .object(params))))
         }

@@ -56,6 +56,9 @@ import HydraLoop
         #expect(!JSONWriter.string(status.json).contains("tok-"))
         let text = log.all.map { JSONWriter.string($0.json) }.joined()
         #expect(!text.contains("tok-") && !text.contains("s3cret"))
+        // A client-credentials session takes no user or password: refused, not ignored.
+        let typo = await #expect(throws: JobError.self) { try await engine.login(auth: "svc", username: "bob", password: "zzz") }
+        #expect(typo?.kind == .invalid && typo?.message.hasPrefix("username:") == true, "\(String(describing: typo))")
     }
 
     @Test func aTokenIsRefreshed30SecondsBeforeItRunsOut() async throws {
@@ -163,6 +166,9 @@ import HydraLoop
         } catch {
             #expect(error.kind == .auth && error.message.contains("invalid_grant") && !error.message.contains("guess"))
         }
+        // An empty password is refused here, never sent: the token endpoint saw two requests so far.
+        let empty = await #expect(throws: JobError.self) { try await engine.login(auth: "svc", username: "alice", password: "") }
+        #expect(empty?.kind == .invalid && empty?.message.hasPrefix("password:") == true)
         let expiresAt = try await engine.login(auth: "svc", username: "alice", password: "wonderland")
         #expect(expiresAt.map { $0 > Date().timeIntervalSince1970 } == true)
         #expect(try engine.authStatus("svc").state == "valid")
@@ -398,6 +404,8 @@ import HydraLoop
         // The CLI reads the password from stdin when it is not a terminal.
         let cli = RunCommandTests()
         let connect = ["--connect", "\(server.address!)"]
+        let empty = try cli.hydra(["auth", "login", "user", "--user", "alice"] + connect, stdin: "")
+        #expect(empty.status == 2 && empty.err.contains("the password is empty"), "\(empty.err)")
         let login = try cli.hydra(["auth", "login", "user", "--user", "alice"] + connect, stdin: "wonderland\n")
         #expect(login.status == 0, "\(login.err)")
         #expect(try JSONParser.parse(login.out.trimmingCharacters(in: .whitespacesAndNewlines))["ok"] == true)

@@ -262,6 +262,15 @@ import Testing
         #expect(error(#"{"url": "https://h", "proxy": "ftp://p:21"}"#).contains("servers.s.proxy"))
         let secret = error(#"{"url": "https://h", "proxy": "gopher://u:hunter2@p"}"#)
         #expect(secret.contains("servers.s.proxy") && !secret.contains("hunter2"))
+        // No host after the credentials, no port number, a port out of range, a space.
+        for bad in ["http://u:pw@", "http://:8080", "http://u:pw@:3128", "http://u:pw@127.0.0.1:99999",
+                    "http://h:port", "http://[::1", "http://h h:1"] {
+            let text = error(#"{"url": "https://h", "proxy": "\#(bad)"}"#)
+            #expect(text.contains("servers.s.proxy") && !text.contains("pw@"), "\(bad): \(text)")
+        }
+        for good in ["http://u:p@ss@proxy:3128", "https://[::1]:8443", "socks5h://h"] {
+            #expect(error(#"{"url": "https://h", "proxy": "\#(good)"}"#).isEmpty, "\(good)")
+        }
         #expect(error(#"{"url": "https://h", "clientCert": "\#(certs.clientCert)"}"#).contains("servers.s.clientKey"))
         #expect(error(#"{"url": "https://h", "clientKey": "\#(certs.clientKey)"}"#).contains("servers.s.clientCert"))
         #expect(error(#"{"url": "https://h", "caFile": "/nonexistent/ca.pem"}"#).contains("servers.s.caFile"))

@@ -477,11 +477,32 @@ extension Configuration {
         guard let scheme = schemes.first(where: { proxy.lowercased().hasPrefix($0) }) else {
             throw ValidationError(path: path, "expected an http://, https:// or socks5h:// proxy URL")
         }
+        guard !proxy.contains(where: { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" }) else {
+            throw ValidationError(path: path, "the proxy URL contains a space or a line break")
+        }
         let rest = proxy.dropFirst(scheme.count)
         let authority = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        let host = authority.split(separator: "@").last ?? ""
-        guard !host.isEmpty, !proxy.contains(where: { $0 == " " || $0 == "\n" || $0 == "\r" }) else {
-            throw ValidationError(path: path, "the proxy URL has no host")
+        // After the credentials, if any: `host`, `host:port`, `[v6]` or `[v6]:port`.
+        let hostPort = authority.lastIndex(of: "@").map { authority[authority.index(after: $0)...] } ?? authority
+        var host = hostPort
+        var port: Substring?
+        if hostPort.hasPrefix("[") {
+            guard let close = hostPort.firstIndex(of: "]") else { throw ValidationError(path: path, "the proxy URL's [address] is not closed") }
+            host = hostPort[hostPort.index(after: hostPort.startIndex)..<close]
+            let after = hostPort[hostPort.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":") else { throw ValidationError(path: path, "the proxy URL has text after its [address]") }
+                port = after.dropFirst()
+            }
+        } else if let colon = hostPort.lastIndex(of: ":") {
+            host = hostPort[..<colon]
+            port = hostPort[hostPort.index(after: colon)...]
+        }
+        guard !host.isEmpty else { throw ValidationError(path: path, "the proxy URL has no host") }
+        if let port {
+            guard let number = Int(port), (1...65535).contains(number) else {
+                throw ValidationError(path: path, "the proxy URL's port must be a number from 1 to 65535")
+            }
         }
     }
 
