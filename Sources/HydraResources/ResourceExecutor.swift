@@ -33,6 +33,8 @@ final class ResourceExecutor: JobExecutor {
     @exclusivity(unchecked) private var fetches: [String: Fetch] = [:]
     /// The key each waiting job (by task token) waits for.
     @exclusivity(unchecked) private var waiting: [UInt64: String] = [:]
+    /// Jobs waiting for another worker's transfer of their key (see ``TransferRegistry``), by task token.
+    @exclusivity(unchecked) private var following: [UInt64: Waiter] = [:]
     /// The next hand-over of recorded uses to the index (``PendingUses``): once a second, not per hit.
     @exclusivity(unchecked) private var touchTimer: ScheduledTask?
     /// Keys of plain `url` requests (see ``plainKey(_:)``), at most 4,096.
@@ -252,13 +254,41 @@ final class ResourceExecutor: JobExecutor {
             }
             return
         }
+        // Another worker fetching the key: this job waits for that transfer, then starts again.
+        let token = task.token
+        let resume = LoopBound({ [weak self] in self?.followed(token) }, loop: loop)
+        let home = loop
+        if manager.transfers.join(key, owner: ObjectIdentifier(self), follower: { _ = home.execute { resume.value() } }) == .following {
+            waiting[task.token] = nil
+            manager.statistics.countMerged()
+            following[task.token] = waiter
+            return
+        }
         let previous = onDisk.flatMap { $0.record.etag != nil || $0.record.lastModified != nil ? $0.record : nil }
         let fetch = Fetch(key: key, routed: routed, first: waiter, previous: previous)
         fetches[key] = fetch
         attempt(fetch)
     }
 
+    /// The other worker's transfer a job followed ended: the job starts again
+    /// (served the copy that transfer stored, or fetching for itself).
+    private func followed(_ token: UInt64) {
+        guard let waiter = following.removeValue(forKey: token) else { return }  // cancelled meanwhile
+        start(waiter.task, handle: waiter.handle)
+    }
+
+    /// The transfer of `fetch`'s key ends here: forgotten, and the jobs of other workers that followed it go on.
+    private func forget(_ fetch: Fetch) {
+        guard fetches[fetch.key] === fetch else { return }
+        fetches[fetch.key] = nil
+        manager.transfers.ended(fetch.key, by: ObjectIdentifier(self))
+    }
+
     func cancel(_ task: WorkTask, handle: TaskHandle) {
+        if following.removeValue(forKey: task.token) != nil {
+            handle.finish(.failure(JobError(.cancelled, "cancelled")))
+            return
+        }
         guard let key = waiting.removeValue(forKey: task.token), let fetch = fetches[key] else { return }
         fetch.waiters.removeAll { $0.task.token == task.token }
         handle.finish(.failure(JobError(.cancelled, "cancelled")))
@@ -266,7 +296,7 @@ final class ResourceExecutor: JobExecutor {
             // Nobody waits any more: the transfer stops (its completion finds no waiter).
             fetch.timer?.cancel()
             fetch.timer = nil
-            if let transfer = fetch.transfer { client.cancel(transfer) } else { fetches[key] = nil }
+            if let transfer = fetch.transfer { client.cancel(transfer) } else { forget(fetch) }
         }
     }
 
@@ -275,9 +305,11 @@ final class ResourceExecutor: JobExecutor {
         for fetch in fetches.values {
             fetch.timer?.cancel()
             if let transfer = fetch.transfer { client.cancel(transfer) }
+            manager.transfers.ended(fetch.key, by: ObjectIdentifier(self))
         }
         fetches.removeAll()
         waiting.removeAll()
+        following.removeAll()
         touchTimer?.cancel()
         flushTouches()
         memory.removeAll()
@@ -335,7 +367,7 @@ final class ResourceExecutor: JobExecutor {
 
     private func completed(_ fetch: Fetch, _ result: Result<HTTPResponse, HTTPFailure>) {
         guard !fetch.waiters.isEmpty else {
-            fetches[fetch.key] = nil
+            forget(fetch)
             fetch.discardFile()
             return
         }
@@ -565,7 +597,7 @@ final class ResourceExecutor: JobExecutor {
         }
         guard !fetch.waiters.isEmpty else {
             // `cancel` forgot it already; a newer fetch of the key may be running.
-            if fetches[fetch.key] === fetch { fetches[fetch.key] = nil }
+            forget(fetch)
             fetch.discardFile()
             return false
         }
@@ -652,7 +684,7 @@ final class ResourceExecutor: JobExecutor {
     /// Ends `fetch`: `body` finishes each job it served; the jobs that wait
     /// for it to keep a copy of their own start again.
     private func finishAll(_ fetch: Fetch, _ body: (Waiter) -> Void) {
-        if fetches[fetch.key] === fetch { fetches[fetch.key] = nil }
+        forget(fetch)
         fetch.discardFile()
         let waiters = fetch.waiters
         fetch.waiters = []

@@ -40,6 +40,8 @@ public final class ResourceManager: JobManager {
     let upkeepRunning = Atomic<Bool>(false)
     /// Where removals and purges run.
     let chores = RepositoryChores()
+    /// The keys being fetched, across the workers (one transfer per key).
+    let transfers = TransferRegistry()
     /// Hits not yet written to the index's `lastUsedAt`.
     let uses = PendingUses()
     /// The bytes on disk as the last purge counted them plus every copy

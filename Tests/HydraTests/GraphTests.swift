@@ -84,6 +84,26 @@ import Testing
         #expect(goOn.result?["stopped"] == false)
     }
 
+    /// A failed nested group's result (its steps' results and errors) is its
+    /// parent's result for that step: partial results are never lost, at any depth.
+    @Test func aFailedNestedGroupKeepsItsPartialResultsInItsParent() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let done = try await engine.run(spec("""
+            {"type":"serial","stopWhenFailed":false,"steps":[
+              {"type":"serial","stopWhenFailed":false,"steps":[
+                {"type":"local","name":"echo","input":"keep-me"},
+                {"type":"concurrent","steps":[{"type":"local","name":"echo","input":"deep"},{"type":"local","name":"fail","input":{"message":"x"}}]}]},
+              {"type":"local","name":"echo","input":"after"}]}
+            """))
+        #expect(done.state == .failed && done.error?.stepPath == "0.1.1", "\(done.json)")
+        let inner = try #require(done.result?["results"]?[0])
+        #expect(inner["results"]?[0] == "keep-me", "\(done.json)")
+        #expect(inner["results"]?[1]?["results"] == ["deep", nil], "\(done.json)")
+        #expect(inner["errors"]?[1]?["stepPath"] == "0.1.1", "\(done.json)")
+        #expect(done.result?["results"]?[1] == "after" && done.result?["errors"]?[0]?["stepPath"] == "0.1.1")
+    }
+
     @Test func concurrentStopWhenFailedCancelsRunningSteps() async throws {
         let engine = try makeEngine()
         defer { engine.shutdown() }

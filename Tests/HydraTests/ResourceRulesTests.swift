@@ -346,4 +346,33 @@ import Testing
         #expect([UInt8](stored) == body(n, size: 200_000))
         #expect(try await counter(engine, "res-\(n)") == 2)
     }
+
+    /// Jobs of one key on different remote workers (`worker` names them) make
+    /// one transfer too: those on the other worker wait for it and are served
+    /// the copy it stored; a cancelled follower ends at once.
+    @Test func jobsOfOneKeyOnTwoWorkersMakeOneTransfer() async throws {
+        let engine = try engine(workers: #"[{"name":"a","kind":"remote"},{"name":"b","kind":"remote"},{"name":"l","kind":"local"}]"#)
+        defer { engine.shutdown() }
+        let n = name()
+        let url = TestServer.url("/resource/\(n)?size=3000&delay=400")
+        let steps = (0..<6).map { #"{"type":"resource","url":"\#(url)","worker":"\#($0 % 2 == 0 ? "a" : "b")","as":"text"}"# }
+        let fan = try await engine.run(spec(#"{"type":"concurrent","steps":[\#(steps.joined(separator: ","))]}"#))
+        #expect(fan.state == .succeeded, "\(fan.json)")
+        let results = fan.result?["results"]?.arrayValue ?? []
+        #expect(results.count == 6 && results.allSatisfy { $0["content"]?.stringValue == String(decoding: body(n, size: 3000), as: UTF8.self) })
+        #expect(try await counter(engine, "res-\(n)") == 1)
+        #expect(try engine.resources.statsJSON()["merged"] == 5)
+
+        // A follower cancelled while the other worker's transfer runs.
+        let m = name()
+        let slow = TestServer.url("/resource/\(m)?delay=600")
+        let first = try engine.submit(spec(#"{"type":"resource","url":"\#(slow)","worker":"a"}"#))
+        try await Task.sleep(for: .milliseconds(100))
+        let second = try engine.submit(spec(#"{"type":"resource","url":"\#(slow)","worker":"b"}"#))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(await engine.cancel(second) == .cancelled)
+        #expect(await engine.result(of: second)?.state == .cancelled)
+        #expect(await engine.result(of: first)?.state == .succeeded)
+        #expect(try await counter(engine, "res-\(m)") == 1)
+    }
 }

@@ -404,9 +404,14 @@ final class CoordinatorRuntime {
         group.running -= 1
         if step.state == .succeeded {
             group.results[step.index] = step.deferredResult.map(StepResult.deferred) ?? .built(step.result ?? .null)
+            group.collectedBytes += step.resultBytes - 4
+        } else if let partial = step.result {
+            // A failed nested group's own result (its steps' results and errors): kept in
+            // the parent's, so partial results are never lost at any depth (protocol §4).
+            group.results[step.index] = .built(partial)
+            group.collectedBytes += partial.encodedSize(limit: Int.max)! - 4
         }
         group.errors[step.index] = error
-        if step.state == .succeeded { group.collectedBytes += step.resultBytes - 4 }
         if let error { group.collectedBytes += error.json.encodedSize(limit: Int.max)! - 4 }
         if let error, group.endingError == nil {
             if group.firstError == nil { group.firstError = error }
