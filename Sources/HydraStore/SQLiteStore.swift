@@ -25,6 +25,8 @@ public final class SQLiteStore: StateStore {
     /// The database file (`directory/hydra.db`).
     public let path: String
     let writer: StoreWriter
+    /// Who hears of each batch of events stored (``whenEventsStored(_:)``).
+    private let eventObservers: Locked<[@Sendable (UInt64) -> Void]>
     private let checkpointer: Checkpointer
     let reader: ReadConnection
     private let codec: SharedCodec
@@ -79,13 +81,17 @@ public final class SQLiteStore: StateStore {
         let shared = SharedCache(entries)
         self.shared = shared
         reader = ReadConnection(readConnection)
-        writer = StoreWriter(connection: writeConnection) { operation in
+        let observers = Locked<[@Sendable (UInt64) -> Void]>([])
+        eventObservers = observers
+        writer = StoreWriter(connection: writeConnection, committed: { operation in
             switch operation {
             case .setShared(let key, _, let cipher, let value, _): shared.set(key, value: value, cipher: cipher)
             case .removeShared(let key, _): shared.remove(key)
             default: break
             }
-        }
+        }, eventsWritten: { seq in
+            for observer in observers.withLock({ $0 }) { observer(seq) }
+        })
         writer.start()
         checkpointer.start()
     }
@@ -245,6 +251,11 @@ public final class SQLiteStore: StateStore {
     public func append(_ events: [HydraEvent]) {
         guard !events.isEmpty else { return }
         writer.append(events.compactMap { encoded($0) })
+    }
+
+    /// Registers `stored`, called on the writer thread after each batch of events.
+    public func whenEventsStored(_ stored: @escaping @Sendable (_ upTo: UInt64) -> Void) {
+        eventObservers.withLock { $0.append(stored) }
     }
 
     /// Appends one event, as ``append(_:)-([HydraEvent])`` does.

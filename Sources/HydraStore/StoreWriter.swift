@@ -28,6 +28,9 @@ final class StoreWriter: @unchecked Sendable {
     private let writerThread = Locked<ObjectIdentifier?>(nil)
     /// Runs on the writer thread for each write once committed, before any callback.
     private let committed: @Sendable (WriteOperation) -> Void
+    /// Runs on the writer thread after each batch that had events: every
+    /// event up to that seq is stored (or failed to be, reported on stderr).
+    private let eventsWritten: @Sendable (UInt64) -> Void
     /// Job starts not written yet (writer thread only): see ``StartMarks``.
     private var startMarks = StartMarks()
 
@@ -47,9 +50,11 @@ final class StoreWriter: @unchecked Sendable {
     static let closedError = StoreError("store is closed")
 
     /// Takes over `connection` (migrated, not used by anyone else). Call `start()` next.
-    init(connection: SQLiteConnection, committed: @escaping @Sendable (WriteOperation) -> Void) {
+    init(connection: SQLiteConnection, committed: @escaping @Sendable (WriteOperation) -> Void,
+         eventsWritten: @escaping @Sendable (UInt64) -> Void = { _ in }) {
         self.connection = connection
         self.committed = committed
+        self.eventsWritten = eventsWritten
     }
 
     /// Starts the writer thread (8 MiB of stack: JSON of deeply nested specs is written recursively).
@@ -237,9 +242,21 @@ final class StoreWriter: @unchecked Sendable {
             // Never returned when every write is isolated.
             for operation in writes { operation.complete(.failure(StoreError("store writer: batch not committed"))) }
         }
+        // Told even when the events could not be stored (reported above): whoever
+        // waits for them to be durable must not wait for ever.
+        if let last = batch.events.last { eventsWritten(UInt64(last.seq)) }
     }
 
+    /// Fault injection for tests (`HYDRA_FAULT_COMMIT_DELAY_MS`, at most 10 s):
+    /// every transaction starts that much later, so a test can kill the server
+    /// while writes are queued and not committed. Unset (0) in normal use.
+    static let faultCommitDelay: UInt32 = {
+        guard let text = ProcessInfo.processInfo.environment["HYDRA_FAULT_COMMIT_DELAY_MS"], let ms = UInt32(text) else { return 0 }
+        return min(ms, 10_000) * 1000
+    }()
+
     private func attempt(_ batch: Batch, _ folding: StartMarks.Plan, isolated: Bool) -> Attempt {
+        if Self.faultCommitDelay > 0 { usleep(Self.faultCommitDelay) }
         let db = connection
         do throws(StoreError) {
             try db.run("BEGIN IMMEDIATE")

@@ -86,6 +86,40 @@ import Testing
         #expect(try client.call("job.status", ["jobId": job])["steps"] == ["done": 4, "total": 4])
     }
 
+    /// An event a subscriber saw live is in the store: after `kill -9` a
+    /// replay from before it finds it (protocol §6: seq is durable, a client
+    /// that reconnects misses nothing). Killed right after an event arrives,
+    /// every commit waiting 30 ms (a fault injected for the test: a server
+    /// that sent events before storing them would lose the last ones).
+    @Test func eventsSeenLiveAreReplayedAfterKill9() throws {
+        let state = NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
+        var server = try ServerProcess(state: state, environment: ["HYDRA_FAULT_COMMIT_DELAY_MS": "30"])
+        let watcher = try server.client()
+        let from = try watcher.call("events.subscribe", [:])["seq"]?.intValue ?? 0
+        let client = try server.client()
+        let steps: [JSONValue] = (0..<40).map { _ in ["type": "local", "name": "delay", "input": ["ms": 20]] }
+        _ = try client.call("job.submit", ["job": ["type": "serial", "steps": .array(steps)]])
+        var seen: [Int] = []
+        while let note = try watcher.nextNotification(timeout: .seconds(10)) {
+            guard let seq = note["params"]?["seq"]?.intValue else { continue }
+            seen.append(seq)
+            if note["params"]?["event"] == "job.succeeded" && note["params"]?["stepPath"] == "10" { break }
+        }
+        server.kill9()
+
+        server = try ServerProcess(state: state)
+        defer { server.terminate() }
+        let replay = try server.client()
+        _ = try replay.call("events.subscribe", ["fromSeq": .int(from)])
+        var replayed: Set<Int> = []
+        while let note = try replay.nextNotification(timeout: .milliseconds(1500)) {
+            if let seq = note["params"]?["seq"]?.intValue { replayed.insert(seq) }
+        }
+        #expect(seen.count > 30)
+        let missing = seen.filter { !replayed.contains($0) }
+        #expect(missing.isEmpty, "\(missing.count) events seen live are not in the replay: \(missing)")
+    }
+
     @Test func downloadsACrashInterruptedLeaveNothingBehind() throws {
         let state = NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
         let folder = state + "/downloads/deep"

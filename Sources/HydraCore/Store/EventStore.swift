@@ -13,4 +13,12 @@ public protocol EventStore: Sendable {
 
     /// The highest `seq` ever appended (0 for a new store).
     func lastSeq() throws(StoreError) -> UInt64
+
+    /// Calls `stored` (on the store's own thread) each time the events
+    /// appended so far, up to `upTo`, are written: a server sends live
+    /// events only once they are durable (protocol §6: a client that saw an
+    /// event finds it again in a replay, even after `kill -9`). Also called
+    /// when they could not be written (reported on stderr), so nobody waits
+    /// for ever.
+    func whenEventsStored(_ stored: @escaping @Sendable (_ upTo: UInt64) -> Void)
 }

@@ -38,7 +38,7 @@ public final class RPCServer: Sendable {
                 runtime.closeAll()
                 return .failure(error)
             }
-            let mailbox = Mailbox<HydraEvent>(loop: loop) { runtime.deliver($0) }
+            let mailbox = Mailbox<HydraEvent>(loop: loop) { runtime.arrived($0) }
             runtime.eventSink = MailboxSink(mailbox)
             return .success((LoopBound(runtime, loop: loop), mailbox))
         }
@@ -48,6 +48,8 @@ public final class RPCServer: Sendable {
             loop.shutdown()
             throw error
         }
+        let bound = runtime
+        service.store.whenEventsStored { seq in _ = loop.execute { bound.value.stored(upTo: seq) } }
     }
 
     /// Where the server listens, as printed at startup (`127.0.0.1:7400`, `unix:/path`).
@@ -103,8 +105,12 @@ final class RPCServerRuntime {
     static let recentMaxBytes = 32 << 20
     /// What the ring's events weigh (``ringCost(_:)``).
     private(set) var recentBytes = 0
-    /// The seq of the newest event that reached this loop (while subscribed to the bus).
+    /// The seq of the newest event delivered on this loop (while subscribed to the bus).
     private(set) var lastSeq: UInt64
+    /// Every event up to this seq is in the store (``EventStore/whenEventsStored(_:)``).
+    private var storedSeq: UInt64
+    /// Events from the bus not stored yet, oldest first: delivered once they are.
+    private var held = Deque<HydraEvent>()
     /// Feeds the bus's events to this loop (set once, when the server starts); subscribed
     /// only while some client subscribes.
     var eventSink: MailboxSink?
@@ -117,6 +123,7 @@ final class RPCServerRuntime {
         self.service = service
         self.options = options
         lastSeq = service.engine.bus.lastSeq
+        storedSeq = lastSeq  // numbered on from the store's last event
         secret = options.secret.map { Array($0.utf8) }
     }
 
@@ -267,10 +274,28 @@ final class RPCServerRuntime {
     /// What an event weighs in the ring: its encoded fields and a fixed part.
     static func ringCost(_ event: HydraEvent) -> Int { (event.encodedFields?.count ?? 0) + 160 }
 
-    /// A bus event reached the loop: keep it for replay and send it to the
+    /// A bus event reached the loop: delivered once it is in the store, so
+    /// that no client sees an event a replay after `kill -9` would not have
+    /// (protocol §6: seq is durable). The wait is the store's group commit
+    /// (about a millisecond while events flow).
+    func arrived(_ event: HydraEvent) {
+        if held.isEmpty && event.seq <= storedSeq {
+            deliver(event)
+        } else {
+            held.append(event)
+        }
+    }
+
+    /// The store wrote every event up to `seq`: the held ones go out, in order.
+    func stored(upTo seq: UInt64) {
+        storedSeq = max(storedSeq, seq)
+        while let first = held.first, first.seq <= storedSeq { deliver(held.removeFirst()) }
+    }
+
+    /// A stored event: keep it for replay and send it to the
     /// live subscriptions that match it (found through the index: the cost
     /// does not grow with subscriptions that do not).
-    func deliver(_ event: HydraEvent) {
+    private func deliver(_ event: HydraEvent) {
         // One sent before the loop last left the bus: subscriptions made since
         // replay it from the store if they asked for it.
         guard event.seq > lastSeq else { return }
@@ -317,6 +342,7 @@ final class RPCServerRuntime {
             // The first subscription: from here on the bus feeds this loop
             // every event after `lastSeq`; earlier ones are in the store.
             recent.removeAll()
+            held.removeAll()
             let (busID, seq) = service.engine.bus.subscribe(EventFilter(), sink: eventSink)
             busSubscription = busID
             lastSeq = seq
@@ -367,6 +393,7 @@ final class RPCServerRuntime {
         service.engine.unsubscribe(id)
         busSubscription = nil
         recent.removeAll()
+        held.removeAll()
     }
 
     // MARK: - Auth
