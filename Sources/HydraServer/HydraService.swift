@@ -308,8 +308,10 @@ public final class HydraService: Sendable {
         do {
             page = try store.jobs(state: state, limit: limit, after: after)
         } catch where error.invalidArgument != nil {
-            throw ServiceError(.invalidParams, error.description,
-                               data: ["field": .string(error.invalidArgument ?? ""), "reason": .string(error.description)])
+            let field = error.invalidArgument ?? ""
+            // The description names the field first (`after: …`); the reason is what follows.
+            let reason = error.description.hasPrefix(field + ": ") ? String(error.description.dropFirst(field.count + 2)) : error.description
+            throw ServiceError(.invalidParams, error.description, data: ["field": .string(field), "reason": .string(reason)])
         } catch {
             throw ServiceError(error)
         }

@@ -94,6 +94,7 @@ import Testing
               {"type":"serial","stopWhenFailed":false,"steps":[
                 {"type":"local","name":"echo","input":"keep-me"},
                 {"type":"concurrent","steps":[{"type":"local","name":"echo","input":"deep"},{"type":"local","name":"fail","input":{"message":"x"}}]}]},
+              {"type":"local","name":"echo","input":"${prev}"},
               {"type":"local","name":"echo","input":"after"}]}
             """))
         #expect(done.state == .failed && done.error?.stepPath == "0.1.1", "\(done.json)")
@@ -101,7 +102,10 @@ import Testing
         #expect(inner["results"]?[0] == "keep-me", "\(done.json)")
         #expect(inner["results"]?[1]?["results"] == ["deep", nil], "\(done.json)")
         #expect(inner["errors"]?[1]?["stepPath"] == "0.1.1", "\(done.json)")
-        #expect(done.result?["results"]?[1] == "after" && done.result?["errors"]?[0]?["stepPath"] == "0.1.1")
+        #expect(done.result?["results"]?[2] == "after" && done.result?["errors"]?[0]?["stepPath"] == "0.1.1")
+        // `prev` is a step that succeeded: a failed group's partial result is not one.
+        #expect(done.result?["errors"]?[1]?["kind"] == "invalid", "\(done.json)")
+        #expect(done.result?["errors"]?[1]?["message"]?.stringValue?.contains("no result from a previous step") == true)
     }
 
     @Test func concurrentStopWhenFailedCancelsRunningSteps() async throws {

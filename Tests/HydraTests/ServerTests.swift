@@ -794,7 +794,9 @@ import Testing
         }
         #expect(try rawCall(raw, String(repeating: "[", count: 5000) + String(repeating: "]", count: 5000))["error"]?["code"] == -32700)
         #expect(try rawCall(raw, #"{"jsonrpc":"2.0","id":2,"method":"job.status","params":{"jobId":""# + String(repeating: "x", count: 100_000) + "\"}}")["error"]?["code"] == -32002)
-        #expect(try rawCall(raw, #"{"jsonrpc":"2.0","id":3,"method":"job.list","params":{"after":"zz|x"}}"#)["error"] != nil)
+        let badCursor = try rawCall(raw, #"{"jsonrpc":"2.0","id":3,"method":"job.list","params":{"after":"zz|x"}}"#)["error"]
+        #expect(badCursor?["data"]?["field"] == "after" && badCursor?["data"]?["reason"]?.stringValue?.hasPrefix("after") == false,
+                "\(String(describing: badCursor))")
         #expect(try rawCall(raw, #"{"jsonrpc":"2.0","id":4,"method":"events.subscribe","params":{"fromSeq":-1}}"#)["error"]?["code"] == -32602)
         #expect(try rawCall(raw, #"{"jsonrpc":"2.0","id":5,"method":"hydra.ping","params":"x"}"#)["error"]?["code"] == -32600)
         #expect(try rawCall(raw, "\u{FF}\u{FE}garbage")["error"]?["code"] == -32700)

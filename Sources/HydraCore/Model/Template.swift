@@ -105,7 +105,7 @@ public enum Template {
         switch root {
         case "prev":
             guard let previous = scope.previous else {
-                throw ReferenceError(reference: expression, reason: "no previous step (prev is for serial steps after the first)")
+                throw ReferenceError(reference: expression, reason: "no result from a previous step (prev is for serial steps after the first, when that step succeeded)")
             }
             return try follow(previous, rest, what: "the previous step's result")
         case "steps":

@@ -579,7 +579,10 @@ final class CoordinatorRuntime {
     private func previousResult(of node: GraphNode) -> JSONValue? {
         var current = node
         while let parent = current.parent {
-            if parent.isSerial && current.index > 0 { return parent.results[current.index - 1]?.value }
+            if parent.isSerial && current.index > 0 {
+                // Only a step that succeeded has a result to use (a failed group's partial one is not).
+                return parent.errors[current.index - 1] == nil ? parent.results[current.index - 1]?.value : nil
+            }
             if parent.scope !== current.scope { return nil }  // a named job's graph does not see outside
             current = parent
         }
