@@ -127,6 +127,13 @@ extension ServerTests {
         let timedOut = try client.call("job.result", ["jobId": long, "waitMs": 100])
         #expect(timedOut == ["jobId": long, "state": "running"])
 
+        // A connection that closes while it waits leaves no wait behind (not for its hour).
+        let leaving = try server.raw()
+        try leaving.send(Array(#"{"jsonrpc":"2.0","id":1,"method":"job.result","params":{"jobId":"\#(long.stringValue!)","waitMs":3600000}}"#.utf8))
+        try waitUntilBlocking(timeout: .seconds(5)) { (try? client.call("hydra.stats"))?["waiters"]?["calls"] == 1 }
+        leaving.close()
+        try waitUntilBlocking(timeout: .seconds(5)) { (try? client.call("hydra.stats"))?["waiters"]?["calls"] == 0 }
+
         _ = try client.call("job.cancel", ["jobId": long])
         _ = try client.call("job.result", ["jobId": long, "waitMs": 5000])
         try waitUntilBlocking(timeout: .seconds(5)) {

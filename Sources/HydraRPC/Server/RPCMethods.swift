@@ -56,10 +56,15 @@ extension RPCServerRuntime {
                 // Not final yet: wait in this loop's table, with a loop timer.
                 let loop = self.loop
                 let me = LoopBound(self, loop: loop)
+                let caller = session.id
                 service.result(of: jobId) { result in
                     if case .success(let value) = result, let state = value["state"]?.stringValue,
                        let parsed = JobState(rawValue: state), !parsed.isFinal {
-                        loop.execute { me.value.waiters.wait(for: jobId, milliseconds: waitMs, reply: later) }
+                        loop.execute {
+                            // Not for a connection that closed meanwhile: nobody would read the answer.
+                            guard me.value.sessions[caller] != nil else { return }
+                            me.value.waiters.wait(for: jobId, milliseconds: waitMs, session: caller, reply: later)
+                        }
                     } else {
                         later(result)
                     }

@@ -193,6 +193,7 @@ final class RPCServerRuntime {
         connection.onClose = { [unowned self, unowned session] in
             session.closed = true
             self.remove(Array(session.subscriptions.values), from: session)
+            self.waiters.sessionClosed(session.id)
             self.sessions[session.id] = nil
         }
     }

@@ -19,6 +19,8 @@ final class ResultWaiters {
     private typealias Reply = @Sendable (Result<JSONValue, ServiceError>) -> Void
 
     private struct Waiter {
+        /// The connection that asked (its waits end when it closes).
+        let session: UInt64
         let reply: Reply
         let timer: ScheduledTask
     }
@@ -39,7 +41,7 @@ final class ResultWaiters {
 
     /// Answers with the job's result once it is final, or with its current
     /// state after `milliseconds`, whichever comes first.
-    func wait(for jobId: String, milliseconds: Int,
+    func wait(for jobId: String, milliseconds: Int, session: UInt64,
               reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         loop.preconditionInEventLoop()
         let id = nextID
@@ -55,8 +57,22 @@ final class ResultWaiters {
         let timer = loop.schedule(afterMilliseconds: UInt64(milliseconds)) { [unowned self] in
             self.timedOut(jobId, waiter: id)
         }
-        jobs[jobId]?[id] = Waiter(reply: reply, timer: timer)
+        jobs[jobId]?[id] = Waiter(session: session, reply: reply, timer: timer)
         count += 1
+    }
+
+    /// A connection closed: its waits end unanswered (their timers released),
+    /// not at their `waitMs` (up to an hour). The jobs' coordinator callbacks stay
+    /// (see above). Walks every wait: connections close far less often than calls come.
+    func sessionClosed(_ session: UInt64) {
+        guard count > 0 else { return }
+        for (jobId, waiters) in jobs {
+            for (id, waiter) in waiters where waiter.session == session {
+                waiter.timer.cancel()
+                jobs[jobId]?[id] = nil
+                count -= 1
+            }
+        }
     }
 
     /// A wait timed out: forget the waiter, answer with the job as it is now.
