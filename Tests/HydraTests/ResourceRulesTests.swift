@@ -365,11 +365,11 @@ import Testing
 
         // A follower cancelled while the other worker's transfer runs.
         let m = name()
-        let slow = TestServer.url("/resource/\(m)?delay=600")
+        let slow = TestServer.url("/resource/\(m)?delay=3000")
         let first = try engine.submit(spec(#"{"type":"resource","url":"\#(slow)","worker":"a"}"#))
-        try await Task.sleep(for: .milliseconds(100))
+        try waitUntilBlocking(timeout: .seconds(20)) { (try? engine.resources.statsJSON()["misses"]) == 7 }
         let second = try engine.submit(spec(#"{"type":"resource","url":"\#(slow)","worker":"b"}"#))
-        try await Task.sleep(for: .milliseconds(100))
+        try waitUntilBlocking(timeout: .seconds(20)) { (try? engine.resources.statsJSON()["merged"]) == 6 }
         #expect(await engine.cancel(second) == .cancelled)
         #expect(await engine.result(of: second)?.state == .cancelled)
         #expect(await engine.result(of: first)?.state == .succeeded)
