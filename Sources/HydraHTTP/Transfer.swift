@@ -489,8 +489,10 @@ final class Transfer {
     /// percent-decoded, as curl may quote either), the user name when it has
     /// 4 characters or more (a shorter one would mask unrelated text).
     static func masking(_ proxy: String, in text: String) -> String {
-        guard let schemeEnd = proxy.range(of: "://"),
-              let at = proxy[schemeEnd.upperBound...].firstIndex(of: "@") else { return text }
+        // The last `@` of the authority ends the credentials (as curl and the configuration read them).
+        guard let schemeEnd = proxy.range(of: "://") else { return text }
+        let authority = proxy[schemeEnd.upperBound...].prefix { $0 != "/" }
+        guard let at = authority.lastIndex(of: "@") else { return text }
         let credentials = String(proxy[schemeEnd.upperBound..<at])
         guard !credentials.isEmpty else { return text }
         let user: String, password: String

@@ -271,7 +271,7 @@ final class RESTExecutor: JobExecutor {
     /// (mode `use`). Only GET responses are cached. The key is the method and
     /// the URL (without the query when the api says `cacheIgnoreQuery`), plus
     /// a digest of the request's credentials when it has any (see
-    /// ``credentialDigest(_:)``): one caller's response is never another's.
+    /// ``CacheKey``): one caller's response is never another's.
     private func cachePlan(_ spec: RemoteSpec, _ request: PreparedRequest)
         -> (mode: CacheSpec.Mode, ttl: Double, fromHTTP: Bool, staleIfErrorSec: Double?, key: String)?
     {
@@ -286,39 +286,12 @@ final class RESTExecutor: JobExecutor {
         let stale = (spec.cache?.staleIfErrorSec ?? api?.staleIfErrorSec).map(Double.init)
         var url = request.http.url
         if api?.cacheIgnoreQuery == true, let q = url.firstIndex(of: "?") { url = String(url[..<q]) }
-        // A URL's `user:password` is a credential like a header's (the key is shown: `cache.updated`).
-        let userinfo = RemoteSpec.credentials(in: url).map(String.init)
-        if userinfo != nil { url = RemoteSpec.redactingCredentials(url) }
-        var key = "GET " + url
-        if let digest = RESTExecutor.credentialDigest(request.http.headers, secrets: request.secrets, userinfo: userinfo) {
-            key += " auth=" + digest
-        }
+        var key = CacheKey.make(url: url, headers: request.http.headers, secrets: request.secrets)
         if let session = request.authSession { key += " session=" + session }
         // A result decoded with another dogma (the job's, else its api's) is no answer
         // for a job that decodes otherwise; the configuration's default keeps the plain key.
         if let dogma = request.dogma, dogma != manager.configuration.defaults.dogma { key += " dogma=" + dogma }
         return (spec.cache?.mode ?? .use, Double(ttl ?? 0), fromHTTP, stale, key)
-    }
-
-    /// The headers that tell callers apart, by lowercased name.
-    private static let credentialHeaders = Set(RouteResolver.credentialHeaderNames)
-
-    /// A digest (SHA-256, 24 hex digits) of a request's credential headers and
-    /// its URL's `user:password`, or nil without any. The key names no secret, and a URL cannot contain the
-    /// space before it, so `GET URL` and its variants never collide.
-    static func credentialDigest(_ headers: [HTTPHeader], secrets: [String] = [], userinfo: String? = nil) -> String? {
-        var hash = SHA256()
-        var found = false
-        if let userinfo {
-            hash.update(data: Array("userinfo:\(userinfo)\n".utf8))
-            found = true
-        }
-        for header in headers where credentialHeaders.contains(header.name.lowercased()) || secrets.contains(header.value) {
-            hash.update(data: Array("\(header.name.lowercased()):\(header.value)\n".utf8))
-            found = true
-        }
-        guard found else { return nil }
-        return hash.finalize().prefix(12).map { String(format: "%02x", $0) }.joined()
     }
 
     func reconfigure(_ limits: WorkerLimits) {

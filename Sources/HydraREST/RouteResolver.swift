@@ -394,17 +394,17 @@ final class RouteResolver: Sendable {
         return best?.key
     }
 
-    /// The texts a URL's `user:password` part can come back as: as written, percent-decoded,
-    /// the password alone, and the Basic credentials curl makes of them (at least 4 bytes each).
+    /// The texts a URL's `user:password` part can come back as: whole, as written
+    /// and percent-decoded, and the Basic credentials curl makes of it. Not the
+    /// password alone: masking searches raw bytes, and a password such as `json`
+    /// or `1234` would rewrite a response's own text (a content type, a body).
     static func secrets(ofUserinfo userinfo: Substring) -> [String] {
         let raw = String(userinfo)
         let decoded = raw.removingPercentEncoding ?? raw
-        var texts = [raw, decoded, Data(decoded.utf8).base64EncodedString()]
-        for text in [raw, decoded] {
-            if let colon = text.firstIndex(of: ":") { texts.append(String(text[text.index(after: colon)...])) }
-        }
         var unique: [String] = []
-        for text in texts where text.utf8.count >= 4 && !unique.contains(text) { unique.append(text) }
+        for text in [raw, decoded] where text.utf8.count >= 4 && !unique.contains(text) { unique.append(text) }
+        let basic = Data(decoded.utf8).base64EncodedString()
+        if basic.utf8.count >= 8 && !unique.contains(basic) { unique.append(basic) }
         return unique
     }
 

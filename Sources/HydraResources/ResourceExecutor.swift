@@ -256,9 +256,11 @@ final class ResourceExecutor: JobExecutor {
         }
         // Another worker fetching the key: this job waits for that transfer, then starts again.
         let token = task.token
-        let resume = LoopBound({ [weak self] in self?.followed(token) }, loop: loop)
+        let resume = LoopBound({ [weak self] (failure: JobError?) in self?.followed(token, failure) }, loop: loop)
         let home = loop
-        if manager.transfers.join(key, owner: ObjectIdentifier(self), follower: { _ = home.execute { resume.value() } }) == .following {
+        if manager.transfers.join(key, owner: ObjectIdentifier(self), follower: { failure in
+            _ = home.execute { resume.value(failure) }
+        }) == .following {
             waiting[task.token] = nil
             manager.statistics.countMerged()
             following[task.token] = waiter
@@ -270,18 +272,24 @@ final class ResourceExecutor: JobExecutor {
         attempt(fetch)
     }
 
-    /// The other worker's transfer a job followed ended: the job starts again
-    /// (served the copy that transfer stored, or fetching for itself).
-    private func followed(_ token: UInt64) {
+    /// The other worker's transfer a job followed ended: the job fails with
+    /// its network failure, or starts again (served the copy that transfer
+    /// stored, or fetching for itself).
+    private func followed(_ token: UInt64, _ failure: JobError?) {
         guard let waiter = following.removeValue(forKey: token) else { return }  // cancelled meanwhile
-        start(waiter.task, handle: waiter.handle)
+        if let failure {
+            waiter.handle.finish(.failure(failure))
+        } else {
+            start(waiter.task, handle: waiter.handle)
+        }
     }
 
-    /// The transfer of `fetch`'s key ends here: forgotten, and the jobs of other workers that followed it go on.
-    private func forget(_ fetch: Fetch) {
+    /// The transfer of `fetch`'s key ends here (with `failure`, when it failed):
+    /// forgotten, and the jobs of other workers that followed it go on.
+    private func forget(_ fetch: Fetch, failure: JobError? = nil) {
         guard fetches[fetch.key] === fetch else { return }
         fetches[fetch.key] = nil
-        manager.transfers.ended(fetch.key, by: ObjectIdentifier(self))
+        manager.transfers.ended(fetch.key, by: ObjectIdentifier(self), failure: failure)
     }
 
     func cancel(_ task: WorkTask, handle: TaskHandle) {
@@ -678,13 +686,13 @@ final class ResourceExecutor: JobExecutor {
     }
 
     private func fail(_ fetch: Fetch, _ error: JobError) {
-        finishAll(fetch) { $0.handle.finish(.failure(error)) }
+        finishAll(fetch, failure: error) { $0.handle.finish(.failure(error)) }
     }
 
-    /// Ends `fetch`: `body` finishes each job it served; the jobs that wait
-    /// for it to keep a copy of their own start again.
-    private func finishAll(_ fetch: Fetch, _ body: (Waiter) -> Void) {
-        forget(fetch)
+    /// Ends `fetch` (with `failure`, when it failed): `body` finishes each job it
+    /// served; the jobs that wait for it to keep a copy of their own start again.
+    private func finishAll(_ fetch: Fetch, failure: JobError? = nil, _ body: (Waiter) -> Void) {
+        forget(fetch, failure: failure)
         fetch.discardFile()
         let waiters = fetch.waiters
         fetch.waiters = []

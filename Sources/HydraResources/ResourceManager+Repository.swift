@@ -124,7 +124,8 @@ extension ResourceManager {
     public func list(prefix: String?, limit: Int, after: String?) throws(StoreError) -> JSONValue? {
         if let after, try index.resource(key: after) == nil { return nil }
         let limit = min(max(1, limit), 10_000)
-        let page = try index.resources(urlPrefix: prefix, after: after, limit: limit + 1)
+        // The index keeps URLs without their `user:password` (shown `***`): so is the prefix.
+        let page = try index.resources(urlPrefix: prefix.map(RemoteSpec.redactingCredentials), after: after, limit: limit + 1)
         var o: OrderedDictionary<String, JSONValue> = [
             "resources": .array(page.prefix(limit).map { .object(statObject($0)) })]
         if page.count > limit, let last = page.prefix(limit).last { o["next"] = .string(last.key) }
@@ -143,10 +144,13 @@ extension ResourceManager {
                 if let key { keys.append(key) }
                 if let url {
                     keys.append(self.key(forURL: url))
-                    // The index keeps URLs without their `user:password` part.
-                    let shown = RemoteSpec.redactingCredentials(url)
-                    let wanted = ResourceKey.canonicalURL(shown)
-                    keys += try records(ofURLsStartingWith: shown).filter { ResourceKey.canonicalURL($0.url) == wanted }.map(\.key)
+                    // The copies remade from it, found by URL. Not for a URL with a
+                    // `user:password`: the index keeps URLs without it, so they would
+                    // be every caller's copies, not this one's.
+                    if RemoteSpec.credentials(in: url) == nil {
+                        let wanted = ResourceKey.canonicalURL(url)
+                        keys += try records(ofURLsStartingWith: url).filter { ResourceKey.canonicalURL($0.url) == wanted }.map(\.key)
+                    }
                 }
                 if let prefix { keys += try records(ofURLsStartingWith: prefix).map(\.key) }
                 var seen: Set<String> = []

@@ -455,12 +455,12 @@ public final class HydraService: Sendable {
     /// never on the RPC loop.
     public func cachedResponse(url: String?, key: String?,
                                reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
-        guard let wanted = key ?? url.map({ "GET " + $0 }) else {
+        guard let wanted = key ?? url.map(CacheKey.forURL) else {
             reply(.failure(ServiceError(.invalidParams, "url: required", data: ["field": "url", "reason": "required"])))
             return
         }
         // The keys to try in order: exact, then variants (`KEY …`); for a URL, again without its query.
-        let withoutQuery = key == nil ? url.flatMap { url in url.firstIndex(of: "?").map { "GET " + String(url[..<$0]) } } : nil
+        let withoutQuery = key == nil ? url.flatMap { url in url.firstIndex(of: "?").map { CacheKey.forURL(String(url[..<$0])) } } : nil
         let candidates = [wanted] + (withoutQuery.map { [$0] } ?? [])
         let exactOnly = key != nil
         reads.run { [store] in
@@ -497,7 +497,9 @@ public final class HydraService: Sendable {
                              reply: @escaping @Sendable (Result<Int, ServiceError>) -> Void) {
         let bus = engine.bus
         // Cache keys are "GET URL" (only GET responses are cached), with variants "GET URL …" removed alike.
-        store.removeResponses(api: api, key: url.map { "GET " + $0 }, prefix: prefix.map { "GET " + $0 }) { result in
+        // A URL's credentials are a digest in the key (see ``CacheKey``); a prefix matches every caller's.
+        store.removeResponses(api: api, key: url.map(CacheKey.forURL),
+                              prefix: prefix.map { "GET " + RemoteSpec.redactingCredentials($0) }) { result in
             switch result {
             case .success(let keys):
                 // One event per response removed, keyed as its `cache.updated` was.

@@ -249,10 +249,15 @@ final class StoreWriter: @unchecked Sendable {
 
     /// Fault injection for tests (`HYDRA_FAULT_COMMIT_DELAY_MS`, at most 10 s):
     /// every transaction starts that much later, so a test can kill the server
-    /// while writes are queued and not committed. Unset (0) in normal use.
+    /// while writes are queued and not committed. Debug builds only (the ones
+    /// the tests run); a release build never reads it.
     static let faultCommitDelay: UInt32 = {
+        #if DEBUG
         guard let text = ProcessInfo.processInfo.environment["HYDRA_FAULT_COMMIT_DELAY_MS"], let ms = UInt32(text) else { return 0 }
         return min(ms, 10_000) * 1000
+        #else
+        return 0
+        #endif
     }()
 
     private func attempt(_ batch: Batch, _ folding: StartMarks.Plan, isolated: Bool) -> Attempt {

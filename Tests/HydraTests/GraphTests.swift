@@ -106,6 +106,17 @@ import Testing
         // `prev` is a step that succeeded: a failed group's partial result is not one.
         #expect(done.result?["errors"]?[1]?["kind"] == "invalid", "\(done.json)")
         #expect(done.result?["errors"]?[1]?["message"]?.stringValue?.contains("no result from a previous step") == true)
+
+        // A partial result that would make the parent too large is left out: the step's own error stays.
+        let small = try makeEngine(#", "limits": {"maxResultBytes": 2048}"#)
+        defer { small.shutdown() }
+        let big = String(repeating: "x", count: 1100)
+        let kept = try await small.run(spec("""
+            {"type":"serial","steps":[{"type":"local","name":"echo","input":"\(big)"},
+              {"type":"serial","steps":[{"type":"local","name":"echo","input":"\(big)"},{"type":"local","name":"fail","input":{"message":"the real error"}}]}]}
+            """))
+        #expect(kept.error?.message == "the real error" && kept.error?.stepPath == "1.1", "\(kept.json)")
+        #expect(kept.result?["results"]?[0]?.stringValue == big && kept.result?["results"]?[1] == .null)
     }
 
     @Test func concurrentStopWhenFailedCancelsRunningSteps() async throws {

@@ -320,5 +320,19 @@ import Testing
         for secret in ["url-Secret", "Secret-pw", Data("usr:url-Secret-pw".utf8).base64EncodedString()] {
             #expect(!text.contains(secret), "\(secret) came back")
         }
+        // cache.get and cache.remove find a user's entry by its URL, credentials and all, and only that user's.
+        let got = try await withCheckedThrowingContinuation { done in
+            service.cachedResponse(url: url("usr"), key: nil) { done.resume(with: $0.mapError { $0 as Error }) }
+        }
+        #expect(got["result"]?["url"] == ok.result?["url"] && got["key"]?.stringValue?.contains("url-Secret") == false)
+        let removed = try await withCheckedThrowingContinuation { done in
+            service.removeCached(api: nil, url: url("bob"), prefix: nil) { done.resume(with: $0.mapError { $0 as Error }) }
+        }
+        #expect(removed == 1)
+
+        // A password that is also a common word is no reason to rewrite the response's own text.
+        let plainWord = try await service.engine.run(spec(#"{"type":"remote","url":"http://u:json@\#(host)/echo/w"}"#))
+        #expect(plainWord.result?["headers"]?["content-type"]?.stringValue?.hasPrefix("application/json") == true, "\(plainWord.json)")
+        #expect(plainWord.result?["body"]?["headers"]?["authorization"] == "Basic ***", "\(plainWord.json)")
     }
 }

@@ -374,5 +374,17 @@ import Testing
         #expect(await engine.result(of: second)?.state == .cancelled)
         #expect(await engine.result(of: first)?.state == .succeeded)
         #expect(try await counter(engine, "res-\(m)") == 1)
+
+        // A network failure of the transfer is every follower's too (not a second request).
+        let k = name()
+        let cut = TestServer.url("/resource/\(k)?size=5000&delay=3000&cut=first")
+        let owner = try engine.submit(spec(#"{"type":"resource","url":"\#(cut)","worker":"a","retry":{"maxAttempts":1}}"#))
+        try waitUntilBlocking(timeout: .seconds(20)) { (try? engine.resources.statsJSON()["misses"]) == 9 }
+        let follower = try engine.submit(spec(#"{"type":"resource","url":"\#(cut)","worker":"b","retry":{"maxAttempts":1}}"#))
+        try waitUntilBlocking(timeout: .seconds(20)) { (try? engine.resources.statsJSON()["merged"]) == 7 }
+        let ownerEnd = await engine.result(of: owner)
+        let followerEnd = await engine.result(of: follower)
+        #expect(ownerEnd?.error?.kind == .network && followerEnd?.error?.kind == .network, "\(String(describing: followerEnd?.json))")
+        #expect(try await counter(engine, "res-\(k)") == 1)
     }
 }

@@ -264,7 +264,7 @@ import Testing
         #expect(secret.contains("servers.s.proxy") && !secret.contains("hunter2"))
         // No host after the credentials, no port number, a port out of range, a space.
         for bad in ["http://u:pw@", "http://:8080", "http://u:pw@:3128", "http://u:pw@127.0.0.1:99999",
-                    "http://h:port", "http://[::1", "http://h h:1"] {
+                    "http://h:port", "http://[::1", "http://h h:1", "http://::1:3128"] {
             let text = error(#"{"url": "https://h", "proxy": "\#(bad)"}"#)
             #expect(text.contains("servers.s.proxy") && !text.contains("pw@"), "\(bad): \(text)")
         }

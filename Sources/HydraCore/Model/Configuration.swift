@@ -499,6 +499,9 @@ extension Configuration {
             port = hostPort[hostPort.index(after: colon)...]
         }
         guard !host.isEmpty else { throw ValidationError(path: path, "the proxy URL has no host") }
+        guard hostPort.hasPrefix("[") || !host.contains(":") else {
+            throw ValidationError(path: path, "an IPv6 proxy address goes in brackets: [::1]:3128")
+        }
         if let port {
             guard let number = Int(port), (1...65535).contains(number) else {
                 throw ValidationError(path: path, "the proxy URL's port must be a number from 1 to 65535")

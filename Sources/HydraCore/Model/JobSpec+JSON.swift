@@ -276,11 +276,11 @@ extension RemoteSpec {
             }
             i = bytes.index(after: i)
         }
-        guard let start = authorityStart,
-              let at = bytes[start...].firstIndex(of: UInt8(ascii: "@")) else { return nil }
+        guard let start = authorityStart else { return nil }
         let end = bytes[start...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
             ?? bytes.endIndex
-        guard at < end else { return nil }
+        // The last `@` of the authority ends the credentials (a raw `@` in a password, as curl reads it).
+        guard let at = bytes[start..<end].lastIndex(of: UInt8(ascii: "@")) else { return nil }
         return url[start..<at]
     }
 }

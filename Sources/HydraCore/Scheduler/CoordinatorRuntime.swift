@@ -405,11 +405,14 @@ final class CoordinatorRuntime {
         if step.state == .succeeded {
             group.results[step.index] = step.deferredResult.map(StepResult.deferred) ?? .built(step.result ?? .null)
             group.collectedBytes += step.resultBytes - 4
-        } else if let partial = step.result {
+        } else if let partial = step.result, let size = partial.encodedSize(limit: maxResultBytes),
+                  group.collectedBytes + size - 4 <= maxResultBytes {
             // A failed nested group's own result (its steps' results and errors): kept in
-            // the parent's, so partial results are never lost at any depth (protocol §4).
+            // the parent's, so partial results are never lost at any depth (protocol §4);
+            // unless keeping it would make the parent too large: its error then stays
+            // the step's, not a `tooLarge` of the whole group.
             group.results[step.index] = .built(partial)
-            group.collectedBytes += partial.encodedSize(limit: Int.max)! - 4
+            group.collectedBytes += size - 4
         }
         group.errors[step.index] = error
         if let error { group.collectedBytes += error.json.encodedSize(limit: Int.max)! - 4 }

@@ -3,6 +3,7 @@ import Foundation
 import HydraCore
 import HydraServer
 import HydraLoop
+import Synchronization
 
 /// The JSON-RPC 2.0 control server of `hydra serve` (protocol.md): TCP and
 /// Unix-socket listeners, line framing, authentication, method dispatch,
@@ -48,8 +49,14 @@ public final class RPCServer: Sendable {
             loop.shutdown()
             throw error
         }
-        let bound = runtime
-        service.store.whenEventsStored { seq in _ = loop.execute { bound.value.stored(upTo: seq) } }
+        // The writer's thread records how far the store is; it wakes this loop only
+        // while events wait for it here (not once per commit), and never after shutdown.
+        let (stored, weakRuntime) = loop.submitAndWait { [runtime] in
+            (runtime.value.storedEvents, LoopBound(WeakRuntime(runtime.value), loop: loop))
+        }
+        service.store.whenEventsStored { seq in
+            if stored.store(seq) { _ = loop.execute { weakRuntime.value.runtime?.releaseStored() } }
+        }
     }
 
     /// Where the server listens, as printed at startup (`127.0.0.1:7400`, `unix:/path`).
@@ -107,8 +114,8 @@ final class RPCServerRuntime {
     private(set) var recentBytes = 0
     /// The seq of the newest event delivered on this loop (while subscribed to the bus).
     private(set) var lastSeq: UInt64
-    /// Every event up to this seq is in the store (``EventStore/whenEventsStored(_:)``).
-    private var storedSeq: UInt64
+    /// How far the store has written events (``EventStore/whenEventsStored(_:)``).
+    let storedEvents: StoredEvents
     /// Events from the bus not stored yet, oldest first: delivered once they are.
     private var held = Deque<HydraEvent>()
     /// Feeds the bus's events to this loop (set once, when the server starts); subscribed
@@ -123,7 +130,7 @@ final class RPCServerRuntime {
         self.service = service
         self.options = options
         lastSeq = service.engine.bus.lastSeq
-        storedSeq = lastSeq  // numbered on from the store's last event
+        storedEvents = StoredEvents(seq: lastSeq)  // numbered on from the store's last event
         secret = options.secret.map { Array($0.utf8) }
     }
 
@@ -280,17 +287,20 @@ final class RPCServerRuntime {
     /// (protocol §6: seq is durable). The wait is the store's group commit
     /// (about a millisecond while events flow).
     func arrived(_ event: HydraEvent) {
-        if held.isEmpty && event.seq <= storedSeq {
+        if held.isEmpty && event.seq <= storedEvents.seq {
             deliver(event)
-        } else {
-            held.append(event)
+            return
         }
+        held.append(event)
+        storedEvents.wanted()
+        // Stored meanwhile (the writer may have looked before `wanted`): out now.
+        releaseStored()
     }
 
-    /// The store wrote every event up to `seq`: the held ones go out, in order.
-    func stored(upTo seq: UInt64) {
-        storedSeq = max(storedSeq, seq)
-        while let first = held.first, first.seq <= storedSeq { deliver(held.removeFirst()) }
+    /// The held events the store has written go out, in order.
+    func releaseStored() {
+        let seq = storedEvents.seq
+        while let first = held.first, first.seq <= seq { deliver(held.removeFirst()) }
     }
 
     /// A stored event: keep it for replay and send it to the
@@ -422,4 +432,32 @@ func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         difference |= x ^ y
     }
     return difference == 0
+}
+
+/// How far the store has written events, shared by the store's writer thread
+/// (which records it) and the RPC loop (which holds live events until then).
+/// Thread-safe.
+final class StoredEvents: Sendable {
+    private let written: Atomic<UInt64>
+    private let waiting = Atomic<Bool>(false)
+
+    init(seq: UInt64) { written = Atomic(seq) }
+
+    /// Every event up to this seq is in the store.
+    var seq: UInt64 { written.load(ordering: .sequentiallyConsistent) }
+
+    /// The loop holds events: the next ``store(_:)`` should wake it.
+    func wanted() { waiting.store(true, ordering: .sequentiallyConsistent) }
+
+    /// The writer stored every event up to `seq`; true when the loop waits for that.
+    func store(_ seq: UInt64) -> Bool {
+        written.store(seq, ordering: .sequentiallyConsistent)
+        return waiting.exchange(false, ordering: .sequentiallyConsistent)
+    }
+}
+
+/// The runtime, not kept alive by the store's callback once the server stops. Loop-confined.
+final class WeakRuntime {
+    weak var runtime: RPCServerRuntime?
+    init(_ runtime: RPCServerRuntime) { self.runtime = runtime }
 }
