@@ -416,8 +416,9 @@ final class ResourceExecutor: JobExecutor {
                 revalidated(fetch, previous, response)
                 return
             }
-            let expected = fetch.routed.expect.map { $0.contains(response.status) } ?? (200...299).contains(response.status)
-            if expected {
+            // Kept when some job it serves expects the status; each job is judged by its own
+            // `expect` as it finishes (a job that expects 2xx fails on a 404 another kept).
+            if fetch.served.contains(where: { $0.expects(response.status) }) {
                 store(fetch, response)
                 return
             }

@@ -328,6 +328,14 @@ import Testing
             #expect(again.result?["source"] == (memoryBytes > 0 ? "memory" : "disk"), "\(again.json)")
             #expect(try await counter(engine, "res-\(n)") == 2)
         }
+        // Jobs sharing one transfer are each judged by their own `expect`.
+        let engine = try engine()
+        defer { engine.shutdown() }
+        let n = name()
+        let url = TestServer.url("/resource/\(n)?status=404&delay=300")
+        let both = try await engine.run(spec(#"{"type":"concurrent","steps":[{"type":"resource","url":"\#(url)"},{"type":"resource","url":"\#(url)","expect":[404]}]}"#))
+        #expect(both.result?["errors"]?[0]?["status"] == 404 && both.result?["errors"]?[1] == .null, "\(both.json)")
+        #expect(try await counter(engine, "res-\(n)") == 1)
     }
 
     /// A server that answers a resumed request (`Range`) with 200 and the whole
