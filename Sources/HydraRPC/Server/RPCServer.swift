@@ -52,7 +52,7 @@ public final class RPCServer: Sendable {
         // The writer's thread records how far the store is; it wakes this loop only
         // while events wait for it here (not once per commit), and never after shutdown.
         let (stored, weakRuntime) = loop.submitAndWait { [runtime] in
-            (runtime.value.storedEvents, LoopBound(WeakRuntime(runtime.value), loop: loop))
+            (runtime.value.hold.stored, LoopBound(WeakRuntime(runtime.value), loop: loop))
         }
         service.store.whenEventsStored { seq in
             if stored.store(seq) { _ = loop.execute { weakRuntime.value.runtime?.releaseStored() } }
@@ -114,10 +114,8 @@ final class RPCServerRuntime {
     private(set) var recentBytes = 0
     /// The seq of the newest event delivered on this loop (while subscribed to the bus).
     private(set) var lastSeq: UInt64
-    /// How far the store has written events (``EventStore/whenEventsStored(_:)``).
-    let storedEvents: StoredEvents
-    /// Events from the bus not stored yet, oldest first: delivered once they are.
-    private var held = Deque<HydraEvent>()
+    /// Events from the bus not stored yet (``EventStore/whenEventsStored(_:)``): delivered once they are.
+    private(set) var hold: EventHold
     /// Feeds the bus's events to this loop (set once, when the server starts); subscribed
     /// only while some client subscribes.
     var eventSink: MailboxSink?
@@ -130,7 +128,7 @@ final class RPCServerRuntime {
         self.service = service
         self.options = options
         lastSeq = service.engine.bus.lastSeq
-        storedEvents = StoredEvents(seq: lastSeq)  // numbered on from the store's last event
+        hold = EventHold(storedUpTo: lastSeq)  // numbered on from the store's last event
         secret = options.secret.map { Array($0.utf8) }
     }
 
@@ -287,20 +285,12 @@ final class RPCServerRuntime {
     /// (protocol §6: seq is durable). The wait is the store's group commit
     /// (about a millisecond while events flow).
     func arrived(_ event: HydraEvent) {
-        if held.isEmpty && event.seq <= storedEvents.seq {
-            deliver(event)
-            return
-        }
-        held.append(event)
-        storedEvents.wanted()
-        // Stored meanwhile (the writer may have looked before `wanted`): out now.
-        releaseStored()
+        for ready in hold.arrived(event) { deliver(ready) }
     }
 
-    /// The held events the store has written go out, in order.
+    /// The store wrote more events: the held ones it covers go out, in order.
     func releaseStored() {
-        let seq = storedEvents.seq
-        while let first = held.first, first.seq <= seq { deliver(held.removeFirst()) }
+        for ready in hold.release() { deliver(ready) }
     }
 
     /// A stored event: keep it for replay and send it to the
@@ -353,7 +343,8 @@ final class RPCServerRuntime {
             // The first subscription: from here on the bus feeds this loop
             // every event after `lastSeq`; earlier ones are in the store.
             recent.removeAll()
-            held.removeAll()
+            recentBytes = 0
+            hold.removeAll()
             let (busID, seq) = service.engine.bus.subscribe(EventFilter(), sink: eventSink)
             busSubscription = busID
             lastSeq = seq
@@ -404,7 +395,8 @@ final class RPCServerRuntime {
         service.engine.unsubscribe(id)
         busSubscription = nil
         recent.removeAll()
-        held.removeAll()
+        recentBytes = 0
+        hold.removeAll()
     }
 
     // MARK: - Auth
@@ -432,28 +424,6 @@ func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         difference |= x ^ y
     }
     return difference == 0
-}
-
-/// How far the store has written events, shared by the store's writer thread
-/// (which records it) and the RPC loop (which holds live events until then).
-/// Thread-safe.
-final class StoredEvents: Sendable {
-    private let written: Atomic<UInt64>
-    private let waiting = Atomic<Bool>(false)
-
-    init(seq: UInt64) { written = Atomic(seq) }
-
-    /// Every event up to this seq is in the store.
-    var seq: UInt64 { written.load(ordering: .sequentiallyConsistent) }
-
-    /// The loop holds events: the next ``store(_:)`` should wake it.
-    func wanted() { waiting.store(true, ordering: .sequentiallyConsistent) }
-
-    /// The writer stored every event up to `seq`; true when the loop waits for that.
-    func store(_ seq: UInt64) -> Bool {
-        written.store(seq, ordering: .sequentiallyConsistent)
-        return waiting.exchange(false, ordering: .sequentiallyConsistent)
-    }
 }
 
 /// The runtime, not kept alive by the store's callback once the server stops. Loop-confined.
