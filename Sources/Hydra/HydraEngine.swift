@@ -28,6 +28,8 @@ public final class HydraEngine: Sendable {
     public let localJobs: LocalJobRegistry
     /// Where downloads (`saveAs`) and other state live.
     public let stateDirectory: String
+    /// The streams ``events(_:bufferingPolicy:)`` handed out, by bus subscription: finished at shutdown.
+    private let streams = Locked<[UInt64: AsyncStream<HydraEvent>.Continuation]>([:])
 
     /// Starts the engine's threads.
     /// - Parameters:
@@ -150,7 +152,12 @@ public final class HydraEngine: Sendable {
         let sink = StreamSink(continuation)
         let bus = scheduler.bus
         let (id, _) = bus.subscribe(filter, sink: sink)
-        continuation.onTermination = { _ in bus.unsubscribe(id) }
+        let streams = self.streams
+        streams.withLock { $0[id] = continuation }
+        continuation.onTermination = { _ in
+            bus.unsubscribe(id)
+            streams.withLock { $0[id] = nil }
+        }
         return stream
     }
 
@@ -172,6 +179,12 @@ public final class HydraEngine: Sendable {
     public func shutdown() {
         resources.stopUpkeep()
         scheduler.shutdown()
+        finishStreams()
+    }
+
+    /// The event streams end with the engine (a `for await` loop over one returns).
+    private func finishStreams() {
+        for continuation in streams.withLock({ $0.values }) { continuation.finish() }
     }
 
     /// Graceful stop: new submissions are refused (kind `shuttingDown`), jobs
@@ -182,6 +195,7 @@ public final class HydraEngine: Sendable {
         let drained = await scheduler.drain(timeout: gracePeriod)
         resources.stopUpkeep()
         scheduler.shutdown()
+        finishStreams()
         return drained
     }
 

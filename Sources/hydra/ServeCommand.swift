@@ -46,8 +46,15 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "State folder; overrides state.path.")
     var state: String?
 
-    @Option(help: "Seconds running jobs get to finish on SIGTERM/SIGINT.")
+    @Option(help: "Seconds running jobs get to finish on SIGTERM/SIGINT (0 to 86400).")
     var grace: Double = 10
+
+    func validate() throws {
+        // A number the shutdown would turn into milliseconds: finite and bounded (nan or inf trapped there).
+        guard grace.isFinite, (0...86_400).contains(grace) else {
+            throw ArgumentParser.ValidationError("--grace: expected seconds from 0 to 86400, got \(grace)")
+        }
+    }
 
     func run() async throws {
         var configuration: Configuration

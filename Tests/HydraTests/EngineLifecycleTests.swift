@@ -23,6 +23,21 @@ import Testing
         _ = try engine.submit(slow)
     }
 
+    /// A shutdown with jobs under way: `run` returns them as cancelled and the
+    /// event streams end (callers awaited them for ever).
+    @Test func aShutdownEndsRunsAndEventStreams() async throws {
+        let engine = try makeEngine()
+        let slow = try spec(#"{"type":"local","name":"delay","input":{"ms":30000}}"#)
+        let events = engine.events()
+        let counted = Task { var n = 0; for await _ in events { n += 1 }; return n }
+        let running = Task { try await engine.run(slow) }
+        try await waitUntil { engine.scheduler.unfinishedJobs == 1 }
+        engine.shutdown()
+        let result = try await running.value
+        #expect(result.state == .cancelled && result.error?.message.contains("shut down") == true)
+        #expect(await counted.value >= 1)  // the stream ended (its loop returned)
+    }
+
     @Test func gracefulStopRefusesNewWorkAndLetsRunningJobsFinish() async throws {
         let engine = try makeEngine()
         let running = try engine.submit(spec(#"{"type":"remote","endpoint":"/delay/200"}"#))

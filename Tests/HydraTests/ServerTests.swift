@@ -511,6 +511,11 @@ import Testing
         #expect(run.err.contains(bad))
         #expect(run.err.contains("rpc.listn"))
         #expect(run.err.split(separator: "\n").count == 1)
+        // A grace period that is no number of seconds is refused at start (nan and inf trapped at SIGTERM).
+        for grace in ["nan", "inf", "1e300", "-1"] {
+            let refused = try RunCommandTests().hydra(["serve", "--grace=\(grace)", "--config", bad])
+            #expect(refused.status == 2 && refused.err.contains("--grace"), "\(grace): \(refused.err)")
+        }
         // Each mistake named with the file and its key path, on one line.
         for (text, key) in [(#"{"workers": []}"#, "workers"), (#"{"rpc": {"secret": ""}}"#, "rpc.secret"),
                             (#"{"rpc": {"listen": "nowhere"}}"#, "rpc.listen"),

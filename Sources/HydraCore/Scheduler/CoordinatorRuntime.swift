@@ -525,11 +525,18 @@ final class CoordinatorRuntime {
     }
 
     /// The coordinator is stopping: whoever waits on an unfinished job hears nil.
-    /// Completions do not run: those jobs did not finish.
+    /// A journaled job's completion does not run (it did not finish: it resumes at
+    /// the next start); an embedder's job, which nothing resumes, completes as
+    /// cancelled, so that no caller awaits it for ever.
     func abandonWaiters() {
         for root in active.allValues {
             for waiter in root.waiters { waiter(nil) }
             root.waiters.removeAll()
+            if !root.journaled, let completion = root.completion {
+                root.completion = nil
+                completion(JobResult(jobId: root.id, state: .cancelled, result: nil,
+                                     error: JobError(.cancelled, "cancelled: the engine shut down")))
+            }
         }
     }
 
