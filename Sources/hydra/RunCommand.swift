@@ -75,13 +75,28 @@ struct RunCommand: AsyncParsableCommand {
                            totalSteps: ProgressTracker.leafCount(of: specJSON))
             : nil
         let subscription = printer.map { engine.subscribe(sink: $0) }
-        let result: JobResult
+        let jobId: String
         do {
             let spec = try JobSpec(json: specJSON)
-            result = try await engine.run(spec, input: inputJSON)
+            jobId = try engine.submit(spec, input: inputJSON)
         } catch {
             if let subscription { engine.unsubscribe(subscription) }
             exitInvalid(error)
+        }
+        // Ctrl-C (or SIGTERM) cancels the job: its result is printed as for any
+        // other end (exit 1), and what it was writing is cleaned up (a `saveAs`
+        // download's temporary file). A second signal stops at once.
+        let signals = TerminationSignals(upkeepEvery: 86_400) {}
+        signals.onRepeat { _ in Foundation.exit(130) }
+        Task {
+            let name = await signals.wait()
+            FileHandle.standardError.write(Data("hydra: \(name): cancelling the job (signal again to stop now)\n".utf8))
+            await engine.cancel(jobId)
+        }
+        guard let result = await engine.result(of: jobId) else {
+            if let subscription { engine.unsubscribe(subscription) }
+            FileHandle.standardError.write(Data("hydra: the job \(jobId) ended without a result\n".utf8))
+            Foundation.exit(1)
         }
         if let subscription { engine.unsubscribe(subscription) }
         await printer?.finish()

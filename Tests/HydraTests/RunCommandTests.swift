@@ -32,6 +32,37 @@ import Testing
         return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
     }
 
+    /// Ctrl-C cancels the job: its cancelled result is the last line (exit 1),
+    /// and the download it was writing leaves no temporary file.
+    @Test func aSignalCancelsTheJobAndCleansUp() throws {
+        let state = NSTemporaryDirectory() + "hydra-run-int-\(UUID().uuidString)"
+        let specFile = state + "/slow.json"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        try #"{"type":"remote","url":"\#(TestServer.url("/slow-body/100/100"))","saveAs":"dl/x.bin"}"#
+            .write(toFile: specFile, atomically: true, encoding: .utf8)
+        let process = ChildProcess()
+        process.executableURL = BuiltProducts.url("hydra")
+        process.arguments = ["run", specFile, "--state", state]
+        process.currentDirectoryURL = RunCommandTests.root
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        func partial() -> Bool {
+            ((try? FileManager.default.contentsOfDirectory(atPath: state + "/dl")) ?? []).contains { $0.hasPrefix(".hydra-download-") }
+        }
+        try waitUntilBlocking(timeout: .seconds(10)) { partial() }
+        kill(process.processIdentifier, SIGINT)
+        let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 1, "\(errors)")
+        let last = try JSONParser.parse(try #require(output.split(separator: "\n").last.map(String.init)))
+        #expect(last["state"] == "cancelled", "\(output)")
+        #expect(errors.contains("SIGINT: cancelling the job"))
+        #expect(!partial())
+    }
+
     @Test func runsTheDemoOfflineAndPrintsTheResultLast() throws {
         let (status, out, err) = try hydra(["run", "jobs/demo.json", "--events"])
         #expect(status == 0, "\(err)")
