@@ -17,3 +17,21 @@ func uploadReport(engine: HydraEngine, password: String) async throws -> (upload
         .send()
     return (upload.model, status.model)
 }
+
+/// The README's embedding hooks, as written (`import Hydra` alone), with a
+/// stand-in `sign`; registered by RESTReadmeExampleTests.
+func installReadmeHooks(on engine: HydraEngine) throws {
+    @Sendable func sign(_ url: String, attempt: Int) -> String { "signed-\(attempt)" }
+    try engine.rest.addRequestPreparer { request, context in        // every request, before each attempt
+        request.headers.append(HTTPHeader("X-Signature", sign(request.url, attempt: context.attempt)))
+    }
+    try engine.rest.addResponseProcessor(forAPI: "orders") { response, _ throws(JobError) in
+        guard response.status != 299 else { throw JobError(.network, "proxy hiccup") }  // retried like one
+        if let json = try? JSONParser.parse(response.body), let data = json["data"] {
+            response.body = JSONWriter.bytes(data)                      // unwrap the envelope before the dogma
+        }
+    }
+    try engine.rest.setErrorMapper { response, _ in                  // the message of a failed `expect`
+        (try? JSONParser.parse(response.body))?["error"]?.stringValue
+    }
+}

@@ -22,4 +22,13 @@ import Testing
         #expect(uploaded["parts"]?[1]?["contentType"] == "text/csv")
         #expect(status["hits"] == 3)
     }
+
+    /// The README's embedding hooks compile with `import Hydra` alone and do what they say.
+    @Test func theReadmeHooksRun() async throws {
+        let engine = try makeEngine(#", "apis": {"orders": {"server": "testsvr", "endpoint": "/echo/orders"}}"#)
+        defer { engine.shutdown() }
+        try installReadmeHooks(on: engine)
+        let done = try await engine.run(spec(#"{"type":"remote","api":"orders"}"#))
+        #expect(done.result?["body"]?["headers"]?["x-signature"] == "signed-1", "\(done.json)")
+    }
 }
