@@ -318,6 +318,10 @@ struct WorkersCommand: ParsableCommand {
     @Option(help: "configure: connections per host.") var maxHostConnections: Int?
     @OptionGroup var connection: ConnectOptions
     func run() {
+        // A limit given with another action would be ignored: refused instead (a typo is not silently dropped).
+        if action != "configure", maxActive != nil || maxConnections != nil || maxHostConnections != nil {
+            exitInvalid("workers \(action ?? "(list)"): --max-active, --max-connections and --max-host-connections go with configure")
+        }
         switch action {
         case nil:
             let client = connection.client()

@@ -137,7 +137,7 @@ struct ServeCommand: AsyncParsableCommand {
         // Named once startup succeeded: a startup failure stays one line (it names the file).
         announceConfiguration(config)
         writeLine("hydra \(HydraVersion.string) serving on \(server.listening.joined(separator: " and "))")
-        writeLine("state: \(statePath)/\(Configuration.State.databaseName)\(recovered > 0 ? " (\(recovered) unfinished jobs resumed)" : "")")
+        writeLine("state: \(statePath)/\(Configuration.State.databaseName)\(recovered > 0 ? " (\(recovered) unfinished job\(recovered == 1 ? "" : "s") resumed)" : "")")
 
         let signal = await signals.wait()
         FileHandle.standardError.write(Data("hydra: \(signal): stopping (grace period \(grace) s; signal again to stop now)\n".utf8))

@@ -1,8 +1,10 @@
 import Foundation
 import Hydra
 
-/// Fetches `url` through a repository in `state` (once: later calls are
-/// served from memory or disk while fresh) and returns its bytes.
+/// Fetches `url` through a repository in `state` and returns its bytes. A
+/// long-lived engine serves later fetches from memory or disk while fresh;
+/// this one, made per call, keeps its index in memory and fetches again
+/// (give `HydraEngine(resourceIndex:)` a `SQLiteStore` to keep it).
 func cachedData(from url: String, state: String) async throws -> Data? {
     let engine = try HydraEngine(configuration: Configuration(), stateDirectory: state)
     defer { engine.shutdown() }

@@ -132,6 +132,8 @@ import Testing
         let configured = try cli.hydra(["workers", "configure", "rest", "--max-active", "7"] + connect)
         #expect(configured.status == 0 && configured.out.contains(#""maxActive":7"#), "\(configured)")
         #expect(try cli.hydra(["workers", "configure", "rest"] + connect).status == 2)
+        let ignored = try cli.hydra(["workers", "pause", "rest", "--max-active", "3"] + connect)
+        #expect(ignored.status == 2 && ignored.err.contains("go with configure"), "\(ignored.err)")
         #expect(try cli.hydra(["workers", "configure", "rest", "--max-active", "0"] + connect).status == 2)
 
         let emitted = try cli.hydra(["emit", "custom.deploy", "--fields", #"{"v": 1}"#] + connect)

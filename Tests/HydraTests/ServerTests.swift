@@ -622,7 +622,7 @@ import Testing
         #expect(stderr.contains("SIGTERM again: stopping now") && stderr.contains("resume at the next start"), "\(stderr)")
         let restarted = try ServerProcess(state: server.stateDirectory)
         defer { restarted.terminate() }
-        #expect(restarted.banner.joined().contains("1 unfinished jobs resumed"), "\(restarted.banner)")
+        #expect(restarted.banner.joined().contains("1 unfinished job resumed"), "\(restarted.banner)")
         let result = try restarted.client().call("job.result", ["jobId": job["jobId"]!, "waitMs": 10000])
         #expect(result["state"] == "succeeded")
     }
