@@ -39,6 +39,11 @@ public final class StreamConnection {
     private var flushScheduled = false
     private var closeWhenFlushed = false
     private var closing = false
+    /// Set by ``closeAfterReading(timeoutMilliseconds:)``: once written out, the
+    /// connection sends its FIN and reads (discarding) until the peer's, or the timer.
+    private var lingering = false
+    private var lingerTimer: LoopTimer?
+    private var lingerMilliseconds: UInt64 = 0
 
     /// Takes over an initialized, accepted stream handle. Loop thread only.
     init(loop: EventLoop, handle: UnsafeMutablePointer<uv_stream_t>, peer: String) {
@@ -57,7 +62,7 @@ public final class StreamConnection {
     // MARK: - Reading
 
     func startReading() {
-        guard !reading, !closing, !tooLong else { return }
+        guard !reading, !closing || lingering, !tooLong || lingering else { return }
         reading = true
         uv_read_start(handle, { handle, _, buf in
             let me = Unmanaged<StreamConnection>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
@@ -84,7 +89,7 @@ public final class StreamConnection {
     public func resumeReading() { startReading() }
 
     private func received(count: Int) {
-        guard !tooLong, let readBuffer else { return }
+        guard !tooLong, !lingering, let readBuffer else { return }  // lingering: read only to be discarded
         readBuffer.withMemoryRebound(to: UInt8.self, capacity: count) {
             input.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
         }
@@ -194,7 +199,7 @@ public final class StreamConnection {
 
     private func drained() {
         if closeWhenFlushed {
-            closeNow()
+            if lingering { shutDownAndLinger() } else { closeNow() }
             return
         }
         onDrain?()
@@ -218,11 +223,45 @@ public final class StreamConnection {
         }
     }
 
+    /// Closes once what is queued has been written, without losing it to a
+    /// reset: the peer may still be sending (a line past ``maxLineBytes``),
+    /// and closing a socket with unread input makes the kernel send a reset
+    /// that can destroy the answer before the peer reads it. So the write side
+    /// is shut down (FIN) and input is read and discarded until the peer
+    /// closes too, or `timeoutMilliseconds` pass. Idempotent.
+    public func closeAfterReading(timeoutMilliseconds: UInt64) {
+        guard !closing else { return }
+        lingering = true
+        lingerMilliseconds = timeoutMilliseconds
+        closing = true
+        closeWhenFlushed = true
+        if queuedBytes == 0 {
+            shutDownAndLinger()
+        } else if inFlight == 0 {
+            scheduleFlush()
+        }
+    }
+
+    private func shutDownAndLinger() {
+        let timer = LoopTimer(loop: loop)
+        lingerTimer = timer
+        timer.start(afterMilliseconds: lingerMilliseconds) { [unowned self] in closeNow() }
+        let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
+        if uv_shutdown(request, handle, { request, _ in request!.deallocate() }) < 0 {
+            request.deallocate()
+            closeNow()
+            return
+        }
+        startReading()  // until EOF (closeNow) or the timer
+    }
+
     /// Closes at once, dropping what is queued. Idempotent.
     public func closeNow() {
         closing = true
         closeWhenFlushed = false
         outgoing = []
+        lingerTimer?.close()
+        lingerTimer = nil
         let h = uvHandle(handle)
         guard uv_is_closing(h) == 0 else { return }
         uv_close(h) { handle in

@@ -200,6 +200,17 @@ import Testing
         #expect(reply["id"] == .null)
         #expect(try raw.readLine(timeout: .seconds(5)) == nil)  // closed
         #expect(try other.call("hydra.ping")["version"] != nil)
+        // A client still sending a large line when the server answers reads the answer
+        // (not a reset): the server reads the rest away before closing. Ten times.
+        for _ in 0..<10 {
+            let big = try server.client()
+            do {
+                _ = try big.call("hydra.ping", ["pad": .string(String(repeating: "x", count: 4 << 20))])
+                Issue.record("a 4 MiB line was accepted")
+            } catch {
+                #expect(error.code == -32600 && error.message.contains("rpc.maxMessageBytes"), "\(error)")
+            }
+        }
     }
 
     @Test func authWithSecretFromTheEnvironment() throws {

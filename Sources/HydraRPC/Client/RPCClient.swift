@@ -41,7 +41,9 @@ public final class RPCClient: @unchecked Sendable {
                 notifications.append(message)
                 continue
             }
-            guard message["id"] == .int(id) else { continue }
+            // An error with a null id answers a request the server could not read (a line
+            // past rpc.maxMessageBytes): this one, the only call waiting here.
+            guard message["id"] == .int(id) || (message["id"] == .null && message["error"] != nil) else { continue }
             if let error = message["error"] {
                 throw RPCClientError(code: error["code"]?.intValue, message: error["message"]?.stringValue ?? "error",
                                      data: error["data"])

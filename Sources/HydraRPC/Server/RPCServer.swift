@@ -189,7 +189,9 @@ final class RPCServerRuntime {
         connection.onLineTooLong = { [unowned self, unowned session] in
             session.send(RPCEncoder.error(RPCFailure(
                 id: .null, code: -32600, "message too large: more than \(self.options.maxMessageBytes) bytes (rpc.maxMessageBytes)")))
-            session.connection.close()
+            // The client may still be sending the rest of the line: read it away so that the
+            // answer is not lost to a reset (up to 2 s), then close.
+            session.connection.closeAfterReading(timeoutMilliseconds: 2_000)
         }
         connection.onDrain = { [unowned self, unowned session] in
             session.connection.resumeReading()
