@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import HydraLoop
 
 @testable import Hydra
 
@@ -36,6 +37,20 @@ import Testing
         let result = try await running.value
         #expect(result.state == .cancelled && result.error?.message.contains("shut down") == true)
         #expect(await counted.value >= 1)  // the stream ended (its loop returned)
+    }
+
+    /// A job submitted right before the shutdown (still on its way to the
+    /// coordinator) completes as cancelled too: its caller is not left waiting.
+    @Test func aJobSubmittedRightBeforeTheShutdownCompletes() throws {
+        for _ in 0..<50 {
+            let engine = try makeEngine()
+            let done = Locked<[JobState]>([])
+            _ = try engine.submit(spec(#"{"type":"local","name":"delay","input":{"ms":30000}}"#)) { result in
+                done.withLock { $0.append(result.state) }
+            }
+            engine.shutdown()
+            #expect(done.withLock { $0 } == [.cancelled])
+        }
     }
 
     @Test func gracefulStopRefusesNewWorkAndLetsRunningJobsFinish() async throws {

@@ -73,10 +73,16 @@ public final class Coordinator: Sendable {
         return loop.submitAndWait(ifStopped: []) { runtime.value.list(state: state, limit: limit, after: after) }
     }
 
-    /// Stops the loop; waiters on unfinished jobs hear nil.
+    /// Stops the loop; waiters on unfinished jobs hear nil. Messages still in
+    /// the inbox are handled first (the inbox closes), so a job submitted just
+    /// before is known and abandoned like the others, not lost with its caller.
     func shutdown() {
         let runtime = self.runtime
-        loop.submitAndWait(ifStopped: ()) { runtime.value.abandonWaiters() }
+        let inbox = self.inbox
+        loop.submitAndWait(ifStopped: ()) {
+            inbox.close()
+            runtime.value.abandonWaiters()
+        }
         loop.shutdown()
     }
 }
