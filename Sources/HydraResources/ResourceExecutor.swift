@@ -97,6 +97,8 @@ final class ResourceExecutor: JobExecutor {
         /// A plain copy (no cipher, no remaker) is streamed to its temporary file as it arrives
         /// (resources.md: never a whole large body in memory); its SHA-256 is taken off the loop.
         var streams: Bool { cipher == .none && remaker == nil }
+        /// The URL as the index and the events show it: without a `user:password` part.
+        var shownURL: String { RemoteSpec.redactingCredentials(routed.http.url) }
         @exclusivity(unchecked) var file: StateFileWriter?
 
         init(key: String, routed: RoutedRequest, first: Waiter, previous: ResourceRecord?) {
@@ -536,7 +538,7 @@ final class ResourceExecutor: JobExecutor {
                 // The index keeps the clear content's digest, but for an aes-gcm copy the
                 // sealed file's: nothing derived from its clear bytes is stored.
                 let record = ResourceRecord(
-                    key: fetch.key, url: RemoteSpec.redactingCredentials(fetch.routed.http.url), bytes: copy.content.count, diskBytes: copy.diskBytes,
+                    key: fetch.key, url: fetch.shownURL, bytes: copy.content.count, diskBytes: copy.diskBytes,
                     contentType: meta.type, sha256: copy.sha256, etag: meta.etag, lastModified: meta.modified,
                     storedAt: now, lastUsedAt: now, cipher: work.cipher, status: meta.status)
                 self.commit(fetch, record, content: copy.content, source: "network", replacing: true)
@@ -588,7 +590,7 @@ final class ResourceExecutor: JobExecutor {
             fetch.file = nil
             let now = Date().timeIntervalSince1970
             let record = ResourceRecord(
-                key: fetch.key, url: RemoteSpec.redactingCredentials(fetch.routed.http.url), bytes: size, diskBytes: size, contentType: meta.type,
+                key: fetch.key, url: fetch.shownURL, bytes: size, diskBytes: size, contentType: meta.type,
                 sha256: digest, etag: meta.etag, lastModified: meta.modified, storedAt: now, lastUsedAt: now, cipher: .none,
                 status: meta.status)
             self.commit(fetch, record, content: content, source: "network", replacing: true)

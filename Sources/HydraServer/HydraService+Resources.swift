@@ -9,22 +9,18 @@ import Hydra
 extension HydraService {
     /// Which copy a call names: `key`, else the key of `url`.
     public func resourceKey(key: String?, url: String?) throws(ServiceError) -> String {
-        if key != nil, url != nil { throw Self.invalid("key", "give url or key, not both") }
+        if key != nil, url != nil { throw ServiceError.invalidParams(field: "key", "give url or key, not both") }
         if let key { return try Self.checkedKey(key) }
         if let url { return engine.resources.key(forURL: url) }
-        throw Self.invalid("url", "required (or key)")
+        throw ServiceError.invalidParams(field: "url", "required (or key)")
     }
 
     /// A key as given (either case), lowercased; a text that cannot be a key is
     /// refused rather than reported missing.
     static func checkedKey(_ key: String) throws(ServiceError) -> String {
         let lowered = key.lowercased()
-        guard ResourceManager.isKey(lowered) else { throw invalid("key", "expected a resource key: 64 hex digits") }
+        guard ResourceManager.isKey(lowered) else { throw ServiceError.invalidParams(field: "key", "expected a resource key: 64 hex digits") }
         return lowered
-    }
-
-    private static func invalid(_ field: String, _ reason: String) -> ServiceError {
-        ServiceError(.invalidParams, field + ": " + reason, data: ["field": .string(field), "reason": .string(reason)])
     }
 
     /// `resource.stat`.
@@ -58,8 +54,7 @@ extension HydraService {
                 // `decode`: the bytes are not what `as` asks for; else the copy cannot be opened.
                 let field = error.kind == .decode ? "as" : "key"
                 let reason = error.message.hasPrefix("as: ") ? String(error.message.dropFirst(4)) : error.message
-                reply(.failure(ServiceError(.invalidParams, "\(field): \(reason)",
-                                            data: ["field": .string(field), "reason": .string(reason)])))
+                reply(.failure(.invalidParams(field: field, reason)))
             }
         }
     }
@@ -68,14 +63,14 @@ extension HydraService {
     public func resourceList(prefix: String?, limit: Int, after: String?,
                              reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         if let after, !ResourceManager.isKey(after) {
-            reply(.failure(Self.invalid("after", "expected the \"next\" of a previous page (a key)")))
+            reply(.failure(ServiceError.invalidParams(field: "after", "expected the \"next\" of a previous page (a key)")))
             return
         }
         let resources = engine.resources
         reads.run {
             do throws(StoreError) {
                 guard let page = try resources.list(prefix: prefix, limit: limit, after: after) else {
-                    reply(.failure(Self.invalid("after", "no copy has this key any more (removed, purged or evicted since that page): list again without after")))
+                    reply(.failure(ServiceError.invalidParams(field: "after", "no copy has this key any more (removed, purged or evicted since that page): list again without after")))
                     return
                 }
                 reply(.success(page))

@@ -311,7 +311,7 @@ public final class HydraService: Sendable {
             let field = error.invalidArgument ?? ""
             // The description names the field first (`after: …`); the reason is what follows.
             let reason = error.description.hasPrefix(field + ": ") ? String(error.description.dropFirst(field.count + 2)) : error.description
-            throw ServiceError(.invalidParams, error.description, data: ["field": .string(field), "reason": .string(reason)])
+            throw ServiceError.invalidParams(field: field, reason)
         } catch {
             throw ServiceError(error)
         }

@@ -71,6 +71,12 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         }
     }
 
+    /// `-32602` naming the offending field (protocol §2): `after: expected …`,
+    /// with `data` `{"field", "reason"}`.
+    public static func invalidParams(field: String, _ reason: String) -> ServiceError {
+        ServiceError(.invalidParams, "\(field): \(reason)", data: ["field": .string(field), "reason": .string(reason)])
+    }
+
     /// `-32002` naming the field that named the missing thing, as `-32602` does:
     /// `jobId: no job 'j9'`, with `data` `{"field", "reason"}`.
     public static func notFound(field: String, _ reason: String) -> ServiceError {

@@ -66,3 +66,19 @@ import Testing
         }
     }
 }
+
+extension EventHold {
+    /// What ``arrived(_:deliver:)`` hands over, as a list.
+    mutating func arrived(_ event: HydraEvent) -> [HydraEvent] {
+        var out: [HydraEvent] = []
+        arrived(event) { out.append($0) }
+        return out
+    }
+
+    /// What ``release(deliver:)`` hands over, as a list.
+    mutating func release() -> [HydraEvent] {
+        var out: [HydraEvent] = []
+        release { out.append($0) }
+        return out
+    }
+}

@@ -19,25 +19,27 @@ struct EventHold {
 
     var isEmpty: Bool { held.isEmpty }
 
-    /// An event from the bus: returned when it may go out now (with any held
-    /// ones that may too, in order), else held.
-    mutating func arrived(_ event: HydraEvent) -> [HydraEvent] {
-        if held.isEmpty && event.seq <= stored.seq { return [event] }
+    /// An event from the bus: handed to `deliver` now when it may go out (with
+    /// any held ones that may too, in order), else held.
+    mutating func arrived(_ event: HydraEvent, deliver: (HydraEvent) -> Void) {
+        if held.isEmpty && event.seq <= stored.seq {
+            deliver(event)
+            return
+        }
         held.append(event)
-        return release()
+        release(deliver: deliver)
     }
 
-    /// The held events the store has written, in order. When some stay held,
-    /// the next write wakes the loop (checked again after asking, since the
-    /// writer may have written them while the loop was not listening).
-    mutating func release() -> [HydraEvent] {
-        var out: [HydraEvent] = []
+    /// Hands the held events the store has written to `deliver`, in order. When
+    /// some stay held, the next write wakes the loop (checked again after
+    /// asking, since the writer may have written them while the loop was not listening).
+    mutating func release(deliver: (HydraEvent) -> Void) {
         while true {
             let seq = stored.seq
-            while let first = held.first, first.seq <= seq { out.append(held.removeFirst()) }
-            guard let first = held.first else { return out }
+            while let first = held.first, first.seq <= seq { deliver(held.removeFirst()) }
+            guard let first = held.first else { return }
             stored.wanted()
-            if stored.seq < first.seq { return out }
+            if stored.seq < first.seq { return }
         }
     }
 

@@ -79,7 +79,5 @@ struct RPCParams: Sendable {
                      data: ["field": .string(field), "reason": .string("expected \(type), got \(value.typeName)")])
     }
 
-    func invalid(_ field: String, _ reason: String) -> ServiceError {
-        ServiceError(.invalidParams, "\(field): \(reason)", data: ["field": .string(field), "reason": .string(reason)])
-    }
+    func invalid(_ field: String, _ reason: String) -> ServiceError { .invalidParams(field: field, reason) }
 }

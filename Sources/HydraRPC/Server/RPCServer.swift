@@ -287,12 +287,12 @@ final class RPCServerRuntime {
     /// (protocol §6: seq is durable). The wait is the store's group commit
     /// (about a millisecond while events flow).
     func arrived(_ event: HydraEvent) {
-        for ready in hold.arrived(event) { deliver(ready) }
+        hold.arrived(event) { deliver($0) }
     }
 
     /// The store wrote more events: the held ones it covers go out, in order.
     func releaseStored() {
-        for ready in hold.release() { deliver(ready) }
+        hold.release { deliver($0) }
     }
 
     /// A stored event: keep it for replay and send it to the
