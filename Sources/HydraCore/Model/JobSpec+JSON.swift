@@ -263,7 +263,10 @@ extension RemoteSpec {
     public static func credentials(in url: String) -> Substring? {
         // Byte scan (no Foundation search): runs for every remote job's `job.queued` and result.
         let bytes = url.utf8
-        guard bytes.contains(UInt8(ascii: "@")) else { return nil }
+        // Most URLs have no `@`: found out over contiguous bytes (a walk of the
+        // UTF-8 view costs ~30 instructions a byte, twice per remote job).
+        let at = UInt8(ascii: "@")
+        guard bytes.withContiguousStorageIfAvailable({ $0.contains(at) }) ?? bytes.contains(at) else { return nil }
         var authorityStart: String.Index?
         var i = bytes.startIndex
         while i < bytes.endIndex {
