@@ -1,14 +1,21 @@
 import CUV
+import Synchronization
 
 /// A `uv_async_t`: the one libuv handle any thread may signal.
 ///
-/// Ownership: the handle keeps this object alive until ``close()`` has run its
-/// close callback. ``signal()`` is thread-safe (and coalesces, as libuv does);
-/// the callback, ``close()`` and `init` run on the loop thread.
+/// Ownership: this object owns the handle's memory (freed in `deinit`), and
+/// the handle keeps the object alive until ``close()`` has run its close
+/// callback. Whether it is closed is kept here, not read from the handle: a
+/// second ``close()`` (an owner's, then its loop's shutdown hook) or a late
+/// ``signal()`` must never touch libuv's state of a handle it has finished
+/// with. ``signal()`` is thread-safe (and coalesces, as libuv does); the
+/// callback, ``close()`` and `init` run on the loop thread.
 @usableFromInline
 final class AsyncHandle: @unchecked Sendable {
     private let handle: UnsafeMutablePointer<uv_async_t>
     private let callback: (AsyncHandle) -> Void
+    /// Set once by ``close()`` (loop thread), read by ``signal()`` on any thread.
+    private let closed = Atomic<Bool>(false)
 
     /// `callback` receives the handle, so it can signal itself again without a reference cycle.
     /// Creates the handle on `loop`. Loop thread only.
@@ -27,21 +34,28 @@ final class AsyncHandle: @unchecked Sendable {
         }
     }
 
+    deinit {
+        // Only after the close callback let go of this object (an open handle holds it).
+        handle.deallocate()
+    }
+
     /// Wakes the loop; the callback runs there once for any number of signals
-    /// sent before it runs. Thread-safe.
+    /// sent before it runs. Thread-safe; nothing once closed.
     @usableFromInline
-    func signal() { uv_async_send(handle) }
+    func signal() {
+        guard !closed.load(ordering: .acquiring) else { return }
+        uv_async_send(handle)
+    }
 
     @usableFromInline
-    var isClosing: Bool { uv_is_closing(uvHandle(handle)) != 0 }
+    var isClosing: Bool { closed.load(ordering: .acquiring) }
 
     /// Closes the handle. Idempotent. Loop thread only.
     @usableFromInline
     func close() {
-        guard !isClosing else { return }
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         uv_close(uvHandle(handle)) { handle in
             Unmanaged<AsyncHandle>.fromOpaque(handle!.pointee.data).release()
-            handle!.deallocate()
         }
     }
 }

@@ -39,6 +39,9 @@ public final class StreamConnection {
     private var flushScheduled = false
     private var closeWhenFlushed = false
     private var closing = false
+    /// `uv_close` was called: kept here, because once its callback ran the
+    /// handle's memory is freed and libuv's own flag there must not be read.
+    private var handleClosed = false
     /// Set by ``closeAfterReading(timeoutMilliseconds:)``: once written out, the
     /// connection sends its FIN and reads (discarding) until the peer's, or the timer.
     private var lingering = false
@@ -148,7 +151,7 @@ public final class StreamConnection {
 
     private func flush() {
         guard !closing || closeWhenFlushed, inFlight == 0, !outgoing.isEmpty else { return }
-        if uv_is_closing(uvHandle(handle)) != 0 { return }
+        if handleClosed { return }
         var written = 0
         outgoing.withUnsafeMutableBytes { raw in
             var buf = uv_buf_init(raw.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(raw.count))
@@ -262,9 +265,9 @@ public final class StreamConnection {
         outgoing = []
         lingerTimer?.close()
         lingerTimer = nil
-        let h = uvHandle(handle)
-        guard uv_is_closing(h) == 0 else { return }
-        uv_close(h) { handle in
+        guard !handleClosed else { return }
+        handleClosed = true
+        uv_close(uvHandle(handle)) { handle in
             let me = Unmanaged<StreamConnection>.fromOpaque(handle!.pointee.data).takeRetainedValue()
             me.readBuffer?.deallocate()
             me.readBuffer = nil
