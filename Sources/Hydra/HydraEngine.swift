@@ -67,7 +67,7 @@ public final class HydraEngine: Sendable {
             workers: configuration.workers,
             managers: [rest, resources, LocalJobManager(registry: localJobs)],
             library: FileJobLibrary(folder: jobsDirectory ?? configuration.jobsPath),
-            environment: environment, shared: shared, journal: journal, lastSeq: lastSeq,
+            environment: environment, allowEnv: Set(configuration.allowEnv), shared: shared, journal: journal, lastSeq: lastSeq,
             retainFinished: retainFinished, maxQueuedJobs: configuration.maxQueuedJobs,
             maxResultBytes: configuration.maxResultBytes)
         registerEmitJob()

@@ -22,6 +22,17 @@ import Testing
             (#"{"type":"local","name":"echo","input":"${prev}"}"#, "input"),
             (#"{"type":"remote","url":"http://h/${shared.}"}"#, "url"),
             (#"{"type":"remote","url":"http://h/","headers":{"X":"${what.x}"}}"#, "headers.X"),
+            // Steps that cannot have ended when the referring step starts: itself, a
+            // group it is in, a later step of a serial group around it (at any depth).
+            (#"{"type":"serial","steps":[{"type":"local","id":"a","name":"echo","input":"${steps.a}"}]}"#, "steps[0].input"),
+            (#"{"type":"serial","id":"g","steps":[\#(echo),{"type":"local","name":"echo","input":"${steps.g.results}"}]}"#,
+             "steps[1].input"),
+            (#"{"type":"serial","steps":[{"type":"local","name":"echo","input":"${steps.b}"},{"type":"local","id":"b","name":"echo","input":2}]}"#,
+             "steps[0].input"),
+            (#"{"type":"serial","steps":[{"type":"concurrent","steps":[\#(echo),{"type":"local","name":"echo","input":"${steps.c}"}]},{"type":"serial","steps":[{"type":"local","id":"c","name":"echo","input":3}]}]}"#,
+             "steps[0].steps[1].input"),
+            // A variable the config does not list (allowEnv: [] here).
+            (#"{"type":"local","name":"echo","input":"${env.HOME}"}"#, "input"),
         ]
         for (text, field) in refused {
             let error = #expect(throws: ValidationError.self, "\(text)") { try engine.submit(spec(text)) }
@@ -37,10 +48,38 @@ import Testing
             // prev inside a concurrent group that follows a serial step: that step's result.
             #"{"type":"serial","steps":[{"type":"local","name":"echo","input":7},{"type":"concurrent","steps":[{"type":"local","name":"echo","input":"${prev}"}]}]}"#,
             #"{"type":"concurrent","steps":[{"type":"local","id":"a","name":"echo","input":1},{"type":"local","name":"echo","input":"${steps.a}"}]}"#,
-            #"{"type":"local","name":"echo","input":"${input.x} and ${shared.k} and ${env.HOME}"}"#,
+            #"{"type":"local","name":"echo","input":"${input.x} and ${shared.k}"}"#,
+            // An earlier step of a serial group around it, at any depth; a step of another branch of a concurrent group.
+            #"{"type":"serial","steps":[{"type":"concurrent","steps":[{"type":"local","id":"d","name":"echo","input":4}]},{"type":"serial","steps":[{"type":"local","name":"echo","input":"${steps.d}"}]}]}"#,
+            #"{"type":"concurrent","steps":[{"type":"serial","steps":[{"type":"local","name":"echo","input":"${steps.e}"}]},{"type":"local","id":"e","name":"echo","input":5}]}"#,
         ]
         for text in accepted { _ = try engine.submit(spec(text)) }
         let first = try await engine.run(spec(accepted[0]))
         #expect(first.result?["results"]?[1]?["results"] == [7])
+        let nested = try await engine.run(spec(accepted[3]))
+        #expect(nested.result?["results"]?[1]?["results"] == [4], "\(String(describing: nested.error))")
+    }
+
+    /// `${env.NAME}` of a listed variable: accepted at submit; unset, it fails the step when it runs.
+    @Test func aListedVariableIsReadWhenTheStepRuns() async throws {
+        let name = "HYDRA_TEST_UNSET_\(UInt32.random(in: 0...UInt32.max))"
+        let engine = try makeEngine(#", "allowEnv": ["HOME", "\#(name)"]"#)
+        defer { engine.shutdown() }
+        let home = try await engine.run(spec(#"{"type":"local","name":"echo","input":"${env.HOME}"}"#))
+        #expect(home.result == .string(ProcessInfo.processInfo.environment["HOME"] ?? ""))
+        let unset = try await engine.run(spec(#"{"type":"local","name":"echo","input":"${env.\#(name)}"}"#))
+        #expect(unset.error?.kind == .invalid, "\(String(describing: unset.error))")
+    }
+
+    /// A step failed by a reference that did not resolve counts as done in `job.status` (protocol §5).
+    @Test func aStepFailedByItsReferenceCountsAsDone() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let text = #"{"type":"serial","stopWhenFailed":false,"steps":[{"type":"local","id":"x","name":"fail","input":{"message":"m"}},{"type":"local","name":"echo","input":"${steps.x}"}]}"#
+        let id = try engine.submit(spec(text))
+        let done = await engine.result(of: id)
+        #expect(done?.error != nil)
+        let status = try #require(engine.status(of: id))
+        #expect(status.stepsDone == 2 && status.stepsTotal == 2, "\(status)")
     }
 }

@@ -1,35 +1,68 @@
 /// Refuses at submit the `${…}` references that can never resolve (protocol
 /// §4 References): bad syntax, an unknown root, `prev` where no step comes
-/// before, a step id the graph does not have.
+/// before, a step id the graph does not have, a step that cannot have ended
+/// when the referring step starts (itself, a group it is in, a later step of
+/// a serial group around it), an environment variable not in `allowEnv`.
 ///
 /// Why at submit: such a reference would otherwise fail its step only when
 /// the graph reaches it, after earlier steps ran (and maybe changed things on
 /// remote servers) for nothing. What only the run can tell (a path missing
-/// from a result, an unset shared key) still fails the step, kind `invalid`.
+/// from a result, a step that failed, an unset shared key or variable) still
+/// fails the step, kind `invalid`.
 enum ReferenceCheck {
     /// Checks every string of `spec` and of the named jobs it loaded.
-    static func validate(_ spec: JobSpec, path: String) throws(ValidationError) {
+    /// `allowEnv`: the names `${env.NAME}` may read (nil: not checked here).
+    static func validate(_ spec: JobSpec, path: String, allowEnv: Set<String>? = nil) throws(ValidationError) {
         // Most submitted jobs are single leaves without references: one scan, nothing built.
         if spec.kind != nil && !spec.ownStringsHaveReferences { return }
-        var ids: Set<String> = []
-        collectIDs(spec, into: &ids)
-        try check(spec, path: path, scope: Scope(ids: ids, previous: false))
+        var places: [String: [Int]] = [:]
+        var trail: [Int] = []
+        collectIDs(spec, trail: &trail, into: &places)
+        try check(spec, path: path, scope: Scope(places: places, allowEnv: allowEnv, previous: false, trail: [], serial: []))
     }
 
-    /// What a step's references may name.
+    /// What a step's references may name, and where the step stands.
     private struct Scope {
-        /// Step ids of the graph the step belongs to.
-        let ids: Set<String>
+        /// Where each step id of the graph stands: its step indexes from the root.
+        let places: [String: [Int]]
+        let allowEnv: Set<String>?
         /// Whether a serial step comes before it (`prev`).
         let previous: Bool
+        /// The step's indexes from the root, and whether each group on the way is serial.
+        var trail: [Int]
+        var serial: [Bool]
+
+        /// The scope of step `i` of the group this scope stands at.
+        func step(_ i: Int, ofSerial isSerial: Bool) -> Scope {
+            Scope(places: places, allowEnv: allowEnv, previous: isSerial ? i > 0 || previous : previous,
+                  trail: trail + [i], serial: serial + [isSerial])
+        }
+
+        /// Why the step with id `id` (at `place`) has surely not ended when this one starts, or nil.
+        func neverEnded(_ id: Substring, at place: [Int]) -> String? {
+            var k = 0
+            while k < trail.count && k < place.count && trail[k] == place[k] { k += 1 }
+            if k == place.count {
+                return place.count == trail.count ? "a step cannot use its own result"
+                    : "step '\(id)' is a group this step is in: it ends after it"
+            }
+            // A group's own field naming a step inside it: leaves may inherit it, so it may resolve.
+            if k == trail.count { return nil }
+            if serial[k] && place[k] > trail[k] { return "step '\(id)' comes later in a serial group: it has not run yet" }
+            return nil
+        }
     }
 
-    /// Ids of a graph's steps; a named job's steps belong to a graph of their own.
-    private static func collectIDs(_ spec: JobSpec, into ids: inout Set<String>) {
-        if let id = spec.id { ids.insert(id) }
+    /// Where each step id of a graph stands; a named job's steps belong to a graph of their own.
+    private static func collectIDs(_ spec: JobSpec, trail: inout [Int], into places: inout [String: [Int]]) {
+        if let id = spec.id { places[id] = trail }
         switch spec.body {
         case .serial(let group), .concurrent(let group):
-            for step in group.steps { collectIDs(step, into: &ids) }
+            for (i, step) in group.steps.enumerated() {
+                trail.append(i)
+                collectIDs(step, trail: &trail, into: &places)
+                trail.removeLast()
+            }
         default:
             break
         }
@@ -47,18 +80,17 @@ enum ReferenceCheck {
             try check(l.name, path: FieldReader.join(path, "name"), scope: scope)
             try check(l.input, path: FieldReader.join(path, "input"), scope: scope)
         case .serial(let group):
-            for (i, step) in group.steps.enumerated() {
-                try check(step, path: FieldReader.join(path, "steps[\(i)]"),
-                          scope: Scope(ids: scope.ids, previous: i > 0 || scope.previous))
+            for (i, step) in group.steps.enumerated() where step.kind == nil || step.ownStringsHaveReferences {
+                try check(step, path: FieldReader.join(path, "steps[\(i)]"), scope: scope.step(i, ofSerial: true))
             }
         case .concurrent(let group):
-            for (i, step) in group.steps.enumerated() {
-                try check(step, path: FieldReader.join(path, "steps[\(i)]"), scope: scope)
+            for (i, step) in group.steps.enumerated() where step.kind == nil || step.ownStringsHaveReferences {
+                try check(step, path: FieldReader.join(path, "steps[\(i)]"), scope: scope.step(i, ofSerial: false))
             }
         case .named(let named):
             // Its input is resolved where the job stands; its steps see only its own graph.
             if let input = named.input { try check(input, path: FieldReader.join(path, "input"), scope: scope) }
-            if let loaded = named.resolved { try validate(loaded, path: "jobs/\(named.name).json") }
+            if let loaded = named.resolved { try validate(loaded, path: "jobs/\(named.name).json", allowEnv: scope.allowEnv) }
         }
     }
 
@@ -112,10 +144,14 @@ enum ReferenceCheck {
         case "steps":
             let id = rest.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)[0]
             if id.isEmpty { return "missing step id (steps.ID.PATH)" }
-            return scope.ids.contains(String(id)) ? nil : "the graph has no step with id '\(id)'"
+            guard let place = scope.places[String(id)] else { return "the graph has no step with id '\(id)'" }
+            return scope.neverEnded(id, at: place)
         case "input": return nil
         case "shared": return rest.isEmpty ? "missing key (shared.KEY)" : nil
-        case "env": return rest.isEmpty ? "missing name (env.NAME)" : nil
+        case "env":
+            if rest.isEmpty { return "missing name (env.NAME)" }
+            if let allowed = scope.allowEnv, !allowed.contains(String(rest)) { return "'\(rest)' is not listed in allowEnv" }
+            return nil
         default: return "unknown root '\(parts[0])' (expected prev, steps, input, shared or env)"
         }
     }

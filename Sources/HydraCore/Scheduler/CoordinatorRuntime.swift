@@ -179,8 +179,7 @@ final class CoordinatorRuntime {
 
     private func dispatch(_ node: GraphNode) {
         if !node.root.recoveredSteps.isEmpty, let step = node.root.recoveredSteps.removeValue(forKey: node.path) {
-            node.root.doneSteps += 1  // it ran before the restart
-            finish(node, step.outcome)
+            finish(node, step.outcome)  // it ran before the restart
             return
         }
         var spec = node.effective
@@ -316,7 +315,9 @@ final class CoordinatorRuntime {
         }
         node.timer?.cancel()
         node.timer = nil
-        if node.token != 0 { node.root.doneSteps += 1 }
+        // Every leaf that ends is done: one that ran (before a restart too), one
+        // cancelled in its worker's queue, one whose reference did not resolve.
+        if node.isLeaf { node.root.doneSteps += 1 }
         // Leaves, and the groups that failed: a group's failure depends on when its
         // steps ended (which failed first, a timeout), not only on how, so it is
         // recorded rather than worked out again from its steps after a restart.

@@ -11,15 +11,19 @@ public final class Dispatcher: Sendable {
     private let managersByType: [String: any JobManager]
     private let defaultWorker: [Int?]
     private let library: (any JobLibrary)?
+    /// The names `${env.NAME}` may read (config `allowEnv`); nil: not checked at submit.
+    private let allowEnv: Set<String>?
     /// Every manager's ``JobManager/secretHeaderNames``: what `job.queued` summaries mask.
     let secretHeaderNames: Set<String>
 
     /// Nesting of named jobs deeper than this is refused (it is almost surely a cycle).
     public static let maxNamedJobDepth = 16
 
-    init(workers: [Worker], managers: [any JobManager], library: (any JobLibrary)?) throws(ValidationError) {
+    init(workers: [Worker], managers: [any JobManager], library: (any JobLibrary)?,
+         allowEnv: Set<String>? = nil) throws(ValidationError) {
         self.workers = workers
         self.library = library
+        self.allowEnv = allowEnv
         var byKind = [[any JobManager]](repeating: [], count: JobKind.allCases.count)
         var byType: [String: any JobManager] = [:]
         for manager in managers {
@@ -55,7 +59,7 @@ public final class Dispatcher: Sendable {
     /// field by path under `path` (`job.steps[2].url: expected string`).
     public func prepare(_ spec: JobSpec, path: String) throws(ValidationError) -> JobSpec {
         let prepared = try prepare(spec, path: path, depth: 0)
-        try ReferenceCheck.validate(prepared, path: path)
+        try ReferenceCheck.validate(prepared, path: path, allowEnv: allowEnv)
         return prepared
     }
 

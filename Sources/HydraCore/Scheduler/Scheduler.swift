@@ -38,12 +38,14 @@ public final class Scheduler: Sendable {
     ///   - managers: each bound to the workers of the kinds it declares.
     ///   - library: where named jobs come from.
     ///   - environment: variables `${env.NAME}` may read (already limited to `allowEnv`).
+    ///   - allowEnv: config `allowEnv`: a reference to another name is refused at submit
+    ///     (nil: such a reference fails its step when it runs).
     ///   - lastSeq: the seq of the last event already issued.
     ///   - retainFinished: finished jobs kept in memory for status queries.
     ///   - maxResultBytes: `limits.maxResultBytes` (protocol §4 Size limits).
     ///   - clock: job timestamps and timeout timers (tests inject their own).
     public init(workers configurations: [Configuration.Worker], managers: [any JobManager],
-                library: (any JobLibrary)?, environment: [String: String] = [:],
+                library: (any JobLibrary)?, environment: [String: String] = [:], allowEnv: Set<String>? = nil,
                 shared: (any SharedDataReader)? = nil, journal: (any JobJournal)? = nil, lastSeq: UInt64 = 0,
                 retainFinished: Int = Scheduler.defaultRetainFinished,
                 maxQueuedJobs: Int = 1_000_000, maxResultBytes: Int = 16_777_216,
@@ -54,7 +56,7 @@ public final class Scheduler: Sendable {
         let workers = configurations.map(Worker.init(configuration:))
         let dispatcher: Dispatcher
         do {
-            dispatcher = try Dispatcher(workers: workers, managers: managers, library: library)
+            dispatcher = try Dispatcher(workers: workers, managers: managers, library: library, allowEnv: allowEnv)
         } catch {
             for worker in workers { worker.shutdown() }
             throw error
