@@ -47,7 +47,11 @@ import Testing
         defer { engine.shutdown() }
         engine.register(localJob: "big", .inline { call in .string(String(repeating: "x", count: call.input.intValue ?? 0)) })
         let step = #"{"type":"local","name":"big","input":30000}"#
+        let events = engine.events()
         let result = try await engine.run(spec(#"{"type":"serial","steps":[{"type":"concurrent","steps":[\#(step),\#(step),\#(step)]},{"type":"local","name":"echo","input":1}]}"#))
+        // Its group.done (stored, replayed) does not carry what the group could not keep either.
+        let done = try await nextEvent(in: events) { $0.name == "group.done" && $0.stepPath == "0" }
+        #expect(done.fields["results"] == [nil, nil, nil] && done.fields["tooLarge"] == true, "\(done.fields)")
         #expect(result.state == .failed)
         #expect(result.error?.kind == .tooLarge)
         #expect(result.error?.stepPath == "0")

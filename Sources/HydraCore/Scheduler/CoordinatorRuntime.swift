@@ -434,9 +434,6 @@ final class CoordinatorRuntime {
     private func completeGroup(_ group: GraphNode) {
         guard !group.state.isFinal else { return }
         let stopped = group.stopped || group.endingError != nil
-        emit(EventName.groupDone, group) {
-            ["results": .array(group.results.map { $0?.value ?? .null }), "stopped": .bool(stopped)]
-        }
         // `{"results":[…],"errors":[…],"stopped":…}`: the items, their commas and the frame.
         // An upper bound while some results are unbuilt (their sizes are bounds).
         let count = group.results.count
@@ -444,7 +441,15 @@ final class CoordinatorRuntime {
         let groupResult = GroupResult(results: group.results, errors: group.errors, stopped: stopped, size: bound)
         assert(bound >= groupResult.build().encodedSize(limit: Int.max)!, "the group's collected size is off")
         // Over the limit by the bound: measured exactly before the group fails.
-        if bound > maxResultBytes, groupResult.build().encodedSize(limit: maxResultBytes) == nil {
+        let tooLargeResults = bound > maxResultBytes && groupResult.build().encodedSize(limit: maxResultBytes) == nil
+        emit(EventName.groupDone, group) {
+            // Results the group cannot keep are not in its event either (stored and
+            // replayed as it is): one null per step, and why.
+            tooLargeResults
+                ? ["results": .array(Array(repeating: .null, count: count)), "stopped": .bool(stopped), "tooLarge": true]
+                : ["results": .array(group.results.map { $0?.value ?? .null }), "stopped": .bool(stopped)]
+        }
+        if tooLargeResults {
             // Nothing half-kept: the collected results are dropped whole, the group fails.
             finish(group, .failure(tooLarge("the group's collected results")))
         } else if let ending = group.endingError {
