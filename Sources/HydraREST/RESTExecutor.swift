@@ -73,6 +73,9 @@ final class RESTExecutor: JobExecutor {
             self.handle = handle
             self.request = request
             self.polling = polling
+            // A step resumed after a restart counts the attempts it made before
+            // (a polling job starts its rounds again, each with the whole policy).
+            if polling == nil { attempts = task.attemptsMade }
         }
 
         var elapsedMs: Double {

@@ -230,12 +230,17 @@ public final class SQLiteStore: StateStore {
         while !waiting.isEmpty {
             var rows = 0
             try db.query("""
-                SELECT seq, name, root_job_id, step_path FROM events WHERE seq < ? ORDER BY seq DESC LIMIT 10000
+                SELECT seq, name, root_job_id, step_path,
+                       CASE WHEN name = 'job.retrying' THEN json_extract(fields, '$.attempt') END
+                FROM events WHERE seq < ? ORDER BY seq DESC LIMIT 10000
                 """, [.int(before)]) { row in
                 rows += 1
                 before = row.int(0)
                 let root = row.text(2) ?? "", name = row.text(1) ?? "", path = row.text(3) ?? ""
                 guard roots.contains(root) else { return }
+                if name == EventName.retrying {
+                    emitted[root, default: EmittedEvents()].insert(stepPath: path, retryingAttempt: row.int(4))
+                }
                 emitted[root, default: EmittedEvents()].insert(stepPath: path, name: name)
                 if path.isEmpty && name == EventName.queued { waiting.remove(root) }
             }

@@ -52,6 +52,37 @@ import Testing
         #expect(resumed.first.map { $0.offset } ?? .max < stepTwoEnds ?? -1)
     }
 
+    /// `maxAttempts` counts every attempt, across a restart too: a step that
+    /// made two attempts before `kill -9` has two left of four (the one it
+    /// announced, waiting in its backoff at the crash, runs again).
+    @Test func aRetryingStepKeepsCountingItsAttemptsAfterKill9() throws {
+        let state = NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
+        let key = "retry-kill-\(UUID().uuidString.prefix(8))"
+        var server = try ServerProcess(state: state)
+        var client = try server.client()
+        let job = try client.call("job.submit", ["job": ["type": "serial", "steps": [
+            ["type": "remote", "url": .string(TestServer.url("/count-status/\(key)/503")),
+             "retry": ["maxAttempts": 4, "backoffMs": 1500, "maxBackoffMs": 1500]]]]])["jobId"]!
+        // Live events are sent once stored: the announced third attempt is in the store.
+        let watcher = try server.client()
+        _ = try watcher.call("events.subscribe", ["jobId": job, "events": ["job.retrying"], "fromSeq": 0])
+        var announced: JSONValue = .null
+        while announced["attempt"] != 3, let note = try watcher.nextNotification(timeout: .seconds(10)) {
+            announced = note["params"] ?? .null
+        }
+        #expect(announced["attempt"] == 3, "\(announced)")
+        server.kill9()
+
+        server = try ServerProcess(state: state)
+        defer { server.terminate() }
+        client = try server.client()
+        let result = try client.call("job.result", ["jobId": job, "waitMs": 20_000])
+        #expect(result["state"] == "failed", "\(result)")
+        let count = try client.call("job.submit", ["job": ["type": "remote", "url": .string(TestServer.url("/count/\(key)"))]])["jobId"]!
+        let counted = try client.call("job.result", ["jobId": count, "waitMs": 10_000])
+        #expect(counted["result"]?["body"]?["count"] == 4, "the origin saw every attempt: \(counted)")
+    }
+
     /// A nested group that ended before the crash (here: timed out, its steps
     /// cancelled) is not run again after the restart: it ends as it ended,
     /// not as its recorded steps would make it end (cancelled, not timeout).

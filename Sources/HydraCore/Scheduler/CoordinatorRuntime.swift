@@ -203,8 +203,10 @@ final class CoordinatorRuntime {
         node.token = token
         node.workerIndex = workerIndex
         if case .local = spec.body { startTimer(node) }
+        let attemptsMade = node.root.emittedEvents.isEmpty ? 0 : node.root.emittedEvents.attemptsMade(stepPath: node.path)
         outboxes[workerIndex].post(.run(WorkTask(token: token, spec: spec, jobId: node.root.id, stepPath: node.path,
-                                                 priority: node.root.priority, step: StepReference(node: node))))
+                                                 priority: node.root.priority, attemptsMade: attemptsMade,
+                                                 step: StepReference(node: node))))
     }
 
     /// Moves a group on: starts its next steps (one at a time when serial, else

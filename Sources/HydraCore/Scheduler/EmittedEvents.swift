@@ -8,6 +8,8 @@
 /// Read from the store at recovery; used on the coordinator thread.
 public struct EmittedEvents: Sendable {
     private var keys: Set<String> = []
+    /// The highest `attempt` of each step's `job.retrying` events.
+    private var retried: [String: Int] = [:]
 
     /// The names that happen at most once per job or step.
     static let oncePerStep: Set<String> = [
@@ -17,7 +19,7 @@ public struct EmittedEvents: Sendable {
 
     public init() {}
 
-    public var isEmpty: Bool { keys.isEmpty }
+    public var isEmpty: Bool { keys.isEmpty && retried.isEmpty }
 
     /// The final events: a step sends one of them, once.
     static let finals: Set<String> = [EventName.succeeded, EventName.failed, EventName.cancelled]
@@ -34,5 +36,17 @@ public struct EmittedEvents: Sendable {
     /// otherwise: cancelled by a cancel stored before the crash) sends no second one.
     public func contains(stepPath: String, name: String) -> Bool {
         !keys.isEmpty && keys.contains(stepPath + " " + (EmittedEvents.finals.contains(name) ? "final" : name))
+    }
+
+    /// Records a `job.retrying` of the step at `stepPath` announcing `attempt`.
+    public mutating func insert(stepPath: String, retryingAttempt attempt: Int) {
+        retried[stepPath] = max(retried[stepPath] ?? 0, attempt)
+    }
+
+    /// How many attempts the step at `stepPath` surely made before the restart:
+    /// one fewer than the last it announced, which was waiting or in flight and
+    /// runs again (`maxAttempts` counts every attempt, across restarts too).
+    public func attemptsMade(stepPath: String) -> Int {
+        retried.isEmpty ? 0 : max(0, (retried[stepPath] ?? 1) - 1)
     }
 }

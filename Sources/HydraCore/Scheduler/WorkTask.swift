@@ -9,15 +9,20 @@ public final class WorkTask: Sendable {
     public let jobId: String
     public let stepPath: String
     public let priority: Int
+    /// Attempts the step made before a restart (its `job.retrying` events said
+    /// so): its retry policy counts them, and its next attempt is one more.
+    public let attemptsMade: Int
     /// The coordinator's node for this step, handed back with every report.
     let step: StepReference
 
-    init(token: UInt64, spec: JobSpec, jobId: String, stepPath: String, priority: Int, step: StepReference) {
+    init(token: UInt64, spec: JobSpec, jobId: String, stepPath: String, priority: Int, attemptsMade: Int = 0,
+         step: StepReference) {
         self.token = token
         self.spec = spec
         self.jobId = jobId
         self.stepPath = stepPath
         self.priority = priority
+        self.attemptsMade = attemptsMade
         self.step = step
     }
 }
