@@ -68,17 +68,15 @@ import Testing
 }
 
 extension EventHold {
-    /// What ``arrived(_:deliver:)`` hands over, as a list.
+    /// What the loop sends when `event` arrives (``admit(_:)``, then the stored ones), as a list.
     mutating func arrived(_ event: HydraEvent) -> [HydraEvent] {
-        var out: [HydraEvent] = []
-        arrived(event) { out.append($0) }
-        return out
+        admit(event) ? [event] : release()
     }
 
-    /// What ``release(deliver:)`` hands over, as a list.
+    /// What the loop sends when the store wrote more (``nextStored()`` until nil), as a list.
     mutating func release() -> [HydraEvent] {
         var out: [HydraEvent] = []
-        release { out.append($0) }
+        while let event = nextStored() { out.append(event) }
         return out
     }
 }

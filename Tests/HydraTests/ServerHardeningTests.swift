@@ -36,6 +36,36 @@ extension ServerTests {
     /// Filters by job (and its steps, through `rootJobId`), by name and by shared
     /// key still select exactly their events now that subscriptions are indexed,
     /// with thousands of subscriptions that match nothing on the same connection.
+    /// One event larger than `rpc.maxOutboundBytes` for the only subscriber:
+    /// its subscription is dropped with `hydra.dropped`, and the server lives on
+    /// (dropping the last subscription empties the events held for the store,
+    /// which crashed the server while it was handing those very events out).
+    @Test func anEventPastTheOutboundCapDropsTheLastSubscriptionAndNothingElse() throws {
+        let server = try ServerProcess(config: #""rpc": {"listen": "127.0.0.1:0", "maxOutboundBytes": 1048576}"#)
+        defer { server.terminate() }
+        let watcher = try server.client()
+        _ = try watcher.call("events.subscribe", [:])
+        let client = try server.client()
+        let echo: JSONValue = ["type": "local", "name": "echo", "input": "${input.x}"]
+        let job = try client.call("job.submit", ["job": ["type": "concurrent", "steps": [echo, echo]],
+                                                  "input": ["x": .string(String(repeating: "y", count: 700_000))]])["jobId"]!
+        var dropped: JSONValue?
+        while dropped == nil, let note = try watcher.nextNotification(timeout: .seconds(10)) {
+            if note["method"] == "hydra.dropped" { dropped = note["params"] }
+        }
+        #expect(dropped?["reason"]?.stringValue?.contains("rpc.maxOutboundBytes") == true, "\(String(describing: dropped))")
+        #expect(try client.call("job.result", ["jobId": job, "waitMs": 10_000])["state"] == "succeeded")
+        #expect(try client.call("hydra.stats")["subscriptions"] == 0)
+        // A new subscriber gets the events after it, the server never stopped.
+        _ = try watcher.call("events.subscribe", ["events": ["job.succeeded"]])
+        let next = try client.call("job.submit", ["job": ["type": "local", "name": "echo", "input": 1]])["jobId"]!
+        var seen = false
+        while !seen, let note = try watcher.nextNotification(timeout: .seconds(10)) {
+            seen = note["params"]?["jobId"] == next
+        }
+        #expect(seen)
+    }
+
     @Test func indexedSubscriptionsDeliverExactlyWhatTheirFiltersSelect() throws {
         let server = try ServerProcess(config: #""rpc": {"listen": "127.0.0.1:0", "maxSubscriptions": 5000}"#)
         defer { server.terminate() }

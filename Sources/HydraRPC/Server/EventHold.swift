@@ -8,9 +8,14 @@ import Synchronization
 ///
 /// Two threads meet here: the store's writer records how far it has written
 /// (``StoredEvents``, any thread), and the RPC loop holds the events that
-/// came before that (``arrived(_:)``, ``release()``: loop thread only). The
+/// came before that (``admit(_:)``, ``nextStored()``: loop thread only). The
 /// writer wakes the loop only while it holds events, and every time it does
 /// the loop either empties the hold or asks to be woken again.
+///
+/// The loop takes the events out one at a time and sends them between calls:
+/// sending may drop the last subscriber, which empties the hold
+/// (``removeAll()``), and that must not happen inside a call that is
+/// changing it (Swift stops the process on such overlapping access).
 struct EventHold {
     let stored: StoredEvents
     private var held = Deque<HydraEvent>()
@@ -19,28 +24,25 @@ struct EventHold {
 
     var isEmpty: Bool { held.isEmpty }
 
-    /// An event from the bus: handed to `deliver` now when it may go out (with
-    /// any held ones that may too, in order), else held.
-    mutating func arrived(_ event: HydraEvent, deliver: (HydraEvent) -> Void) {
-        if held.isEmpty && event.seq <= stored.seq {
-            deliver(event)
-            return
-        }
+    /// An event from the bus: true when it may go out now (nothing is held and
+    /// the store has it); else it is held, behind the others, for ``nextStored()``.
+    mutating func admit(_ event: HydraEvent) -> Bool {
+        if held.isEmpty && event.seq <= stored.seq { return true }
         held.append(event)
-        release(deliver: deliver)
+        return false
     }
 
-    /// Hands the held events the store has written to `deliver`, in order. When
-    /// some stay held, the next write wakes the loop (checked again after
-    /// asking, since the writer may have written them while the loop was not listening).
-    mutating func release(deliver: (HydraEvent) -> Void) {
-        while true {
-            let seq = stored.seq
-            while let first = held.first, first.seq <= seq { deliver(held.removeFirst()) }
-            guard let first = held.first else { return }
+    /// The first held event when the store has written it, else nil; then,
+    /// while some stay held, the next write wakes the loop (checked again
+    /// after asking, since the writer may have written them while the loop was
+    /// not listening).
+    mutating func nextStored() -> HydraEvent? {
+        while let first = held.first {
+            if first.seq <= stored.seq { return held.removeFirst() }
             stored.wanted()
-            if stored.seq < first.seq { return }
+            if stored.seq < first.seq { return nil }
         }
+        return nil
     }
 
     /// Forgets the held events (no subscriber wants them any more).

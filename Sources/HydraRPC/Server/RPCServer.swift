@@ -287,12 +287,16 @@ final class RPCServerRuntime {
     /// (protocol §6: seq is durable). The wait is the store's group commit
     /// (about a millisecond while events flow).
     func arrived(_ event: HydraEvent) {
-        hold.arrived(event) { deliver($0) }
+        if hold.admit(event) {
+            deliver(event)
+        } else {
+            releaseStored()
+        }
     }
 
     /// The store wrote more events: the held ones it covers go out, in order.
     func releaseStored() {
-        hold.release { deliver($0) }
+        while let event = hold.nextStored() { deliver(event) }
     }
 
     /// A stored event: keep it for replay and send it to the
