@@ -221,5 +221,13 @@ import Testing
             let d = policy.delayMs(afterAttempt: 2)
             #expect(d >= 100 && d <= 200)
         }
+        // A peer's policy at the edge of Int: capped at the longest wait, never a trap
+        // (Double(Int.max) is 2^63, which no Int holds).
+        let huge = RetryPolicy(maxAttempts: 100, backoffMs: .max, maxBackoffMs: .max)
+        for attempt in [1, 2, 31, 99] {
+            #expect(huge.baseDelayMs(afterAttempt: attempt) == RetryPolicy.maxDelayMs)
+            #expect(huge.delayMs(afterAttempt: attempt) <= RetryPolicy.maxDelayMs)
+        }
+        #expect(RetryPolicy(maxAttempts: 5, backoffMs: 1 << 62, maxBackoffMs: 50).baseDelayMs(afterAttempt: 4) == 50)
     }
 }

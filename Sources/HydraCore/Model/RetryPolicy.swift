@@ -59,11 +59,14 @@ public struct RetryPolicy: Sendable, Equatable {
         a.maxAttempts == b.maxAttempts && a.backoffMs == b.backoffMs && a.maxBackoffMs == b.maxBackoffMs
     }
 
-    /// The un-jittered delay before attempt `attempt + 1`, after `attempt` attempts.
+    /// The un-jittered delay before attempt `attempt + 1`, after `attempt` attempts,
+    /// at most ``maxDelayMs``. Worked out in floating point and capped before it
+    /// becomes an `Int`: a `maxBackoffMs` near `Int.max` is `2^63` as a `Double`,
+    /// which no `Int` holds (a peer's policy of `Int.max` stopped the process).
     public func baseDelayMs(afterAttempt attempt: Int) -> Int {
         let exponent = min(max(attempt - 1, 0), 30)
-        let delay = Double(backoffMs) * Double(1 << exponent)
-        return Int(min(Double(maxBackoffMs), delay))
+        let delay = Double(max(backoffMs, 0)) * Double(1 << exponent)
+        return Int(min(Double(max(maxBackoffMs, 0)), delay, Double(RetryPolicy.maxDelayMs)))
     }
 
     /// The delay with equal jitter: uniformly between half and all of the base delay.
