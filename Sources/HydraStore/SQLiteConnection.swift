@@ -238,7 +238,8 @@ struct SQLRow {
     /// A JSON column parsed in place; nil when NULL, `StoreError` when it does not parse.
     func json(_ column: Int32) throws(StoreError) -> JSONValue? {
         let parsed: Result<JSONValue, JSONParseError>? = withText(column) { bytes in
-            Result { () throws(JSONParseError) in try JSONParser.parse(bytes) }
+            // Written by the engine: results may nest deeper than a request may.
+            Result { () throws(JSONParseError) in try JSONParser.parse(bytes, maxDepth: JSONParser.maxStoredDepth) }
         }
         switch parsed {
         case nil: return nil

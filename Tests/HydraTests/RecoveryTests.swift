@@ -83,6 +83,38 @@ import Testing
         #expect(counted["result"]?["body"]?["count"] == 4, "the origin saw every attempt: \(counted)")
     }
 
+    /// A result nested deeper than a request may be (groups wrap their steps'
+    /// results) is read back after a restart: `job.list`, `job.result` and a
+    /// replay of its events work (the store refused it as corrupt, which broke
+    /// listing and replay for every client until the job aged out).
+    @Test func aDeeplyNestedResultIsReadBackAfterARestart() throws {
+        let state = NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
+        var server = try ServerProcess(state: state)
+        var client = try server.client()
+        var job: JSONValue = ["type": "local", "name": "echo", "input": "${input.a}"]
+        for _ in 0..<150 { job = ["type": "serial", "steps": [job]] }
+        var input: JSONValue = 1
+        for _ in 0..<300 { input = [input] }
+        let id = try client.call("job.submit", ["job": job, "input": ["a": input]])["jobId"]!
+        #expect(try client.call("job.result", ["jobId": id, "waitMs": 10_000])["state"] == "succeeded")
+        _ = server.terminate()
+
+        server = try ServerProcess(state: state)
+        defer { server.terminate() }
+        client = try server.client()
+        let result = try client.call("job.result", ["jobId": id, "waitMs": 10_000])
+        #expect(result["state"] == "succeeded", "\(result["error"] ?? .null)")
+        #expect(result["result"]?.nestingDepth(upTo: 10_000) == 2 * 150 + 300, "the result as it was")
+        #expect(try client.call("job.list", ["limit": 3])["jobs"]?.arrayValue?.count == 1)
+        let watcher = try server.client()
+        _ = try watcher.call("events.subscribe", ["jobId": id, "fromSeq": 0])
+        var names: [String] = []
+        while let note = try watcher.nextNotification(timeout: .milliseconds(500)) {
+            names.append(note["method"] == "hydra.dropped" ? "hydra.dropped" : note["params"]?["event"]?.stringValue ?? "?")
+        }
+        #expect(!names.contains("hydra.dropped") && names.filter { $0 == "group.done" }.count == 150, "\(names.suffix(5))")
+    }
+
     /// A nested group that ended before the crash (here: timed out, its steps
     /// cancelled) is not run again after the restart: it ends as it ended,
     /// not as its recorded steps would make it end (cancelled, not timeout).

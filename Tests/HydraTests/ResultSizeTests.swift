@@ -59,6 +59,29 @@ import Testing
         #expect(result.result?["results"] == [nil, nil])
     }
 
+    /// Results nest at most `JSONParser.maxResultDepth` levels (what the store and
+    /// clients read back): a deeper step result, or a group that would wrap its
+    /// steps' results past it, fails with kind `tooLarge`.
+    @Test func aResultNestedPastTheDepthLimitFailsItsStep() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        engine.register(localJob: "deep", .inline { call in
+            var value: JSONValue = 1
+            for _ in 0..<(call.input.intValue ?? 0) { value = [value] }
+            return value
+        })
+        let limit = JSONParser.maxResultDepth
+        let tooDeep = try await engine.run(spec(#"{"type":"local","name":"deep","input":\#(limit + 1)}"#))
+        #expect(tooDeep.error?.kind == .tooLarge && tooDeep.error?.message.contains("deeper than") == true,
+                "\(String(describing: tooDeep.error))")
+        // Two groups around a step 4 levels short of the limit: exactly at it; a third (the root) is past it.
+        let leaf = #"{"type":"local","name":"deep","input":\#(limit - 4)}"#
+        let fits = try await engine.run(spec(#"{"type":"serial","steps":[{"type":"serial","steps":[\#(leaf)]}]}"#))
+        #expect(fits.state == .succeeded, "\(String(describing: fits.error))")
+        let over = try await engine.run(spec(#"{"type":"serial","steps":[{"type":"serial","steps":[{"type":"serial","steps":[\#(leaf)]}]}]}"#))
+        #expect(over.error?.kind == .tooLarge && over.error?.stepPath == "", "\(String(describing: over.error))")
+    }
+
     @Test func aRemoteResultOverTheLimitFailsTheJob() async throws {
         let engine = try makeEngine(Self.limits)
         defer { engine.shutdown() }

@@ -30,6 +30,16 @@ public enum JSONParser {
     /// Nesting deeper than this is refused, so hostile input cannot exhaust the stack.
     public static let maxDepth = 512
 
+    /// The nesting of what the engine itself wrote and reads back (the state
+    /// store, a client reading its server): results nest deeper than any one
+    /// request (groups wrap their steps' results, `${prev}` chains wrap theirs),
+    /// up to ``maxResultDepth``, and stored records wrap those in a few levels more.
+    public static let maxStoredDepth = 4 * maxDepth
+
+    /// The deepest result a step may have (deeper fails it, kind `tooLarge`):
+    /// below ``maxStoredDepth`` by the levels records and answers wrap around it.
+    public static let maxResultDepth = maxStoredDepth - 32
+
     public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
         var text = text
         return try text.withUTF8 { buffer in Result { () throws(JSONParseError) in try parse(buffer) } }.get()
@@ -44,8 +54,10 @@ public enum JSONParser {
         try bytes.withUnsafeBufferPointer { buffer in Result { () throws(JSONParseError) in try parse(buffer) } }.get()
     }
 
-    public static func parse(_ buffer: UnsafeBufferPointer<UInt8>) throws(JSONParseError) -> JSONValue {
-        var reader = Reader(bytes: buffer)
+    /// Parses `buffer`, refusing nesting deeper than `maxDepth` (default ``maxDepth``;
+    /// ``maxStoredDepth`` for what the engine wrote itself).
+    public static func parse(_ buffer: UnsafeBufferPointer<UInt8>, maxDepth: Int = JSONParser.maxDepth) throws(JSONParseError) -> JSONValue {
+        var reader = Reader(bytes: buffer, maxDepth: maxDepth)
         // RFC 8259 §8.1: a parser may ignore a byte order mark; editors still write one.
         if buffer.count >= 3 && buffer[0] == 0xEF && buffer[1] == 0xBB && buffer[2] == 0xBF { reader.index = 3 }
         reader.skipWhitespace()
@@ -57,6 +69,7 @@ public enum JSONParser {
 
     private struct Reader {
         let bytes: UnsafeBufferPointer<UInt8>
+        let maxDepth: Int
         var index = 0
 
         var atEnd: Bool { index >= bytes.count }
@@ -110,7 +123,7 @@ public enum JSONParser {
         }
 
         mutating func readObject(depth: Int) throws(JSONParseError) -> JSONValue {
-            guard depth <= JSONParser.maxDepth else { throw error("nesting too deep") }
+            guard depth <= maxDepth else { throw error("nesting too deep") }
             index += 1
             skipWhitespace()
             if index < bytes.count && bytes[index] == UInt8(ascii: "}") { index += 1; return .object([:]) }
@@ -135,7 +148,7 @@ public enum JSONParser {
         }
 
         mutating func readArray(depth: Int) throws(JSONParseError) -> JSONValue {
-            guard depth <= JSONParser.maxDepth else { throw error("nesting too deep") }
+            guard depth <= maxDepth else { throw error("nesting too deep") }
             index += 1
             skipWhitespace()
             if index < bytes.count && bytes[index] == UInt8(ascii: "]") { index += 1; return .array([]) }

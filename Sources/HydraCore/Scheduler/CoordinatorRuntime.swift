@@ -308,8 +308,14 @@ final class CoordinatorRuntime {
             outcome = node.secrets.masked(outcome)
         }
         if case .success(let result) = outcome, node.isLeaf {
-            if let size = encodedSize(of: result, deferred: node.deferredResult) {
+            // A result built here (a local job's, a reference's) may nest as deep as its
+            // input chain; one a worker decoded (remote) nests at most as deep as its parse allows.
+            let depth = node.deferredResult == nil ? result.nestingDepth(upTo: JSONParser.maxResultDepth) : JSONParser.maxDepth + 2
+            if depth > JSONParser.maxResultDepth {
+                outcome = .failure(tooDeep("the step's result"))
+            } else if let size = encodedSize(of: result, deferred: node.deferredResult) {
                 node.resultBytes = size
+                node.resultDepth = depth
             } else {
                 node.deferredResult = nil
                 outcome = .failure(tooLarge("the step's result"))
@@ -443,7 +449,11 @@ final class CoordinatorRuntime {
         let groupResult = GroupResult(results: group.results, errors: group.errors, stopped: stopped, size: bound)
         assert(bound >= groupResult.build().encodedSize(limit: Int.max)!, "the group's collected size is off")
         // Over the limit by the bound: measured exactly before the group fails.
-        let tooLargeResults = bound > maxResultBytes && groupResult.build().encodedSize(limit: maxResultBytes) == nil
+        // `{"results": [...]}`: two levels around its deepest step result.
+        let depth = group.children.reduce(0) { max($0, $1.resultDepth) } + 2
+        let tooLargeResults = depth > JSONParser.maxResultDepth
+            || (bound > maxResultBytes && groupResult.build().encodedSize(limit: maxResultBytes) == nil)
+        group.resultDepth = depth  // a failed group's partial results are kept in its parent's too
         emit(EventName.groupDone, group) {
             // Results the group cannot keep are not in its event either (stored and
             // replayed as it is): one null per step, and why.
@@ -453,7 +463,8 @@ final class CoordinatorRuntime {
         }
         if tooLargeResults {
             // Nothing half-kept: the collected results are dropped whole, the group fails.
-            finish(group, .failure(tooLarge("the group's collected results")))
+            finish(group, .failure(depth > JSONParser.maxResultDepth ? tooDeep("the group's collected results")
+                                                                      : tooLarge("the group's collected results")))
         } else if let ending = group.endingError {
             finish(group, .failure(ending, result: groupResult.build()))
         } else if let error = group.firstError {
@@ -530,6 +541,11 @@ final class CoordinatorRuntime {
 
     private func tooLarge(_ what: String) -> JobError {
         JobError(.tooLarge, "\(what) is larger than limits.maxResultBytes (\(maxResultBytes) bytes)")
+    }
+
+    /// Kind `tooLarge` too: a result nested past what the store and clients read back.
+    private func tooDeep(_ what: String) -> JobError {
+        JobError(.tooLarge, "\(what) nests deeper than \(JSONParser.maxResultDepth) levels")
     }
 
     /// The coordinator is stopping: whoever waits on an unfinished job hears nil.

@@ -32,6 +32,9 @@ final class GraphNode {
     /// The result's encoded length once succeeded (an upper bound while
     /// unbuilt): what it adds to its group's collected results.
     @exclusivity(unchecked) var resultBytes = 0
+    /// How deep its result nests (an upper bound for a remote one), for its group's
+    /// (``JSONParser/maxResultDepth``: groups and `${prev}` chains wrap results deeper and deeper).
+    @exclusivity(unchecked) var resultDepth = 0
     /// A result not built yet (a remote step's, a group's: see ``DeferredResult``); `result` is nil meanwhile.
     @exclusivity(unchecked) var deferredResult: (any DeferredResult)?
     @exclusivity(unchecked) var timer: (any CoordinatorTimer)?

@@ -115,7 +115,10 @@ public final class RPCClient: @unchecked Sendable {
         }
         guard let line else { throw RPCClientError(code: nil, message: "\(address): the server closed the connection") }
         do {
-            return try JSONParser.parse(line)
+            // The server's answers carry results, which may nest deeper than a request.
+            return try line.withUnsafeBufferPointer { buffer throws(JSONParseError) in
+                try JSONParser.parse(buffer, maxDepth: JSONParser.maxStoredDepth)
+            }
         } catch {
             throw RPCClientError(code: nil, message: "\(address): the server sent a line that is not JSON: \(error)")
         }
