@@ -356,12 +356,7 @@ final class RouteResolver: Sendable {
         return parts.joined(separator: "&")
     }
 
-    private static let unreserved = CharacterSet(charactersIn:
-        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
-
-    static func percentEncode(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
-    }
+    static func percentEncode(_ text: String) -> String { PercentEncoding.encode(text) }
 
     /// The path (and query) of an absolute URL: what follows `scheme://host[:port]`.
     static func pathOf(url: String) -> String {

@@ -10,6 +10,47 @@ import Testing
 @Suite struct SecretSharedDataTests {
     private static let plaintext = "pl41nt3xt-Of-A-Secret"
 
+    /// A step that reads a secret hands it on to the next in clear (`${prev…}`,
+    /// `${steps.ID…}`): masked in what is stored and sent, not in what a later
+    /// step uses. And a secret sent percent-encoded (a query, a form) is masked
+    /// in that form too where the request's URL comes back.
+    @Test func aSecretPassesBetweenStepsAndIsMaskedInEveryForm() throws {
+        let server = try ServerProcess(environment: ["HYDRA_SHARED_KEY": "correct horse battery staple"])
+        defer { server.terminate() }
+        let client = try server.client()
+        let watcher = try server.client()
+        _ = try watcher.call("events.subscribe", [:])
+        let word = "S3cr3t\(UInt32.random(in: 0...UInt32.max))"
+        _ = try client.call("shared.set", ["key": "word", "value": .string(word), "cipher": "aes-gcm"])
+        let spaced = "SEC RET/+é-\(UInt32.random(in: 0...UInt32.max))"
+        _ = try client.call("shared.set", ["key": "spaced", "value": .string(spaced), "cipher": "aes-gcm"])
+
+        let job = try client.call("job.submit", ["job": ["type": "serial", "steps": [
+            ["type": "local", "id": "read", "name": "echo", "input": ["v": "${shared.word}"]],
+            ["type": "remote", "endpoint": "/hits/${prev.v}"],
+            ["type": "remote", "endpoint": "/hits/${steps.read.v}-again"],
+            ["type": "local", "name": "echo", "input": "${steps.read.v}"],
+            ["type": "remote", "endpoint": "/echo/q", "query": ["t": "${shared.spaced}"]],
+        ]]])["jobId"]!
+        let result = try client.call("job.result", ["jobId": job, "waitMs": 10_000])
+        #expect(result["state"] == "succeeded", "\(result)")
+        var events = ""  // this job's (the counts asked below name the value themselves)
+        while let note = try watcher.nextNotification(timeout: .milliseconds(300)) { events += "\(note)" }
+        // The server got the value itself, not `***`, from both kinds of reference.
+        func hits(_ key: String) throws -> JSONValue? {
+            let id = try client.call("job.submit", ["job": ["type": "remote", "endpoint": .string("/count/" + key)]])["jobId"]!
+            return try client.call("job.result", ["jobId": id, "waitMs": 10_000])["result"]?["body"]?["count"]
+        }
+        #expect(try hits(word) == 1 && hits(word + "-again") == 1)
+        // What came back is masked, in clear and percent-encoded.
+        let text = "\(result)"
+        #expect(!text.contains(word), "\(text)")
+        #expect(result["result"]?["results"]?[3] == "***")
+        let encoded = PercentEncoding.encode(spaced)
+        #expect(encoded != spaced && !text.contains(encoded) && !text.contains(spaced), "\(text)")
+        #expect(!events.contains(word) && !events.contains(encoded) && !events.contains(spaced))
+    }
+
     @Test func aSecretNeverLandsInClearWhateverAJobDoesWithIt() throws {
         let server = try ServerProcess(environment: ["HYDRA_SHARED_KEY": "correct horse battery staple"])
         let client = try server.client()

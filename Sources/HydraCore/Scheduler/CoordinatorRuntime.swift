@@ -305,7 +305,10 @@ final class CoordinatorRuntime {
                 node.deferredResult = nil
                 outcome = .success(deferred.build())
             }
+            let clear = outcome
             outcome = node.secrets.masked(outcome)
+            // What is stored and sent is masked; later steps' references read the value.
+            if case .success(let value) = clear, case .success(let masked) = outcome, masked != value { node.clearResult = value }
         }
         if case .success(let result) = outcome, node.isLeaf {
             // A result built here (a local job's, a reference's) may nest as deep as its
@@ -371,7 +374,10 @@ final class CoordinatorRuntime {
                 }
             } else {
                 node.result = result
-                if let id = node.spec.id, node.parent != nil { node.scope.results[id] = result }
+                if let id = node.spec.id, node.parent != nil {
+                    node.scope.results[id] = node.clearResult ?? result
+                    if node.clearResult != nil { node.scope.secrets[id] = node.secrets }
+                }
                 emit(EventName.succeeded, node) { ["result": EventTrimming.trimmed(result)] }
             }
         case .failure(var error, let partial):
@@ -598,7 +604,11 @@ final class CoordinatorRuntime {
         let shared = self.shared
         return ReferenceScope(
             previous: scope === node.scope ? previousResult(of: node) : nil,
-            step: { scope.results[$0] },
+            step: { id in
+                // A step whose result holds a secret in clear: this one masks it too.
+                if !scope.secrets.isEmpty, let secrets = scope.secrets[id] { node.secrets.formUnion(secrets) }
+                return scope.results[id]
+            },
             input: scope.input,
             shared: { key in
                 guard let shared, let value = shared.value(forKey: key) else { return nil }
@@ -615,7 +625,14 @@ final class CoordinatorRuntime {
         while let parent = current.parent {
             if parent.isSerial && current.index > 0 {
                 // Only a step that succeeded has a result to use (a failed group's partial one is not).
-                return parent.errors[current.index - 1] == nil ? parent.results[current.index - 1]?.value : nil
+                guard parent.errors[current.index - 1] == nil else { return nil }
+                let previous = parent.children[current.index - 1]
+                if let clear = previous.clearResult {
+                    // Read in clear, masked wherever this step reports it.
+                    node.secrets.formUnion(previous.secrets)
+                    return clear
+                }
+                return parent.results[current.index - 1]?.value
             }
             if parent.scope !== current.scope { return nil }  // a named job's graph does not see outside
             current = parent

@@ -35,6 +35,10 @@ final class GraphNode {
     /// How deep its result nests (an upper bound for a remote one), for its group's
     /// (``JSONParser/maxResultDepth``: groups and `${prev}` chains wrap results deeper and deeper).
     @exclusivity(unchecked) var resultDepth = 0
+    /// Its result before secrets were masked in it, kept (in memory only) when
+    /// masking changed it: what later steps' references read, so a graph that
+    /// reads an encrypted shared value and hands it on passes the value, not `***`.
+    @exclusivity(unchecked) var clearResult: JSONValue?
     /// A result not built yet (a remote step's, a group's: see ``DeferredResult``); `result` is nil meanwhile.
     @exclusivity(unchecked) var deferredResult: (any DeferredResult)?
     @exclusivity(unchecked) var timer: (any CoordinatorTimer)?

@@ -15,10 +15,20 @@ public struct SecretMask: Sendable {
 
     var isEmpty: Bool { texts.isEmpty }
 
-    /// Records a secret value a reference read (its text as references insert it).
+    /// Records a secret value a reference read: its text as references insert
+    /// it, and that text percent-encoded, as it reads in a URL (a query, a path
+    /// segment) or a form body a server may send back.
     mutating func add(_ value: JSONValue) {
         let text = Template.text(of: value)
-        if !text.isEmpty && !texts.contains(text) { texts.append(text) }
+        guard !text.isEmpty else { return }
+        for form in [text, PercentEncoding.encode(text)] where !texts.contains(form) {
+            texts.append(form)
+        }
+    }
+
+    /// Adds the secrets of `other` (a step whose result this one reads in clear).
+    mutating func formUnion(_ other: SecretMask) {
+        for text in other.texts where !texts.contains(text) { texts.append(text) }
     }
 
     func masked(_ outcome: StepOutcome) -> StepOutcome {
