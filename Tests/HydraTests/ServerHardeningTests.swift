@@ -349,15 +349,24 @@ extension ServerTests {
         let jobId = try #require(try replies[6].get()["jobId"])
         // The connection stays open, and the submitted job ran.
         #expect(try client.call("job.result", ["jobId": jobId, "waitMs": 5000])["state"] == "succeeded")
-        // Thousands of small answers that cannot all fit: one error, id null.
-        let many: [(method: String, params: JSONValue)] = (0..<2000).map { _ in ("shared.get", ["key": "small"]) }
+        // Thousands of calls whose answers could not all fit, even shortened: refused
+        // before any runs (one error, id null), so no call takes effect unanswered.
+        let submitted = try #require(try client.call("hydra.stats")["jobs"]?["submitted"]?.intValue)
+        var many: [(method: String, params: JSONValue)] = (0..<2000).map { _ in ("shared.get", ["key": "small"]) }
+        many += (0..<5).map { i in ("shared.set", ["key": .string("batch-\(i)"), "value": 1]) }
+        many.append(("job.submit", ["job": ["type": "local", "name": "echo", "input": 1]]))
         do {
             _ = try client.callBatch(many, timeout: .seconds(10))
             Issue.record("an answer above the cap was sent")
         } catch {
             #expect(error.code == -32600)
-            #expect(error.message.contains("batch answer too large"))
+            #expect(error.message.contains("nothing was run"), "\(error.message)")
         }
+        #expect(try client.call("hydra.stats")["jobs"]?["submitted"]?.intValue == submitted)
+        #expect(throws: (any Error).self) { try client.call("shared.get", ["key": "batch-0"]) }
+        // A batch whose worst answer fits runs, even when its answer has to be shortened.
+        let fitting: [(method: String, params: JSONValue)] = (0..<300).map { _ in ("shared.get", ["key": "small"]) }
+        #expect(try client.callBatch(fitting, timeout: .seconds(10)).count == 300)
         #expect(try client.call("hydra.ping")["version"] != nil)
     }
 

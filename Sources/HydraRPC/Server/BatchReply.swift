@@ -7,9 +7,11 @@ import HydraCore
 /// past it, the largest responses are replaced, one by one, by an error
 /// `-32600` with the same id saying that response was too large for a batch
 /// answer, until the array fits (the calls ran: a submitted job stays
-/// submitted, and its small response is kept). If even that does not fit,
-/// the answer is one error with id `null`. Either way the client sees why,
-/// and the connection stays open.
+/// submitted, and its small response is kept). A batch whose calls could not
+/// all be answered within the limit even that way is refused before any of
+/// them runs (``refusal(of:raw:limit:)``): a client never loses the answers of
+/// calls that took effect. Either way the client sees why, and the
+/// connection stays open.
 final class BatchReply {
     private var responses: [[UInt8]?]
     private var ids: [RPCID?]
@@ -44,10 +46,7 @@ final class BatchReply {
             for i in present.indices.sorted(by: { present[$0].bytes.count > present[$1].bytes.count }) {
                 guard total > limit else { break }
                 let size = present[i].bytes.count
-                let error = RPCEncoder.error(RPCFailure(
-                    id: present[i].id, code: -32600,
-                    "response too large for a batch answer: \(size) bytes; a batch's answer is at most \(limit) bytes (rpc.maxOutboundBytes): send this call on its own",
-                    data: ["size": .int(size), "limit": .int(limit)]))
+                let error = BatchReply.tooLarge(id: present[i].id, size: size, limit: limit)
                 guard error.count < size else { continue }
                 total -= size - error.count
                 present[i].bytes = error
@@ -61,5 +60,38 @@ final class BatchReply {
             return
         }
         done(RPCEncoder.batch(present.map(\.bytes)))
+    }
+
+    /// The error that stands for a response too large for the batch's answer.
+    private static func tooLarge(id: RPCID, size: Int, limit: Int) -> [UInt8] {
+        RPCEncoder.error(RPCFailure(id: id, code: -32600,
+                                    "response too large for a batch answer (rpc.maxOutboundBytes): send this call on its own",
+                                    data: ["size": .int(size), "limit": .int(limit)]))
+    }
+
+    /// The error that refuses `items` (a batch; `raw`: their texts, when
+    /// known) before any call runs, or nil when the answer surely fits in
+    /// `limit` bytes: every response could at worst be replaced by
+    /// ``tooLarge(id:size:limit:)`` (a notification has none).
+    static func refusal(of items: [JSONValue], raw: [ArraySlice<UInt8>], limit: Int) -> [UInt8]? {
+        // The replacement with id `null` and the longest size, and its comma.
+        let base = tooLarge(id: .null, size: .max, limit: limit).count + 1
+        // Most batches are far below the limit whatever their calls answer.
+        guard items.count * (base + 64) > limit else { return nil }
+        var worst = 2
+        for (i, item) in items.enumerated() {
+            guard case .object(let members) = item else {
+                worst += base  // an invalid request: answered with a short error, id null
+                continue
+            }
+            guard let id = members["id"] else { continue }  // a notification: no response
+            let rawID = raw.count == items.count ? RawJSON.member("id", ofObject: raw[i]) : nil
+            worst += base - 4 + RPCID(id, raw: rawID).text.count
+        }
+        guard worst > limit else { return nil }
+        return RPCEncoder.error(RPCFailure(
+            id: .null, code: -32600,
+            "batch too large: the answers of its \(items.count) calls could pass rpc.maxOutboundBytes (\(limit) bytes); nothing was run: send fewer calls per batch",
+            data: ["calls": .int(items.count), "limit": .int(limit)]))
     }
 }

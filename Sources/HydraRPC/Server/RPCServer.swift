@@ -222,6 +222,10 @@ final class RPCServerRuntime {
                 return
             }
             let texts = RawJSON.elements(ofArray: line)
+            if let refusal = BatchReply.refusal(of: items, raw: texts, limit: options.maxOutboundBytes) {
+                session.send(refusal)
+                return
+            }
             let batch = BatchReply(count: items.count, limit: options.maxOutboundBytes) { [weak session] answer in
                 session?.send(answer)
             }
