@@ -370,6 +370,24 @@ extension ServerTests {
         #expect(try client.call("hydra.ping")["version"] != nil)
     }
 
+    /// Sockets that connect and say nothing are closed after
+    /// `rpc.firstMessageTimeoutMs`, so they cannot hold every connection;
+    /// a client that spoke once may then be quiet as long as it likes.
+    @Test func aConnectionThatSaysNothingIsClosedAndFreesItsPlace() throws {
+        let server = try ServerProcess(config: #""rpc": {"listen": "127.0.0.1:0", "maxConnections": 2, "firstMessageTimeoutMs": 300}"#)
+        defer { server.terminate() }
+        let talker = try server.client()
+        #expect(try talker.call("hydra.ping")["version"] != nil)
+        let silent = try server.raw()
+        let farewell = try JSONParser.parse(try #require(try silent.readLine(timeout: .seconds(5))))
+        #expect(farewell["error"]?["code"] == -32600)
+        #expect(farewell["error"]?["message"]?.stringValue?.contains("rpc.firstMessageTimeoutMs") == true)
+        #expect(try silent.readLine(timeout: .seconds(5)) == nil)  // closed
+        // Its place is free again; the talker, quiet since, is still served.
+        #expect(try server.client().call("hydra.ping")["version"] != nil)
+        #expect(try talker.call("hydra.ping")["version"] != nil)
+    }
+
     @Test func aConnectionPastMaxConnectionsIsRefusedAndClosed() throws {
         let server = try ServerProcess(config: #""rpc": {"listen": "127.0.0.1:0", "maxConnections": 2}"#)
         defer { server.terminate() }

@@ -43,6 +43,10 @@ public struct Configuration: Sendable {
         public var maxConnections = 1024
         /// Subscriptions one connection may hold (`-32004` past it).
         public var maxSubscriptions = 256
+        /// A connection that sends no complete message this long after it
+        /// opened is closed (an extension: idle sockets would otherwise hold
+        /// every one of `maxConnections`).
+        public var firstMessageTimeoutMs = 30_000
     }
 
     public struct State: Sendable {
@@ -257,6 +261,7 @@ extension Configuration {
             rpc.maxOutboundBytes = try o.int("maxOutboundBytes", min: 1024) ?? rpc.maxOutboundBytes
             rpc.maxConnections = try o.int("maxConnections", min: 1, max: Worker.maxLimit) ?? rpc.maxConnections
             rpc.maxSubscriptions = try o.int("maxSubscriptions", min: 1) ?? rpc.maxSubscriptions
+            rpc.firstMessageTimeoutMs = try o.int("firstMessageTimeoutMs", min: 100, max: 86_400_000) ?? rpc.firstMessageTimeoutMs
             try o.rejectUnknownKeys()
         }
         if var o = try r.object("state") {

@@ -183,7 +183,19 @@ final class RPCServerRuntime {
         nextSessionID += 1
         sessions[session.id] = session
         connection.maxLineBytes = options.maxMessageBytes
+        let timeout = options.firstMessageTimeoutMs
+        session.firstMessageTimer = loop.schedule(afterMilliseconds: UInt64(timeout)) { [unowned session] in
+            // Connected and silent: it would hold one of rpc.maxConnections for ever.
+            session.firstMessageTimer = nil
+            session.send(RPCEncoder.error(RPCFailure(
+                id: .null, code: -32600, "no message within \(timeout) ms of connecting (rpc.firstMessageTimeoutMs): closing")))
+            session.connection.close()
+        }
         connection.onLine = { [unowned self, unowned session] line in
+            if let timer = session.firstMessageTimer {
+                timer.cancel()
+                session.firstMessageTimer = nil
+            }
             self.handle(line: line, from: session)
         }
         connection.onLineTooLong = { [unowned self, unowned session] in
@@ -198,6 +210,8 @@ final class RPCServerRuntime {
             self.resumeReplays(of: session)
         }
         connection.onClose = { [unowned self, unowned session] in
+            session.firstMessageTimer?.cancel()
+            session.firstMessageTimer = nil
             session.closed = true
             self.remove(Array(session.subscriptions.values), from: session)
             self.waiters.sessionClosed(session.id)

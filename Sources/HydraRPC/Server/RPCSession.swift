@@ -16,6 +16,8 @@ final class RPCSession {
     var closed = false
     /// Replies still being computed (async methods); for diagnostics.
     var pending = 0
+    /// Closes the connection unless a first message comes (`rpc.firstMessageTimeoutMs`).
+    var firstMessageTimer: ScheduledTask?
 
     /// `rpc.maxOutboundBytes`: past it the session stops reading requests (and
     /// the server drops its subscriptions); past twice it, it is disconnected.
