@@ -28,6 +28,10 @@ import Testing
         #expect(error(#"{"type":"serial","steps":[{"type":"local","name":"echo","id":"a"},{"type":"concurrent","steps":[{"type":"local","name":"echo","id":"b"},{"type":"local","name":"echo","id":"a"}]}]}"#)
                 == "steps[1].steps[1].id: duplicate id 'a'")
         #expect(error(#"{"type":"serial","steps":[{"type":"serial","id":"g","steps":[{"type":"local","name":"echo","id":"x"}]},{"type":"local","name":"echo","id":"y"}]}"#) == nil)
+        // A whole number past Int's range is out of range, not "not an integer".
+        #expect(error(#"{"type":"local","name":"echo","timeoutMs":1e30}"#)?.hasPrefix("timeoutMs: must be at most") == true)
+        #expect(error(#"{"type":"local","name":"echo","timeoutMs":99999999999999999999}"#)?.hasPrefix("timeoutMs: must be at most") == true)
+        #expect(error(#"{"type":"local","name":"echo","timeoutMs":1.5}"#) == "timeoutMs: expected integer, got number")
     }
 
     @Test func unknownKeysAreFoundInLargeObjectsToo() throws {

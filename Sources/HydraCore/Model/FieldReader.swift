@@ -57,7 +57,13 @@ public struct FieldReader {
 
     public mutating func int(_ key: String, min: Int = .min, max: Int = .max) throws(ValidationError) -> Int? {
         guard let value = value(key) else { return nil }
-        guard let i = value.intValue else { throw ValidationError(path: path(key), expected: "integer", got: value) }
+        guard let i = value.intValue else {
+            // A whole number past Int's range arrives as a Double: say it is out of range, not "not an integer".
+            if case .double(let d) = value, d.isFinite, d == d.rounded() {
+                throw ValidationError(path: path(key), d < 0 ? "must be at least \(min)" : "must be at most \(max)")
+            }
+            throw ValidationError(path: path(key), expected: "integer", got: value)
+        }
         guard i >= min else { throw ValidationError(path: path(key), "must be at least \(min)") }
         guard i <= max else { throw ValidationError(path: path(key), "must be at most \(max)") }
         return i
