@@ -77,6 +77,17 @@ public final class LineClient {
     public func send(_ line: [UInt8]) throws(StreamError) {
         var bytes = line
         if bytes.last != UInt8(ascii: "\n") { bytes.append(UInt8(ascii: "\n")) }
+        try send(raw: bytes)
+    }
+
+    /// Ends this side of the stream (a half-close): the peer reads the end, and
+    /// this side may still read its answers.
+    public func finishSending() {
+        if fd >= 0 { _ = shutdown(fd, Int32(SHUT_WR)) }
+    }
+
+    /// Sends `bytes` as they are. Never raises SIGPIPE.
+    public func send(raw bytes: [UInt8]) throws(StreamError) {
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }

@@ -25,6 +25,9 @@ public final class StreamConnection {
     public var onClose: (() -> Void)?
     /// Runs when everything written has reached the kernel after a backlog.
     public var onDrain: (() -> Void)?
+    /// The peer finished sending (it may still read): the owner closes when its
+    /// answers are out. Unset, the connection closes once what is queued is written.
+    public var onEnd: (() -> Void)?
 
     private var input: [UInt8] = []
     /// Where the search for `\n` resumes in `input`.
@@ -73,7 +76,9 @@ public final class StreamConnection {
             buf!.pointee = uv_buf_init(me.readBuffer, UInt32(StreamConnection.readBufferSize))
         }, { handle, count, _ in
             let me = Unmanaged<StreamConnection>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
-            if count < 0 {
+            if count == Int(UV_EOF.rawValue) {
+                me.ended()
+            } else if count < 0 {
                 me.closeNow()
             } else if count > 0 {
                 me.received(count: count)
@@ -116,6 +121,31 @@ public final class StreamConnection {
         if start > 0 { input.removeFirst(start) }
         scanned = input.count
         if input.count > maxLineBytes { lineTooLong() }
+    }
+
+    /// The peer ended its side (EOF): a last line without its newline is
+    /// delivered like the others, then ``onEnd`` decides (by default the
+    /// connection closes once what is queued is written). A lingering close
+    /// waited for just this: it closes now.
+    private func ended() {
+        if reading {
+            reading = false
+            uv_read_stop(handle)
+        }
+        if lingering || closing {
+            closeNow()
+            return
+        }
+        if !tooLong, !input.isEmpty, input.count <= maxLineBytes {
+            var end = input.count
+            if input[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+            let line = input[0..<end]
+            input = []
+            scanned = 0
+            onLine?(line)
+            if closing { return }
+        }
+        if let onEnd { onEnd() } else { close() }
     }
 
     private func lineTooLong() {
@@ -277,6 +307,7 @@ public final class StreamConnection {
             me.onLine = nil
             me.onLineTooLong = nil
             me.onDrain = nil
+            me.onEnd = nil
             onClose?()
         }
     }

@@ -388,6 +388,25 @@ extension ServerTests {
         #expect(try talker.call("hydra.ping")["version"] != nil)
     }
 
+    /// A client that sends its last request, maybe without the newline, and
+    /// half-closes (`printf … | nc -N`) gets every answer, those that wait for
+    /// the store (a submit) or for a job (`job.result` with `waitMs`) too;
+    /// then the connection closes.
+    @Test func aClientThatHalfClosesGetsEveryAnswer() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let client = try server.raw()
+        try client.send(Array(#"{"jsonrpc":"2.0","id":1,"method":"job.submit","params":{"job":{"type":"local","name":"delay","input":{"ms":300}}}}"#.utf8))
+        let submitted = try JSONParser.parse(try #require(try client.readLine(timeout: .seconds(5))))
+        let jobId = try #require(submitted["result"]?["jobId"]?.stringValue)
+        // The last request has no newline; the client then says it is done sending.
+        try client.send(raw: Array(#"{"jsonrpc":"2.0","id":2,"method":"job.result","params":{"jobId":"\#(jobId)","waitMs":5000}}"#.utf8))
+        client.finishSending()
+        let result = try JSONParser.parse(try #require(try client.readLine(timeout: .seconds(10))))
+        #expect(result["id"] == 2 && result["result"]?["state"] == "succeeded", "\(result)")
+        #expect(try client.readLine(timeout: .seconds(5)) == nil)  // then closed
+    }
+
     @Test func aConnectionPastMaxConnectionsIsRefusedAndClosed() throws {
         let server = try ServerProcess(config: #""rpc": {"listen": "127.0.0.1:0", "maxConnections": 2}"#)
         defer { server.terminate() }

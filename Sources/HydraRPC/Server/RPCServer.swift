@@ -205,6 +205,11 @@ final class RPCServerRuntime {
             // answer is not lost to a reset (up to 2 s), then close.
             session.connection.closeAfterReading(timeoutMilliseconds: 2_000)
         }
+        connection.onEnd = { [unowned session] in
+            // A client that sent its last request and half-closed still gets every answer.
+            session.peerEnded = true
+            session.closeIfDone()
+        }
         connection.onDrain = { [unowned self, unowned session] in
             session.connection.resumeReading()
             self.resumeReplays(of: session)
@@ -287,6 +292,7 @@ final class RPCServerRuntime {
         let onLoop: (Result<JSONValue, ServiceError>) -> Void = { result in
             session.pending -= 1
             finish(result)
+            session.closeIfDone()
         }
         let bound = LoopBound(onLoop, loop: loop)
         let later: @Sendable (Result<JSONValue, ServiceError>) -> Void = { result in
@@ -410,6 +416,7 @@ final class RPCServerRuntime {
             subscriptionCount -= 1
         }
         subscriptionsRemoved()
+        session.closeIfDone()
     }
 
     /// Leaves the bus once no client subscribes any more: events then cost

@@ -18,6 +18,15 @@ final class RPCSession {
     var pending = 0
     /// Closes the connection unless a first message comes (`rpc.firstMessageTimeoutMs`).
     var firstMessageTimer: ScheduledTask?
+    /// The client finished sending (a half-close): the connection closes once
+    /// every reply is out and no subscription is left to feed.
+    var peerEnded = false
+
+    /// Closes a connection whose client finished sending, once nothing more is due to it.
+    func closeIfDone() {
+        guard peerEnded, !closed, pending == 0, subscriptions.isEmpty else { return }
+        connection.close()
+    }
 
     /// `rpc.maxOutboundBytes`: past it the session stops reading requests (and
     /// the server drops its subscriptions); past twice it, it is disconnected.
