@@ -70,7 +70,8 @@ struct SharedCodec: Sendable {
                 throw StoreError("shared key \"\(name)\" cannot be decrypted: \(Self.keyVariable) differs from the passphrase it was stored with")
             }
         }
-        do { return try JSONParser.parse(clear) } catch {
+        // Written by the engine: a value a job set may nest deeper than a request may.
+        do { return try clear.withUnsafeBufferPointer { b throws(JSONParseError) in try JSONParser.parse(b, maxDepth: JSONParser.maxStoredDepth) } } catch {
             // The parser's message may quote a character of the value: not repeated here.
             throw StoreError("shared key \"\(name)\" is corrupt in the store (not JSON once decoded)")
         }

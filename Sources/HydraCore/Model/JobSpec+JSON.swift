@@ -266,7 +266,8 @@ extension RemoteSpec {
         // Most URLs have no `@`: found out over contiguous bytes (a walk of the
         // UTF-8 view costs ~30 instructions a byte, twice per remote job).
         let at = UInt8(ascii: "@")
-        guard bytes.withContiguousStorageIfAvailable({ $0.contains(at) }) ?? bytes.contains(at) else { return nil }
+        let hasAt = bytes.withContiguousStorageIfAvailable { b in b.baseAddress.map { memchr($0, Int32(at), b.count) != nil } ?? false }
+        guard hasAt ?? bytes.contains(at) else { return nil }
         var authorityStart: String.Index?
         var i = bytes.startIndex
         while i < bytes.endIndex {
