@@ -255,11 +255,47 @@ public final class HTTPClient {
         swap(&pendingCompletions, &completing)
         for (transfer, _) in completing { curl_multi_remove_handle(multi, transfer.easy) }
         for (transfer, result) in completing {
+            if result == CURLE_OK, transfer.following != nil {
+                switch transfer.redirectHop() {
+                case .follow(let next):
+                    follow(transfer, to: next)
+                    continue
+                case .refuse(let failure):
+                    complete(transfer, .failure(failure))
+                    continue
+                case .none:
+                    break
+                }
+            }
             complete(transfer, result == CURLE_OK ? .success(transfer.response()) : .failure(transfer.failure(for: result)))
         }
         completing.removeAll(keepingCapacity: true)
         // Transfers just done left their connections in the pool: none has picked one again yet.
         if !retiring.isEmpty { retireIdleConnections() }
+    }
+
+    /// Sends the next request of a redirect the client follows itself, on the
+    /// same transfer and id (a cancel still reaches it).
+    private func follow(_ transfer: Transfer, to next: HTTPRequest) {
+        guard let completion = transfer.completion else { return }
+        let id = transfer.id, progress = transfer.progress, hops = transfer.hops + 1
+        transfer.end()
+        do {
+            try transfer.begin(id: id, next, completion: completion, progress: progress)
+        } catch {
+            recycle(transfer)
+            completion(.failure(error))
+            return
+        }
+        transfer.hops = hops
+        let code = curl_multi_add_handle(multi, transfer.easy)
+        guard code == CURLM_OK else {
+            transfer.end()
+            recycle(transfer)
+            completion(.failure(HTTPFailure(.invalid, String(cString: curl_multi_strerror(code)))))
+            return
+        }
+        transfers[id] = transfer
     }
 
     /// Ends the transfer, files it for reuse, then runs its completion (which may start the next).

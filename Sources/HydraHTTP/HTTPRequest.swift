@@ -50,6 +50,18 @@ public struct HTTPRequest: Sendable {
     /// always, an upload or a download kept in memory once it reaches
     /// ``HTTPProgress/threshold`` (small transfers report nothing).
     public var reportsProgress: Bool
+    /// Header names (lowercased) sent only to the request's own origin (scheme,
+    /// host and port): credentials such as an api key. curl sends custom headers
+    /// to any host a redirect names (it keeps back only `Authorization` and
+    /// `Cookie`), so a request with any of these follows its redirects in
+    /// ``HTTPClient`` instead, leaving them out (with `Authorization` and
+    /// `Cookie`) once a redirect leaves the origin.
+    public var originBoundHeaders: [String] = []
+
+    /// The client, not curl, follows this request's redirects (see ``originBoundHeaders``).
+    var followsRedirectsItself: Bool { maxRedirects > 0 && !originBoundHeaders.isEmpty }
+    /// The redirects curl follows by itself.
+    var curlRedirects: Int { originBoundHeaders.isEmpty ? maxRedirects : 0 }
 
     public init(method: String = "GET", url: String, headers: [HTTPHeader] = [], body: [UInt8]? = nil,
                 timeoutMilliseconds: Int? = nil, connectTimeoutMilliseconds: Int? = nil,

@@ -19,7 +19,12 @@ final class Transfer {
     // The request in flight (reset by `end`).
     @exclusivity(unchecked) private(set) var id: UInt64 = 0
     @exclusivity(unchecked) private(set) var completion: HTTPClient.Completion?
-    @exclusivity(unchecked) private var progress: HTTPClient.Progress?
+    @exclusivity(unchecked) private(set) var progress: HTTPClient.Progress?
+    /// The request, when the client follows its redirects (``HTTPRequest/followsRedirectsItself``).
+    @exclusivity(unchecked) private(set) var following: HTTPRequest?
+    /// Redirects the client followed for this request so far (kept across ``end()``
+    /// by ``HTTPClient`` from one hop to the next).
+    @exclusivity(unchecked) var hops = 0
     /// The file the body streams to (the caller's descriptor; never closed here).
     @exclusivity(unchecked) private var file: Int32?
     @exclusivity(unchecked) private var headers = HTTPHeaderBlock()
@@ -88,7 +93,7 @@ final class Transfer {
             headers = request.headers
             timeoutMilliseconds = request.timeoutMilliseconds
             connectTimeoutMilliseconds = request.connectTimeoutMilliseconds
-            maxRedirects = request.maxRedirects
+            maxRedirects = request.curlRedirects
             verifyTLS = request.verifyTLS
             caFile = request.caFile
             pinnedPublicKey = request.pinnedPublicKey
@@ -109,7 +114,7 @@ final class Transfer {
             return method == request.method && hasBody == requestHasBody && streamsBody == (request.bodyStream != nil)
                 && timeoutMilliseconds == request.timeoutMilliseconds
                 && connectTimeoutMilliseconds == request.connectTimeoutMilliseconds
-                && maxRedirects == request.maxRedirects && verifyTLS == request.verifyTLS
+                && maxRedirects == request.curlRedirects && verifyTLS == request.verifyTLS
                 && acceptEncoding == request.acceptEncoding && savesToFile == (request.saveToFile != nil)
                 && reportsProgress == Shape.curlReportsProgress(request, wanted)
                 && caFile == request.caFile && pinnedPublicKey == request.pinnedPublicKey
@@ -143,6 +148,7 @@ final class Transfer {
         self.id = id
         self.completion = completion
         self.progress = progress
+        following = request.followsRedirectsItself ? request : nil
         errorBuffer[0] = 0
         if let file = request.saveToFile {
             // A retry writes the file afresh (no bytes of an earlier attempt remain), a resume
@@ -175,6 +181,8 @@ final class Transfer {
         file = nil
         completion = nil
         progress = nil
+        following = nil
+        hops = 0
         headers = HTTPHeaderBlock()
         body = []
         bodyBytes = 0
@@ -321,6 +329,11 @@ final class Transfer {
             set(CURLOPT_FOLLOWLOCATION, 1)
             set(CURLOPT_MAXREDIRS, shape.maxRedirects)
         }
+        // http and https only, where a redirect points too (curl's default list for
+        // redirects still has ftp: a redirect would fetch what a URL given at submit
+        // is refused for).
+        set(CURLOPT_PROTOCOLS_STR, "http,https")
+        set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
         if shape.acceptEncoding { set(CURLOPT_ACCEPT_ENCODING, Transfer.acceptedEncodings) }
         set(CURLOPT_SSL_VERIFYPEER, shape.verifyTLS ? 1 : 0)
         set(CURLOPT_SSL_VERIFYHOST, shape.verifyTLS ? 2 : 0)
@@ -522,12 +535,63 @@ final class Transfer {
         // The effective URL is copied only when a redirect made it differ: most responses need no string.
         var redirects = 0
         hydra_easy_getinfo_long(easy, CURLINFO_REDIRECT_COUNT, &redirects)
-        if redirects > 0 {
+        if redirects > 0 || hops > 0 {
             var pointer: UnsafeMutableRawPointer?
             hydra_easy_getinfo_ptr(easy, CURLINFO_EFFECTIVE_URL, &pointer)
             response.redirectedURL = pointer.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) }
         }
         return response
+    }
+
+    /// What a redirect the client follows itself asks for next: nothing (the
+    /// response is the answer), the next request, or a refusal.
+    enum RedirectHop {
+        case none
+        case follow(HTTPRequest)
+        case refuse(HTTPFailure)
+    }
+
+    /// The redirect of the response just completed, for a request the client
+    /// follows itself: as curl would follow it (the method becomes GET after a
+    /// 303, and after a 301 or 302 of a POST; 307 and 308 keep method and
+    /// body), http and https only, and without the origin-bound headers (nor
+    /// `Authorization` and `Cookie`) once it leaves the request's origin. From
+    /// there on curl follows the rest: nothing is left to keep back.
+    func redirectHop() -> RedirectHop {
+        guard var next = following else { return .none }
+        var status = 0
+        hydra_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        guard [301, 302, 303, 307, 308].contains(status) else { return .none }
+        var pointer: UnsafeMutableRawPointer?
+        hydra_easy_getinfo_ptr(easy, CURLINFO_REDIRECT_URL, &pointer)
+        guard let pointer else { return .none }
+        let target = String(cString: pointer.assumingMemoryBound(to: CChar.self))
+        guard URLScheme(of: target) != nil else {
+            return .refuse(HTTPFailure(.invalid, "a redirect to a URL that is not http:// or https:// was not followed"))
+        }
+        let keepsBody = status == 307 || status == 308
+        if keepsBody && next.bodyStream != nil { return .none }  // a streamed body cannot be sent again
+        if status == 303 ? next.method != "HEAD" : (!keepsBody && next.method == "POST") {
+            next.method = "GET"
+            next.body = nil
+            next.bodyStream = nil
+            next.headers.removeAll { $0.hasName("content-type") || $0.hasName("content-length") }
+        }
+        if Transfer.origin(of: target) != Transfer.origin(of: next.url) {
+            let bound = Set(next.originBoundHeaders + ["authorization", "cookie"])
+            next.headers.removeAll { bound.contains($0.name.lowercased()) }
+            next.originBoundHeaders = []
+        }
+        next.url = target
+        next.maxRedirects -= 1
+        return .follow(next)
+    }
+
+    /// `scheme://host:port` of an absolute URL, lowercased, the port made explicit.
+    static func origin(of url: String) -> String? {
+        guard let parts = URLComponents(string: url), let scheme = parts.scheme?.lowercased(),
+              let host = parts.host?.lowercased() else { return nil }
+        return "\(scheme)://\(host):\(parts.port ?? (scheme == "https" ? 443 : 80))"
     }
 
     func failure(for code: CURLcode) -> HTTPFailure {

@@ -260,6 +260,11 @@ final class RouteResolver: Sendable {
             maxRedirects: spec.maxRedirects ?? configuration.defaults.maxRedirects,
             verifyTLS: server?.verifyTLS ?? true, caFile: server?.caFile, acceptEncoding: true,
             maxBodyBytes: saveAs == nil ? configuration.defaults.maxBodyBytes : nil, reportsProgress: true)
+        // Credential headers curl would send on to any host a redirect names (it keeps
+        // back only Authorization and Cookie): the client follows such a request's redirects.
+        for name in headers.keys where name != "authorization" && name != "cookie" && credentialHeaders.contains(name) {
+            request.originBoundHeaders.append(name)
+        }
         request.pinnedPublicKey = server?.pinnedPublicKey
         request.clientCert = server?.clientCert
         request.clientKey = server?.clientKey

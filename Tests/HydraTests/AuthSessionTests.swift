@@ -239,6 +239,49 @@ import HydraLoop
         #expect(result.withLock { $0 }?.error?.kind == .auth)
     }
 
+    /// Credentials go only to the origin they were sent to: a redirect to
+    /// another origin (here `localhost` for `127.0.0.1`) leaves an api key
+    /// behind, as curl does for `Authorization`; one on the same origin keeps
+    /// it; method and body follow curl's rules; no redirect leaves http(s).
+    @Test func credentialsStayWithTheirOriginAcrossRedirects() async throws {
+        let engine = try makeEngine("""
+            , "auth": {"key": {"type": "api-key", "header": "X-Api-Key", "value": "key-value-77"},
+                       "ci": {"type": "bearer", "token": "ci-token-123"}}
+            """)
+        defer { engine.shutdown() }
+        func redirect(to target: String, status: Int = 302) -> String {
+            let to = target.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? target
+            return TestServer.url("/redirect-to?status=\(status)&to=\(to)")
+        }
+        let away = "http://localhost:\(TestServer.port)/echo/away"
+        func run(_ url: String, _ extra: String = "") async throws -> JobResult {
+            try await engine.run(spec(#"{"type":"remote","url":"\#(url)","auth":"key"\#(extra)}"#))
+        }
+        let crossed = try await run(redirect(to: away))
+        #expect(crossed.result?["body"]?["path"] == "/echo/away", "\(String(describing: crossed.error))")
+        #expect(crossed.result?["body"]?["headers"]?["x-api-key"] == nil, "the key went to another origin")
+        #expect(crossed.result?["url"] == .string(away))
+        let stayed = try await run(redirect(to: TestServer.url("/echo/here")))
+        #expect(stayed.result?["body"]?["headers"]?["x-api-key"] == "***")  // sent (and masked in the result)
+        // 307 keeps the method and the body (across origins too); 303 makes a GET of a POST.
+        let kept = try await run(redirect(to: away, status: 307), #","method":"POST","body":{"a":1}"#)
+        #expect(kept.result?["body"]?["method"] == "POST" && kept.result?["body"]?["json"] == ["a": 1])
+        #expect(kept.result?["body"]?["headers"]?["x-api-key"] == nil)
+        let seeOther = try await run(redirect(to: TestServer.url("/echo/other"), status: 303), #","method":"POST","body":{"a":1}"#)
+        #expect(seeOther.result?["body"]?["method"] == "GET" && seeOther.result?["body"]?["body"] == "")
+        #expect(seeOther.result?["body"]?["headers"]?["content-type"] == nil)
+        // A bearer token: curl keeps it back from another origin itself.
+        let bearer = try await engine.run(spec(#"{"type":"remote","url":"\#(redirect(to: away))","auth":"ci"}"#))
+        #expect(bearer.state == .succeeded && bearer.result?["body"]?["headers"]?["authorization"] == nil)
+        // Only http and https, whoever follows the redirect.
+        for extra in [#","auth":"key""#, ""] {
+            let ftp = try await engine.run(spec(#"{"type":"remote","url":"\#(redirect(to: "ftp://127.0.0.1:1/x"))"\#(extra)}"#))
+            // Refused before connecting (port 1 would refuse the connection: another message).
+            let message = ftp.error?.message ?? ""
+            #expect(ftp.state == .failed && (message.contains("not http") || message.contains("disabled")), "\(extra): \(message)")
+        }
+    }
+
     @Test func fixedSchemesSendTheirHeaderAndNeverShowIt() async throws {
         let engine = try makeEngine("""
             , "auth": {"ci": {"type": "bearer", "token": "ci-token-123"},

@@ -56,6 +56,8 @@ Endpoints (methods GET/POST/PUT/PATCH/DELETE/HEAD/OPTIONS unless noted)
                             "Content-Encoding: deflate" if accepted
 /redirect/<n>               n > 0: 302, "Location: /redirect/<n-1>" (relative),
                             empty body; n == 0: 200 {"redirected": true}
+/redirect-to?to=URL         ?status= (default 302) with "Location: URL" (any
+                            URL, another origin's or scheme's), empty body
 /large/<bytes>              200 application/octet-stream, exactly <bytes> bytes
                             of the pattern 0,1,...,255,0,1,... in 64 KiB writes
 /slow-body/<chunks>/<ms>    200 application/octet-stream, Content-Length =
@@ -464,6 +466,10 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self._json(200, {"redirected": True})
 
+    def redirect_to(self):
+        code = self._status_code(self.query.get("status", "302"))
+        self._send(code, b"", None, [("Location", self.query.get("to", "/"))])
+
     def _start_octets(self, length):
         self.send_response(200)
         self.send_header("Content-Type", "application/octet-stream")
@@ -705,6 +711,7 @@ _ROUTES = {
     "gzip": (Handler.gzip, 0),
     "deflate": (Handler.deflate, 0),
     "redirect": (Handler.redirect, 1),
+    "redirect-to": (Handler.redirect_to, 0),
     "large": (Handler.large, 1),
     "slow-body": (Handler.slow_body, 2),
     "chunked": (Handler.chunked, 1),
