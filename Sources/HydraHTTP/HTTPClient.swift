@@ -267,7 +267,7 @@ public final class HTTPClient {
                     break
                 }
             }
-            complete(transfer, result == CURLE_OK ? .success(transfer.response()) : .failure(transfer.failure(for: result)))
+            complete(transfer, transfer.outcome(result))
         }
         completing.removeAll(keepingCapacity: true)
         // Transfers just done left their connections in the pool: none has picked one again yet.

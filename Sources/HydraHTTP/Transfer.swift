@@ -41,6 +41,10 @@ final class Transfer {
     /// `Content-Encoding` (then the length counts encoded bytes, not what is kept).
     @exclusivity(unchecked) private var declaredLength = -1
     @exclusivity(unchecked) private var encoded = false
+    /// The blank line that ends the current response's headers arrived: curl
+    /// 7.88 calls a response cut inside its headers a success (status 200, no
+    /// headers, no body), which must not pass for one.
+    @exclusivity(unchecked) private var headersEnded = false
     /// The name of a malformed header field ``configure(_:)`` refused, for the error.
     @exclusivity(unchecked) private var rejectedHeader: String?
     /// When progress was last reported, per direction (`UInt64.max`: the last report is out).
@@ -193,6 +197,7 @@ final class Transfer {
         tooLarge = false
         declaredLength = -1
         encoded = false
+        headersEnded = false
         lastUpload = 0
         lastDownload = 0
         reportsMemoryProgress = false
@@ -440,6 +445,11 @@ final class Transfer {
                 headers.removeAll()
                 declaredLength = -1
                 encoded = false
+                headersEnded = false
+                return
+            }
+            if count <= 2 && (line[0] == UInt8(ascii: "\r") || line[0] == UInt8(ascii: "\n")) {
+                headersEnded = true
                 return
             }
             switch headers.append(line: line) {
@@ -527,6 +537,13 @@ final class Transfer {
     }
 
     // MARK: - Results
+
+    /// The outcome of a transfer curl ended with `code`.
+    func outcome(_ code: CURLcode) -> Result<HTTPResponse, HTTPFailure> {
+        guard code == CURLE_OK else { return .failure(failure(for: code)) }
+        guard headersEnded else { return .failure(HTTPFailure(.network, "the connection closed inside the response's headers")) }
+        return .success(response())
+    }
 
     func response() -> HTTPResponse {
         var status = 0

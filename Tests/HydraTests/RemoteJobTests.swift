@@ -115,6 +115,11 @@ import Testing
         #expect(expected.state == .succeeded)
         let unexpected = try await engine.run(spec(#"{"type":"remote","endpoint":"/items","expect":[201]}"#))
         #expect(unexpected.error?.kind == .http)
+
+        // A connection closed inside the response's headers is no answer (curl 7.88
+        // calls it a 200 with nothing): a network failure, retried like one.
+        let cut = try await engine.run(spec(#"{"type":"remote","endpoint":"/cut-headers"}"#))
+        #expect(cut.error?.kind == .network, "\(String(describing: cut.result))")
     }
 
     @Test func retriesFlakyServerWithBackoffAndCountsAttempts() async throws {

@@ -127,6 +127,8 @@ Endpoints (methods GET/POST/PUT/PATCH/DELETE/HEAD/OPTIONS unless noted)
                             ?fail=C1,C2,... answers the requests after the
                             first with those statuses, in turn
 /abort                      resets the connection (RST) without answering
+/cut-headers                "HTTP/1.1 200 OK" and one header line, then closes
+                            (FIN) before the blank line that ends the headers
 anything else               404 {"error": "not found", "path": <path>}
 
 A malformed number in a path or query answers 400 {"error": ...}.
@@ -588,6 +590,14 @@ class Handler(BaseHTTPRequestHandler):
         self._headers_sent = True
         self.connection.close()
 
+    def cut_headers(self):
+        """A response cut inside its headers: a status line, a field, then FIN."""
+        self.wfile.write(b"HTTP/1.1 200 OK\r\nX-A: b\r\n")
+        self.wfile.flush()
+        self.close_connection = True
+        self._headers_sent = True
+        self.connection.shutdown(socket.SHUT_WR)
+
     def gzip_bomb(self, mib):
         mib = _int(mib, "mib")
         if not 0 <= mib <= 4096:
@@ -725,6 +735,7 @@ _ROUTES = {
     "conn": (Handler.conn, 0),
     "gzip-bomb": (Handler.gzip_bomb, 1),
     "abort": (Handler.abort, 0),
+    "cut-headers": (Handler.cut_headers, 0),
     "resource": (Handler.resource, 1),
 }
 
