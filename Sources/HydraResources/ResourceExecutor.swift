@@ -394,6 +394,11 @@ final class ResourceExecutor: JobExecutor {
                         error = JobError(.network, "the server's resumed range does not complete the body (\(response.header("content-range") ?? "no Content-Range"), \(resume.count) bytes kept, \(response.bodyBytes) received)")
                         break
                     }
+                    // The rest of the same version only: no file spliced from two.
+                    if let reason = ResourceExecutor.otherVersion(response, range: range, resuming: resume.headers, validator: resume.validator) {
+                        error = JobError(.network, reason)
+                        break
+                    }
                     manager.statistics.countResumed()
                     response = HTTPResponse(status: 200, headers: resume.headers, body: resume.bytes + response.body,
                                             bodyBytes: resume.count + response.bodyBytes)
@@ -650,6 +655,23 @@ final class ResourceExecutor: JobExecutor {
         let (length, overflow) = end.subtractingReportingOverflow(start)
         guard start == kept, !overflow, length >= 0, length < Int.max, length + 1 == received else { return false }
         return total == "*" || Int(total) == end.addingReportingOverflow(1).partialValue && end < Int.max
+    }
+
+    /// Why a `206` is not the rest of the version the kept bytes are from, or
+    /// nil: its ETag differs from the one `If-Range` named (a server that
+    /// ignores `If-Range`), or its total length from the first answer's
+    /// `Content-Length` (`first`: that answer's headers).
+    static func otherVersion(_ response: HTTPResponse, range: String, resuming first: HTTPHeaderBlock,
+                             validator: String?) -> String? {
+        if let validator, validator.hasPrefix("\"") || validator.hasPrefix("W/"), let tag = response.header("etag"),
+           opaqueTag(tag) != opaqueTag(validator) {
+            return "the server's resumed range is of another version (ETag \(tag), the kept bytes' \(validator)): fetched again whole"
+        }
+        if first.first("content-encoding") == nil, let declared = first.first("content-length").flatMap({ Int($0) }),
+           let slash = range.lastIndex(of: "/"), let total = Int(range[range.index(after: slash)...]), total != declared {
+            return "the server's resumed range ends a body of \(total) bytes, the first answer's was \(declared): fetched again whole"
+        }
+        return nil
     }
 
     /// An entity tag without its weakness mark: a server may answer a strong tag weak after compressing.

@@ -321,6 +321,23 @@ import Testing
         #expect(files().count == 1)
     }
 
+    /// A `206` of another version (its ETag is not the one `If-Range` named: a
+    /// server that ignores it) or with another total length is not spliced onto
+    /// the kept bytes: the next attempt fetches the body whole.
+    @Test func aResumedRangeOfAnotherVersionIsNotSpliced() async throws {
+        let engine = try HydraEngine(configuration: Configuration(), stateDirectory: state)
+        defer { engine.shutdown() }
+        for twist in ["changed206=1", "total206=200005"] {
+            let n = "s" + UUID().uuidString.prefix(8).lowercased()
+            let url = TestServer.url("/resource/\(n)?size=200000&cut=first&\(twist)")
+            let done = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","retry":{"maxAttempts":3,"backoffMs":1},"as":"text"}"#))
+            let text = try #require(done.result?["content"]?.stringValue, "\(twist): \(String(describing: done.error))")
+            #expect(text.count == 200_000 && text.hasPrefix("resource \(n) v1"), "\(twist): \(text.count) bytes")
+            #expect(!text.contains("x") && !text.contains("!"), "\(twist): bytes of another version")
+            #expect(done.result?["sha256"] == .string(ResourceKey.sha256(Array(text.utf8))))
+        }
+    }
+
     /// Range resume (resources.md): a body cut halfway is completed with
     /// `Range` + `If-Range`, so the server sends each byte once.
     @Test func aCutTransferIsResumedWithARangeRequest() async throws {

@@ -630,7 +630,11 @@ class Handler(BaseHTTPRequestHandler):
         200 and the whole body (Accept-Ranges notwithstanding).
         `?cut=stall2` cuts the first request like `first`, and sends the
         second a quarter of what it asked for, then nothing for 3 s (the
-        client times out with bytes written past what it kept)."""
+        client times out with bytes written past what it kept).
+        `?changed206=1` answers a Range request, whatever its If-Range, with a
+        206 of another version (another body and ETag: a server that ignores
+        If-Range, its padding `x`); `?total206=N` answers a Range request as if
+        the body were N bytes long (padded with `!`), unlike the first answer."""
         count = _increment(f"res-{key}")
         cut = self.query.get("cut", "")
         cutting = (cut in ("first", "stall2") and count == 1) or (cut == "after1" and count > 1)
@@ -641,11 +645,16 @@ class Handler(BaseHTTPRequestHandler):
         if "status" in self.query:
             self._json(self._status_code(self.query["status"]), {"error": "as asked"})
             return
-        version = str(count) if self.query.get("bump") == "1" else self.query.get("v", "1")
+        changed = self.query.get("changed206") == "1" and "Range" in self.headers
+        version = "changed" if changed else str(count) if self.query.get("bump") == "1" else self.query.get("v", "1")
         body = f"resource {key} v{version}".encode()
         size = _int(self.query.get("size", "0"), "size")
         if size > len(body):
-            body += b"." * (size - len(body))
+            body += (b"x" if changed else b".") * (size - len(body))
+        if "total206" in self.query and "Range" in self.headers:
+            longer = _int(self.query["total206"], "total206")
+            if longer > len(body):
+                body += b"!" * (longer - len(body))
         etag = f'"{key}-{version}"'
         modified = "Mon, 23 Nov 2026 10:00:00 GMT"
         headers = [("Last-Modified", modified), ("Accept-Ranges", "bytes")]
@@ -670,7 +679,7 @@ class Handler(BaseHTTPRequestHandler):
         start = 0
         wanted = self.headers.get("Range", "")
         if_range = self.headers.get("If-Range")
-        if wanted.startswith("bytes=") and wanted.endswith("-") and (if_range is None or if_range in (etag, modified)) \
+        if wanted.startswith("bytes=") and wanted.endswith("-") and (if_range is None or if_range in (etag, modified) or changed) \
                 and self.query.get("norange") != "1":
             start = min(_int(wanted[6:-1], "range"), len(body))
             _increment(f"resrange-{key}")
