@@ -4,8 +4,21 @@ import Foundation
 /// Replacing secret byte strings (a token, an api key) with `***` in what a
 /// server sent back, before anything is decoded or reported: a server that
 /// echoes a request's credentials must not put them in a result or an event.
-enum SecretMasking {
+public enum SecretMasking {
     static let replacement = Array("***".utf8)
+
+    /// `bytes` with each of `secrets` (UTF-8 texts) replaced by `***`; the same
+    /// bytes, nothing copied, when none occurs.
+    public static func masked(_ bytes: [UInt8], secrets: [String]) -> [UInt8] {
+        var out = bytes
+        for var secret in secrets {
+            secret.makeContiguousUTF8()
+            secret.utf8.withContiguousStorageIfAvailable { needle in
+                if let replaced = masked(out, needle) { out = replaced }
+            }
+        }
+        return out
+    }
 
     /// `bytes` with every occurrence of `secret` replaced; nil when it does not
     /// occur (the common case: one `memmem`, nothing copied).

@@ -10,6 +10,9 @@ public struct RoutedRequest: Sendable {
     public var retry: RetryPolicy
     /// The statuses that count as success; nil: 2xx.
     public var expect: [Int]?
+    /// The request's credential texts (rest.md §1): never in a result, so
+    /// masked in content a result carries.
+    public var secrets: [String] = []
 
     /// Whether a failure is worth another attempt (network, timeout, 5xx, 429), as for remote jobs.
     public static func isRetryable(_ error: JobError) -> Bool { RESTExecutor.isRetryable(error) }
@@ -39,7 +42,7 @@ extension RESTManager {
         spec.body = nil
         spec.saveAs = nil
         let prepared = try resolver.prepare(spec, timeoutMs: timeoutMs)
-        return RoutedRequest(http: prepared.http, retry: prepared.retry, expect: prepared.expect)
+        return RoutedRequest(http: prepared.http, retry: prepared.retry, expect: prepared.expect, secrets: prepared.secrets)
     }
 }
 

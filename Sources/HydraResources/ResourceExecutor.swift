@@ -73,6 +73,9 @@ final class ResourceExecutor: JobExecutor {
         /// then keeps a copy of its own), rather than being served a copy kept
         /// another way (an `aes-gcm` copy's content must never reach a result).
         var startsAgain = false
+        /// The credentials its request sends (known once routed): masked in the
+        /// content its result carries (`as` text, json, base64), as in a remote job's body.
+        var secrets: [String] = []
     }
 
     /// One transfer of a key, across its attempts, and the jobs waiting for it.
@@ -168,7 +171,7 @@ final class ResourceExecutor: JobExecutor {
             handle.finish(.failure(JobError(.internal, "not a resource job")))
             return
         }
-        let waiter = Waiter(task: task, handle: handle, spec: spec)
+        var waiter = Waiter(task: task, handle: handle, spec: spec)
         let now = Date().timeIntervalSince1970
         let maxAge = Double(spec.maxAgeSec ?? manager.settings.maxAgeSec)
         func fresh(_ record: ResourceRecord) -> Bool { spec.mode == .only || now - record.storedAt < maxAge }
@@ -201,6 +204,7 @@ final class ResourceExecutor: JobExecutor {
             handle.finish(.failure(error))
             return
         }
+        waiter.secrets = routed.secrets
         let key = plain ?? ResourceKey.make(url: routed.http.url, remaker: spec.remaker, options: spec.remakeOptions)
         if plain == nil, memoryHit(key) { return }
         // Then disk. A copy kept with another cipher is no copy for this job: it
@@ -816,6 +820,7 @@ final class ResourceExecutor: JobExecutor {
             }
             o = result.fields
         }
+        let content = waiter.secrets.isEmpty ? content : SecretMasking.masked(content, secrets: waiter.secrets)
         switch waiter.spec.presentation {
         case .text?:
             guard let text = String(validating: content, as: UTF8.self) else {

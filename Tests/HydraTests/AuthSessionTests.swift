@@ -282,6 +282,27 @@ import HydraLoop
         }
     }
 
+    /// A resource job's content is masked like a remote job's body: an origin
+    /// that echoes the api key does not put it in the result (or its event).
+    @Test func aResourceResultNeverShowsTheRequestsCredentials() async throws {
+        let state = NSTemporaryDirectory() + "hydra-resauth-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let engine = try makeEngine(#", "auth": {"key": {"type": "api-key", "header": "X-Api-Key", "value": "key-value-78"}}"#,
+                                    state: state)
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        for shown in ["json", "text", "base64"] {
+            let url = TestServer.url("/echo/res-\(shown)-\(UUID().uuidString.prefix(6))")
+            let done = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","auth":"key","as":"\#(shown)"}"#))
+            #expect(done.state == .succeeded, "\(shown): \(String(describing: done.error))")
+            let text = JSONWriter.string(done.result ?? .null)
+            #expect(!text.contains("key-value-78") && !text.contains(Data("key-value-78".utf8).base64EncodedString()), "\(shown): \(text)")
+            if shown == "json" { #expect(done.result?["content"]?["headers"]?["x-api-key"] == "***") }
+        }
+        #expect(!log.all.map { JSONWriter.string($0.json) }.joined().contains("key-value-78"))
+    }
+
     @Test func fixedSchemesSendTheirHeaderAndNeverShowIt() async throws {
         let engine = try makeEngine("""
             , "auth": {"ci": {"type": "bearer", "token": "ci-token-123"},
