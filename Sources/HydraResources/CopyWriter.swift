@@ -45,8 +45,8 @@ struct CopyWriter: Sendable {
             } catch {
                 return .failure(JobError(.invalid, "remaker: \(remake.name) failed: \(error)"))
             }
-            guard content.count <= manager.settings.maxBytes else {
-                return .failure(JobError(.tooLarge, "remaker: the derived resource is larger than resources.maxBytes (\(manager.settings.maxBytes) bytes)"))
+            guard content.count <= manager.inMemoryLimit else {
+                return .failure(JobError(.tooLarge, "remaker: the derived resource is larger than \(manager.inMemoryLimit) bytes (a remade copy is made in memory: defaults.maxBodyBytes, or resources.maxBytes when smaller)"))
             }
         }
         let digest = ResourceKey.sha256(content)

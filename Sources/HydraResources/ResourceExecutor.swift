@@ -336,8 +336,11 @@ final class ResourceExecutor: JobExecutor {
         fetch.attempts += 1
         manager.statistics.countRequest()
         var http = fetch.routed.http
-        // Every body can be a bomb: nothing larger than the repository.
-        http.maxBodyBytes = manager.settings.maxBytes
+        // Every body can be a bomb: nothing larger than the repository, and a body
+        // kept in memory to be remade, compressed or sealed no larger than
+        // `defaults.maxBodyBytes` (protocol §4: the limit of bodies kept in memory).
+        let limit = fetch.streams ? manager.settings.maxBytes : manager.inMemoryLimit
+        http.maxBodyBytes = limit
         if fetch.streams {
             if fetch.file == nil {
                 do {
@@ -354,8 +357,8 @@ final class ResourceExecutor: JobExecutor {
             // The rest of an interrupted body; with a validator, only if it is still
             // the same (else the server sends it all).
             http.headers.append(HTTPHeader("Range", "bytes=\(resume.count)-"))
-            // The kept bytes and the rest together stay within `resources.maxBytes`.
-            http.maxBodyBytes = max(0, manager.settings.maxBytes - resume.count)
+            // The kept bytes and the rest together stay within the limit.
+            http.maxBodyBytes = max(0, limit - resume.count)
             if let validator = resume.validator { http.headers.append(HTTPHeader("If-Range", validator)) }
             http.acceptEncoding = false
         } else if let previous = fetch.previous {

@@ -64,14 +64,25 @@ public final class ResourceManager: JobManager {
     public init(rest: RESTManager, index: any ResourceIndexStore, stateDirectory: String, sharedKey: String? = nil) {
         self.rest = rest
         atRestKey = AtRestKey(passphrase: sharedKey)
-        let limit = rest.configuration.resources.maxBytes
+        let limit = ResourceManager.inMemoryLimit(rest.configuration)
         remakers = Locked(["gunzip": { data, _ in
+            // Made in memory: at most the in-memory limit (a bomb stops there).
             do { return Data(try Gzip.decompress([UInt8](data), limit: limit)) } catch { throw error }
         }])
         self.index = index
         settings = rest.configuration.resources
         let base = stateDirectory.hasSuffix("/") ? String(stateDirectory.dropLast()) : stateDirectory
         repositoryPath = base + "/" + settings.path
+    }
+
+    /// The most bytes a copy made in memory (remade, compressed or sealed at rest)
+    /// may have, fetched or remade: `defaults.maxBodyBytes`, the limit of a body
+    /// kept in memory (protocol §4), or `resources.maxBytes` when smaller. A
+    /// plain copy streams to disk and has only `resources.maxBytes`.
+    var inMemoryLimit: Int { ResourceManager.inMemoryLimit(rest.configuration) }
+
+    static func inMemoryLimit(_ configuration: Configuration) -> Int {
+        min(configuration.resources.maxBytes, configuration.defaults.maxBodyBytes)
     }
 
     /// A remaker: derives the resource a job returns from the fetched content

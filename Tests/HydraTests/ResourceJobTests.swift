@@ -321,6 +321,26 @@ import Testing
         #expect(files().count == 1)
     }
 
+    /// A copy made in memory (remade, or kept with a cipher) is bounded by
+    /// `defaults.maxBodyBytes`, like any body kept in memory, not by the
+    /// repository's `resources.maxBytes`: a gzip bomb through `gunzip` stops
+    /// there (it held up to a gibibyte per job). A plain copy streams to disk.
+    @Test func copiesMadeInMemoryStopAtMaxBodyBytes() async throws {
+        var configuration = Configuration()
+        configuration.defaults.maxBodyBytes = 1 << 20
+        let engine = try HydraEngine(configuration: configuration, stateDirectory: state)
+        defer { engine.shutdown() }
+        let n = "m" + UUID().uuidString.prefix(8).lowercased()
+        let bomb = try await engine.run(spec(#"{"type":"resource","url":"\#(TestServer.url("/resource/\(n)b?gz=1&size=2000000"))","remaker":"gunzip"}"#))
+        #expect(bomb.state == .failed && bomb.error?.message.contains("1048576") == true, "\(String(describing: bomb.error))")
+        let sealed = try await engine.run(spec(#"{"type":"resource","url":"\#(TestServer.url("/resource/\(n)c?size=2000000"))","cipher":"gzip"}"#))
+        #expect(sealed.error?.kind == .tooLarge, "\(String(describing: sealed.error))")
+        let plain = try await engine.run(spec(#"{"type":"resource","url":"\#(TestServer.url("/resource/\(n)p?size=2000000"))"}"#))
+        #expect(plain.state == .succeeded && plain.result?["bytes"] == 2_000_000, "\(String(describing: plain.error))")
+        let small = try await engine.run(spec(#"{"type":"resource","url":"\#(TestServer.url("/resource/\(n)s?gz=1&size=500000"))","remaker":"gunzip","as":"text"}"#))
+        #expect(small.result?["content"]?.stringValue?.count == 500_000, "\(String(describing: small.error))")
+    }
+
     /// A `206` of another version (its ETag is not the one `If-Range` named: a
     /// server that ignores it) or with another total length is not spliced onto
     /// the kept bytes: the next attempt fetches the body whole.
