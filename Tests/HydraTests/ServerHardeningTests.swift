@@ -407,6 +407,28 @@ extension ServerTests {
         #expect(try client.readLine(timeout: .seconds(5)) == nil)  // then closed
     }
 
+    /// A client that subscribed and went away (`submit --follow` ended, Ctrl-C
+    /// on `events`) leaves neither its connection nor its subscription behind,
+    /// even when no event comes to find out (they held every place of
+    /// `rpc.maxConnections` in the end).
+    @Test func aSubscriberThatGoesAwayLeavesNothingBehind() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let client = try server.client()
+        let before = try client.call("hydra.stats")
+        for _ in 0..<3 {
+            let watcher = try server.raw()
+            _ = try rawCall(watcher, #"{"jsonrpc":"2.0","id":1,"method":"events.subscribe","params":{"jobId":"j-finished-long-ago"}}"#)
+            watcher.close()
+        }
+        var after: JSONValue = .null
+        try waitUntilBlocking(timeout: .seconds(5)) {
+            after = (try? client.call("hydra.stats")) ?? .null
+            return after["connections"] == before["connections"] && after["subscriptions"] == before["subscriptions"]
+        }
+        #expect(after["connections"] == before["connections"] && after["subscriptions"] == before["subscriptions"], "\(after)")
+    }
+
     @Test func aConnectionPastMaxConnectionsIsRefusedAndClosed() throws {
         let server = try ServerProcess(config: #""rpc": {"listen": "127.0.0.1:0", "maxConnections": 2}"#)
         defer { server.terminate() }

@@ -205,10 +205,16 @@ final class RPCServerRuntime {
             // answer is not lost to a reset (up to 2 s), then close.
             session.connection.closeAfterReading(timeoutMilliseconds: 2_000)
         }
-        connection.onEnd = { [unowned session] in
-            // A client that sent its last request and half-closed still gets every answer.
+        connection.onEnd = { [unowned self, unowned session] in
+            // A client that sent its last request and half-closed still gets every answer
+            // (for up to 30 s: one that exited, which looks the same, is not waited for longer).
             session.peerEnded = true
             session.closeIfDone()
+            guard !session.closed, session.pending > 0 else { return }
+            session.endTimer = self.loop.schedule(afterMilliseconds: RPCSession.endGraceMilliseconds) { [unowned session] in
+                session.endTimer = nil
+                session.connection.close()
+            }
         }
         connection.onDrain = { [unowned self, unowned session] in
             session.connection.resumeReading()
@@ -217,6 +223,8 @@ final class RPCServerRuntime {
         connection.onClose = { [unowned self, unowned session] in
             session.firstMessageTimer?.cancel()
             session.firstMessageTimer = nil
+            session.endTimer?.cancel()
+            session.endTimer = nil
             session.closed = true
             self.remove(Array(session.subscriptions.values), from: session)
             self.waiters.sessionClosed(session.id)
@@ -416,7 +424,6 @@ final class RPCServerRuntime {
             subscriptionCount -= 1
         }
         subscriptionsRemoved()
-        session.closeIfDone()
     }
 
     /// Leaves the bus once no client subscribes any more: events then cost

@@ -18,13 +18,18 @@ final class RPCSession {
     var pending = 0
     /// Closes the connection unless a first message comes (`rpc.firstMessageTimeoutMs`).
     var firstMessageTimer: ScheduledTask?
-    /// The client finished sending (a half-close): the connection closes once
-    /// every reply is out and no subscription is left to feed.
+    /// The client finished sending (a half-close, or it exited: the server cannot
+    /// tell them apart): the connection closes once every reply is out, or
+    /// after ``endGraceMilliseconds`` (a client that exited is not waited for
+    /// longer; its subscriptions end with the connection).
     var peerEnded = false
+    /// Closes the connection of a client that finished sending when its replies take too long.
+    var endTimer: ScheduledTask?
+    static let endGraceMilliseconds: UInt64 = 30_000
 
-    /// Closes a connection whose client finished sending, once nothing more is due to it.
+    /// Closes a connection whose client finished sending, once no reply is due to it.
     func closeIfDone() {
-        guard peerEnded, !closed, pending == 0, subscriptions.isEmpty else { return }
+        guard peerEnded, !closed, pending == 0 else { return }
         connection.close()
     }
 
