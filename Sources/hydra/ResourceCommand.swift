@@ -76,7 +76,7 @@ struct ResourceCommand: ParsableCommand {
                 params["length"] = .int(1 << 20)
                 let reply = call(client, "resource.read", .object(params))
                 let chunk = Data(base64Encoded: reply["content"]?.stringValue ?? "") ?? Data()
-                FileHandle.standardOutput.write(chunk)
+                StandardOutput.write([UInt8](chunk))
                 offset += chunk.count
                 if reply["eof"] != false || chunk.isEmpty { break }
             }

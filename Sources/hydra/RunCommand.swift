@@ -106,7 +106,7 @@ struct RunCommand: AsyncParsableCommand {
             // Written as encoded: a large graph's result is not built into a String first.
             var line = result.encodedJSON()
             line.append(UInt8(ascii: "\n"))
-            FileHandle.standardOutput.write(Data(line))
+            StandardOutput.write(line)
         }
         if result.state != .succeeded { throw ExitCode(1) }
     }
@@ -116,9 +116,4 @@ struct RunCommand: AsyncParsableCommand {
 struct UsageError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
-}
-
-/// Writes a line to stdout at once.
-func writeLine(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }

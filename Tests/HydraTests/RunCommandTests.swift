@@ -32,6 +32,36 @@ import Testing
         return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
     }
 
+    /// Output that cannot be written ends the run cleanly: a reader that went
+    /// away as SIGPIPE would (141, nothing said), a full disk with one line
+    /// (exit 1); never a crash report (Foundation's write stopped it with one).
+    @Test func anOutputThatCannotBeWrittenEndsTheRunCleanly() throws {
+        func run(stdout: Any) throws -> (status: Int32, err: String) {
+            let process = ChildProcess()
+            process.executableURL = BuiltProducts.url("hydra")
+            process.arguments = ["run", "-", "--events"]
+            process.currentDirectoryURL = RunCommandTests.root
+            let err = Pipe(), input = Pipe()
+            process.standardOutput = stdout
+            process.standardError = err
+            process.standardInput = input
+            try process.run()
+            input.fileHandleForWriting.write(Data(#"{"type":"local","name":"echo","input":1}"#.utf8))
+            try input.fileHandleForWriting.close()
+            let errData = err.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: errData, as: UTF8.self))
+        }
+        let full = try run(stdout: try #require(FileHandle(forWritingAtPath: "/dev/full")))
+        #expect(full.status == 1 && full.err.contains("cannot write to standard output"), "\(full)")
+        #expect(!full.err.contains("Fatal error") && !full.err.contains("crashed"))
+        let closed = Pipe()
+        try closed.fileHandleForReading.close()  // nobody reads: the first write fails with EPIPE
+        let gone = try run(stdout: closed)
+        // Ended by SIGPIPE itself before `run` ignores it, else as SIGPIPE would.
+        #expect((gone.status == 141 || gone.status == SIGPIPE) && !gone.err.contains("crashed"), "status \(gone.status): \(gone.err)")
+    }
+
     /// Ctrl-C cancels the job: its cancelled result is the last line (exit 1),
     /// and the download it was writing leaves no temporary file.
     @Test func aSignalCancelsTheJobAndCleansUp() throws {
