@@ -3,12 +3,26 @@ import Foundation
 /// Reads a password: from the terminal with echo off (the prompt on stderr),
 /// else the first line of stdin (for scripts: `echo "$PW" | hydra auth login ...`).
 enum PasswordPrompt {
+    /// The terminal's settings while echo is off, for the signal handler to put back.
+    /// Written before the handler is installed and read only by it (one prompt at a time).
+    nonisolated(unsafe) private static var saved = termios()
+
     static func read(_ prompt: String) -> String {
         guard isatty(STDIN_FILENO) == 1 else { return readLine(strippingNewline: true) ?? "" }
         FileHandle.standardError.write(Data(prompt.utf8))
-        var saved = termios()
         let haveTerminal = tcgetattr(STDIN_FILENO, &saved) == 0
+        var previous: [Int32: sighandler_t?] = [:]
         if haveTerminal {
+            // Ctrl-C (or a kill) at the prompt must not leave the terminal without echo:
+            // the settings are put back, then the signal does what it would have done.
+            for number in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] {
+                previous[number] = signal(number) { number in
+                    tcsetattr(STDIN_FILENO, TCSAFLUSH, &PasswordPrompt.saved)
+                    _ = Glibc.write(STDERR_FILENO, "\n", 1)
+                    signal(number, SIG_DFL)
+                    raise(number)
+                }
+            }
             var quiet = saved
             quiet.c_lflag &= ~tcflag_t(ECHO)
             tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
@@ -16,6 +30,7 @@ enum PasswordPrompt {
         let line = readLine(strippingNewline: true) ?? ""
         if haveTerminal {
             tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
+            for (number, handler) in previous { signal(number, handler) }
             FileHandle.standardError.write(Data("\n".utf8))
         }
         return line

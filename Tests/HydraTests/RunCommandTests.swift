@@ -62,6 +62,28 @@ import Testing
         #expect((gone.status == 141 || gone.status == SIGPIPE) && !gone.err.contains("crashed"), "status \(gone.status): \(gone.err)")
     }
 
+    /// Ctrl-C at `hydra auth login`'s password prompt puts the terminal back
+    /// as it was (it was left without echo).
+    @Test func anInterruptedPasswordPromptPutsTheTerminalBack() throws {
+        let terminal = try TerminalCapture()
+        let process = ChildProcess()
+        process.executableURL = BuiltProducts.url("hydra")
+        process.arguments = ["auth", "login", "user", "--user", "alice", "--connect", "127.0.0.1:1"]
+        process.standardInput = terminal.terminal
+        process.standardError = terminal.terminal
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        try waitUntilBlocking(timeout: .seconds(10)) { terminal.text.contains("password for alice") }
+        var during = termios()
+        #expect(tcgetattr(terminal.terminal.fileDescriptor, &during) == 0 && during.c_lflag & tcflag_t(ECHO) == 0)
+        kill(process.processIdentifier, SIGINT)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == SIGINT)
+        var after = termios()
+        #expect(tcgetattr(terminal.terminal.fileDescriptor, &after) == 0)
+        #expect(after.c_lflag & tcflag_t(ECHO) != 0, "echo left off")
+    }
+
     /// Ctrl-C cancels the job: its cancelled result is the last line (exit 1),
     /// and the download it was writing leaves no temporary file.
     @Test func aSignalCancelsTheJobAndCleansUp() throws {
