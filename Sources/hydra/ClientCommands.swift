@@ -417,11 +417,21 @@ struct CacheCommand: ParsableCommand {
     }
 
     struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove cached responses by api, URL or URL prefix.")
+        static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove cached responses by api, URL or URL prefix (or --all).")
         @Option(help: "Every response of this api.") var api: String?
         @Option(help: "The response of this URL (and its credential variants).") var url: String?
         @Option(help: "Every response whose URL starts with this.") var prefix: String?
+        @Flag(help: "Every cached response (what a bare `rm` would do by a slip).") var all = false
         @OptionGroup var connection: ConnectOptions
+        func validate() throws {
+            // A bare `rm` would empty the whole cache: asked for by name, never by a slip.
+            if !all && api == nil && url == nil && prefix == nil {
+                throw ArgumentParser.ValidationError("give --api, --url or --prefix, or --all to remove every cached response")
+            }
+            if all && (api != nil || url != nil || prefix != nil) {
+                throw ArgumentParser.ValidationError("--all removes every cached response: give it alone")
+            }
+        }
         func run() {
             var params: OrderedJSON = [:]
             if let api { params["api"] = .string(api) }

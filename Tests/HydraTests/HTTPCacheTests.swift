@@ -191,6 +191,12 @@ import Testing
         #expect(cli.status == 0 && cli.out.contains(#""etag":"\"e1\"""#), "\(cli.err)")
         let missing = try RunCommandTests().hydra(["cache", "get", "http://127.0.0.1:1/never", "--connect", "\(server.address!)"])
         #expect(missing.status == 1 && missing.err.contains("nothing cached"))
+        // A bare `cache rm` would empty the cache: refused (exit 2); `--all` does it.
+        let bare = try RunCommandTests().hydra(["cache", "rm", "--connect", "\(server.address!)"])
+        #expect(bare.status == 2 && bare.err.contains("--all"), "\(bare.err)")
+        #expect(try client.call("cache.get", ["url": .string(url)])["key"] != nil)  // still there
+        let all = try RunCommandTests().hydra(["cache", "rm", "--all", "--connect", "\(server.address!)"])
+        #expect(all.status == 0 && all.out.contains(#""removed":"#), "\(all.err)")
     }
 
     /// A `saveAs` job's result names its own file: a stored response (another
