@@ -57,6 +57,9 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // What the server writes is its owner's alone: the database (shared values,
+        // results, cached responses), the resource repository, downloads, the socket.
+        umask(0o077)
         var configuration: Configuration
         do {
             configuration = try loadConfiguration(config)

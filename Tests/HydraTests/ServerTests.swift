@@ -32,6 +32,12 @@ import Testing
 
         let list = try client.call("job.list", ["state": "succeeded"])
         #expect(list["jobs"]?[0]?["jobId"] == .string(jobId))
+
+        // The database is its owner's alone (it holds shared values, results, cached responses).
+        for name in ["hydra.db", "hydra.db-wal"] {
+            var info = stat()
+            #expect(stat(server.stateDirectory + "/" + name, &info) == 0 && info.st_mode & 0o077 == 0, "\(name): \(String(info.st_mode, radix: 8))")
+        }
     }
 
     @Test func errorCodesNameTheField() throws {
