@@ -16,9 +16,11 @@ struct ConnectOptions: ParsableArguments {
 
     /// Connects (and authenticates); exits 2 for a malformed address, 1 when the server cannot be reached.
     func client() -> RPCClient {
-        guard let address = SocketAddress(parsing: connect) else {
+        guard let parsed = SocketAddress(parsing: connect) else {
             exitInvalid("--connect: \"\(connect)\" is not HOST:PORT or unix:PATH")
         }
+        let address: SocketAddress
+        do { address = try parsed.resolvingHostName() } catch { exitInvalid("--connect: \(error)") }
         let secret = ProcessInfo.processInfo.environment["HYDRA_RPC_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
         do {
             return try RPCClient(address: address, secret: secret)

@@ -870,6 +870,12 @@ import Testing
         #expect(try cli.hydra(["submit", "-"] + connect, stdin: #"{"type":"job","name":"no-such-job"}"#).status == 1)
         #expect(try cli.hydra(["ping", "--connect", "nowhere"]).status == 2)
         #expect(try cli.hydra(["ping", "--connect", "127.0.0.1:\(TestServer.closedPort)"]).status == 1)
+        // A host name is looked up; one that does not resolve is invalid input (exit 2), named.
+        if case .tcp(_, let port) = server.address {
+            #expect(try cli.hydra(["ping", "--connect", "LOCALHOST:\(port)"]).status == 0)
+        }
+        let unknown = try cli.hydra(["ping", "--connect", "no-such-host.invalid:7400"])
+        #expect(unknown.status == 2 && unknown.err.contains("cannot resolve the host \"no-such-host.invalid\""), "\(unknown.err)")
         #expect(try cli.hydra(["status", "nope"] + connect).status == 1)
     }
 }
