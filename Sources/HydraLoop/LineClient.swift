@@ -9,6 +9,10 @@ public final class LineClient {
     /// 64 KiB array per read cost a client of one-call submits 7% of its CPU).
     private var chunk = [UInt8](unsafeUninitializedCapacity: 64 * 1024) { _, count in count = 64 * 1024 }
     private let address: SocketAddress
+    /// The longest line read before giving up (a broken or hostile peer that
+    /// never sends a newline must not take the client's memory): 256 MiB,
+    /// far above any answer a server sends (results stop at 16 MiB by default).
+    public var maxLineBytes = 256 << 20
 
     /// Connects within `timeout`. Errors name the address: `cannot connect to
     /// 127.0.0.1:7400: Connection refused`.
@@ -111,6 +115,9 @@ public final class LineClient {
                 return line
             }
             scanned = buffer.count
+            guard buffer.count <= maxLineBytes else {
+                throw StreamError("\(address): a line longer than \(maxLineBytes) bytes (no newline): not an answer")
+            }
             if let timeout, !wait(for: Int16(POLLIN), timeout: timeout) {
                 throw StreamError("\(address): timed out")
             }

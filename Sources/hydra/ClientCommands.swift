@@ -64,7 +64,8 @@ struct PingCommand: ParsableCommand {
     @OptionGroup var connection: ConnectOptions
 
     func run() {
-        writeLine(JSONWriter.string(call(connection.client(), "hydra.ping")))
+        // Whether the server answers: one that does not within 10 s does not (exit 1).
+        writeLine(JSONWriter.string(call(connection.client(), "hydra.ping", timeout: .seconds(10))))
     }
 }
 

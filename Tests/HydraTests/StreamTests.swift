@@ -73,6 +73,11 @@ import Testing
         try client.send(Array("big".utf8))
         #expect(try client.readLine(timeout: .seconds(10))?.count == 5_000_000)
         #expect(try client.readLine(timeout: .seconds(5)) == nil)  // closed after the flush
+        // A line past the client's limit is an error, not its memory's end.
+        let small = try LineClient(connectingTo: .tcp(host: "127.0.0.1", port: server.port!))
+        small.maxLineBytes = 1_000_000
+        try small.send(Array("big".utf8))
+        #expect(throws: StreamError.self) { _ = try small.readLine(timeout: .seconds(10)) }
     }
 
     @Test func tooLongLineAndUnixSocketMode() throws {
