@@ -71,15 +71,22 @@ import Testing
         #expect(unset.error?.kind == .invalid, "\(String(describing: unset.error))")
     }
 
-    /// A step failed by a reference that did not resolve counts as done in `job.status` (protocol §5).
+    /// A step failed by a reference that did not resolve counts as done in
+    /// `job.status` (protocol §5), and its events keep the causal order of
+    /// protocol §6: queued, started (on the worker it was for), failed.
     @Test func aStepFailedByItsReferenceCountsAsDone() async throws {
         let engine = try makeEngine()
         defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
         let text = #"{"type":"serial","stopWhenFailed":false,"steps":[{"type":"local","id":"x","name":"fail","input":{"message":"m"}},{"type":"local","name":"echo","input":"${steps.x}"}]}"#
         let id = try engine.submit(spec(text))
         let done = await engine.result(of: id)
         #expect(done?.error != nil)
         let status = try #require(engine.status(of: id))
         #expect(status.stepsDone == 2 && status.stepsTotal == 2, "\(status)")
+        let step = log.all.filter { $0.rootJobId == id && $0.stepPath == "1" }
+        #expect(step.map(\.name) == ["job.queued", "job.started", "job.failed"], "\(step.map(\.name))")
+        #expect(step.first { $0.name == "job.started" }?.fields["worker"] == "local")
     }
 }

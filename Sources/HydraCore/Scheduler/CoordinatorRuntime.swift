@@ -147,6 +147,7 @@ final class CoordinatorRuntime {
                 if let given = named.input { input = try Template.resolve(given, in: referenceScope(for: node, in: node.scope)) }
                 node.innerScope = GraphScope(input: input)
             } catch {
+                startedHere(node, node.effective)
                 finish(node, .failure(JobError(error.tooLarge ? .tooLarge : .invalid, error.description, stepPath: node.path)))
                 return
             }
@@ -188,6 +189,7 @@ final class CoordinatorRuntime {
                 // A named job's own strings (a named leaf) see its input, not the graph around it.
                 spec = try resolveReferences(in: spec, scope: referenceScope(for: node, in: node.innerScope))
             } catch {
+                startedHere(node, spec)
                 finish(node, .failure(JobError(error.tooLarge ? .tooLarge : .invalid, error.description, stepPath: node.path)))
                 return
             }
@@ -195,6 +197,7 @@ final class CoordinatorRuntime {
         guard let workerIndex = dispatcher.workerIndex(for: spec) else {
             // Only a worker named by a reference can be unknown here (the rest was checked at submit).
             let message = spec.worker.map { "worker: no \(spec.kind?.rawValue ?? "") worker named '\($0)'" } ?? "no worker for this job"
+            startedHere(node, spec)
             finish(node, .failure(JobError(.invalid, message, stepPath: node.path)))
             return
         }
@@ -286,6 +289,18 @@ final class CoordinatorRuntime {
             node.deferredResult = result
             finish(node, .success(.null))
         }
+    }
+
+    /// A step that ends before any worker has it (its references do not
+    /// resolve, the worker they name does not exist) started all the same: the
+    /// engine began running it (protocol §6: queued < started < the final
+    /// event). `worker` names the worker it was for, when that is known.
+    private func startedHere(_ node: GraphNode, _ spec: JobSpec) {
+        node.state = .running
+        if node.parent == nil { rootRunning(node.root) }
+        let named = spec.worker.map(Template.containsReference) ?? false
+        let worker = named || spec.kind == nil ? nil : dispatcher.workerIndex(for: spec).map { workerNames[$0] }
+        emit(EventName.started, node) { worker.map { ["worker": .string($0)] } ?? [:] }
     }
 
     /// A leaf's worker started it: `job.started`.
