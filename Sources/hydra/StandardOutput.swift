@@ -17,9 +17,11 @@ enum StandardOutput {
             }
             if n < 0 && errno == EINTR { continue }
             let error = n < 0 ? errno : EIO
-            if error == EPIPE { Foundation.exit(141) }
+            // `_exit`, not `exit`: this may run on any thread while the engine's
+            // loops run, and tearing the process down under them can crash it.
+            if error == EPIPE { _exit(141) }
             FileHandle.standardError.write(Data("hydra: cannot write to standard output: \(String(cString: strerror(error)))\n".utf8))
-            Foundation.exit(1)
+            _exit(1)
         }
     }
 }
