@@ -9,7 +9,6 @@ enum PasswordPrompt {
 
     static func read(_ prompt: String) -> String {
         guard isatty(STDIN_FILENO) == 1 else { return readLine(strippingNewline: true) ?? "" }
-        FileHandle.standardError.write(Data(prompt.utf8))
         let haveTerminal = tcgetattr(STDIN_FILENO, &saved) == 0
         var previous: [Int32: sighandler_t?] = [:]
         if haveTerminal {
@@ -27,6 +26,8 @@ enum PasswordPrompt {
             quiet.c_lflag &= ~tcflag_t(ECHO)
             tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
         }
+        // Shown once echo is off: nothing typed after it appears.
+        FileHandle.standardError.write(Data(prompt.utf8))
         let line = readLine(strippingNewline: true) ?? ""
         if haveTerminal {
             tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
