@@ -40,7 +40,8 @@ import HydraLoop
 
     @Test func manyJobsWaitForOneTokenRequestAndTheTokenNeverShows() async throws {
         let key = UUID().uuidString
-        let engine = try engine(key, tokenQuery: "&delayMs=300")
+        // An hour's token: the run takes 50 s under ThreadSanitizer, near the default minute.
+        let engine = try engine(key, tokenQuery: "&delayMs=300&ttl=3600")
         defer { engine.shutdown() }
         let log = EventLog()
         _ = engine.subscribe(sink: log)
