@@ -288,6 +288,8 @@ public final class HTTPClient {
             return
         }
         transfer.hops = hops
+        // Still watched with no redirect left: one more ends the chain as curl's would.
+        if !next.originBoundHeaders.isEmpty { transfer.following = next }
         let code = curl_multi_add_handle(multi, transfer.easy)
         guard code == CURLM_OK else {
             transfer.end()

@@ -21,7 +21,7 @@ final class Transfer {
     @exclusivity(unchecked) private(set) var completion: HTTPClient.Completion?
     @exclusivity(unchecked) private(set) var progress: HTTPClient.Progress?
     /// The request, when the client follows its redirects (``HTTPRequest/followsRedirectsItself``).
-    @exclusivity(unchecked) private(set) var following: HTTPRequest?
+    @exclusivity(unchecked) var following: HTTPRequest?
     /// Redirects the client followed for this request so far (kept across ``end()``
     /// by ``HTTPClient`` from one hop to the next).
     @exclusivity(unchecked) var hops = 0
@@ -586,8 +586,12 @@ final class Transfer {
         guard URLScheme(of: target) != nil else {
             return .refuse(HTTPFailure(.invalid, "a redirect to a URL that is not http:// or https:// was not followed"))
         }
+        guard next.maxRedirects > 0 else {
+            // As curl ends a chain longer than CURLOPT_MAXREDIRS (CURLE_TOO_MANY_REDIRECTS).
+            return .refuse(HTTPFailure(Transfer.kind(of: CURLE_TOO_MANY_REDIRECTS), "Maximum (\(hops)) redirects followed"))
+        }
+        // 307 and 308 send the body again: a streamed one is read anew from its first byte.
         let keepsBody = status == 307 || status == 308
-        if keepsBody && next.bodyStream != nil { return .none }  // a streamed body cannot be sent again
         if status == 303 ? next.method != "HEAD" : (!keepsBody && next.method == "POST") {
             next.method = "GET"
             next.body = nil

@@ -82,26 +82,33 @@ extension SocketAddress {
 }
 
 extension SocketAddress {
-    /// This address with a host name (`vm:7400`) looked up (`getaddrinfo`, the
-    /// first answer: IPv4 or IPv6); an IP address or a Unix path as it is.
-    /// Throws naming the host when the name does not resolve. Blocks while it
-    /// looks the name up: for clients, never on a loop.
-    public func resolvingHostName() throws(StreamError) -> SocketAddress {
-        guard case .tcp(let host, let port) = self, ipSocketAddress() == nil else { return self }
+    /// The addresses a host name (`vm:7400`) stands for (`getaddrinfo`: IPv4
+    /// and IPv6, in its order, to be tried in turn); an IP address or a Unix
+    /// path as it is. Throws naming the host when the name does not resolve.
+    /// Blocks while it looks the name up: for clients, never on a loop.
+    public func resolvingHostName() throws(StreamError) -> [SocketAddress] {
+        guard case .tcp(let host, let port) = self, ipSocketAddress() == nil else { return [self] }
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var found: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, nil, &hints, &found)
-        guard status == 0, let first = found else {
+        guard status == 0, found != nil else {
             throw StreamError("cannot resolve the host \"\(host)\": \(String(cString: gai_strerror(status)))")
         }
         defer { freeaddrinfo(found) }
+        var addresses: [SocketAddress] = []
         var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-        guard getnameinfo(first.pointee.ai_addr, first.pointee.ai_addrlen, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST) == 0 else {
-            throw StreamError("cannot resolve the host \"\(host)\"")
+        var next = found
+        while let entry = next {
+            if getnameinfo(entry.pointee.ai_addr, entry.pointee.ai_addrlen, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST) == 0 {
+                let numeric = text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+                let address = SocketAddress.tcp(host: String(decoding: numeric, as: UTF8.self), port: port)
+                if !addresses.contains(address) { addresses.append(address) }
+            }
+            next = entry.pointee.ai_next
         }
-        let numeric = text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
-        return .tcp(host: String(decoding: numeric, as: UTF8.self), port: port)
+        guard !addresses.isEmpty else { throw StreamError("cannot resolve the host \"\(host)\"") }
+        return addresses
     }
 }

@@ -42,6 +42,8 @@ public final class StreamConnection {
     private var flushScheduled = false
     private var closeWhenFlushed = false
     private var closing = false
+    /// The peer ended its side (EOF was read): reading never starts again.
+    private var peerEnded = false
     /// `uv_close` was called: kept here, because once its callback ran the
     /// handle's memory is freed and libuv's own flag there must not be read.
     private var handleClosed = false
@@ -68,7 +70,9 @@ public final class StreamConnection {
     // MARK: - Reading
 
     func startReading() {
-        guard !reading, !closing || lingering, !tooLong || lingering else { return }
+        // After the peer's end of input there is nothing more to read (reading again
+        // would report that end a second time).
+        guard !reading, !peerEnded, !closing || lingering, !tooLong || lingering else { return }
         reading = true
         uv_read_start(handle, { handle, _, buf in
             let me = Unmanaged<StreamConnection>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
@@ -128,6 +132,7 @@ public final class StreamConnection {
     /// connection closes once what is queued is written). A lingering close
     /// waited for just this: it closes now.
     private func ended() {
+        peerEnded = true
         if reading {
             reading = false
             uv_read_stop(handle)

@@ -39,6 +39,9 @@ final class ResourceExecutor: JobExecutor {
     @exclusivity(unchecked) private var touchTimer: ScheduledTask?
     /// Keys of plain `url` requests (see ``plainKey(_:)``), at most 4,096.
     @exclusivity(unchecked) private var plainKeys: [String: String] = [:]
+    /// Whether a plain `url` request can carry no credential (their content is
+    /// served without routing, so without the masking of the request's secrets).
+    private let plainURLsCarryNoCredentials: Bool
     /// Set by ``close()``: work handed to the thread pool that comes back later finds it.
     @exclusivity(unchecked) private var closed = false
     /// Whether the manager knows this worker's memory tier (``ResourceManager/memoryTiers``).
@@ -137,6 +140,10 @@ final class ResourceExecutor: JobExecutor {
 
     init(manager: ResourceManager, worker: WorkerContext) {
         self.manager = manager
+        // A `url` alone carries no credential only when no server is configured (a URL
+        // may be one's, with its headers and auth); else every job is routed first.
+        let configuration = manager.rest.configuration
+        plainURLsCarryNoCredentials = configuration.servers.isEmpty
         loop = worker.loop
         client = RESTManager.httpClient(on: worker)
         memory = MemoryTier(capacity: manager.memoryBytesPerExecutor) { [unowned manager] change in
@@ -151,8 +158,9 @@ final class ResourceExecutor: JobExecutor {
     /// memory-hit row).
     private func plainKey(_ spec: ResourceSpec) -> String? {
         let r = spec.request
-        guard let url = r.url, r.query.isEmpty, r.pathVars.isEmpty, r.server == nil, r.api == nil, r.endpoint == nil,
-              spec.remaker == nil else { return nil }
+        guard plainURLsCarryNoCredentials, let url = r.url, r.query.isEmpty, r.pathVars.isEmpty, r.server == nil, r.api == nil,
+              r.endpoint == nil, r.auth == nil, r.headers.isEmpty, spec.remaker == nil,
+              RemoteSpec.credentials(in: url) == nil else { return nil }
         if let key = plainKeys[url] { return key }
         let key = ResourceKey.make(url: url, remaker: nil, options: nil)
         if plainKeys.count >= 4096 { plainKeys.removeAll(keepingCapacity: true) }
@@ -446,7 +454,9 @@ final class ResourceExecutor: JobExecutor {
             case .tls: error = JobError(.tls, failure.message)
             case .invalid: error = JobError(.invalid, failure.message)
             case .tooLarge:
-                error = JobError(.tooLarge, "the resource is larger than resources.maxBytes (\(manager.settings.maxBytes) bytes)")
+                error = fetch.streams
+                    ? JobError(.tooLarge, "the resource is larger than resources.maxBytes (\(manager.settings.maxBytes) bytes)")
+                    : JobError(.tooLarge, "the resource is larger than \(manager.inMemoryLimit) bytes: a copy remade or kept with a cipher is made in memory (defaults.maxBodyBytes, or resources.maxBytes when smaller)")
             }
         }
         if RoutedRequest.isRetryable(error), fetch.attempts < fetch.routed.retry.maxAttempts {

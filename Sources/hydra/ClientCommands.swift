@@ -19,14 +19,21 @@ struct ConnectOptions: ParsableArguments {
         guard let parsed = SocketAddress(parsing: connect) else {
             exitInvalid("--connect: \"\(connect)\" is not HOST:PORT or unix:PATH")
         }
-        let address: SocketAddress
-        do { address = try parsed.resolvingHostName() } catch { exitInvalid("--connect: \(error)") }
+        let addresses: [SocketAddress]
+        do { addresses = try parsed.resolvingHostName() } catch { exitInvalid("--connect: \(error)") }
         let secret = ProcessInfo.processInfo.environment["HYDRA_RPC_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
-        do {
-            return try RPCClient(address: address, secret: secret)
-        } catch {
-            exitWith(error)
+        // A name's addresses in turn (`localhost` may be ::1 first, the server on 127.0.0.1).
+        var failure: RPCClientError?
+        for address in addresses {
+            do {
+                return try RPCClient(address: address, secret: secret)
+            } catch {
+                // A refused secret is the answer; an address that does not answer is not.
+                if error.code != nil { exitWith(error) }
+                failure = error
+            }
         }
+        exitWith(failure!)
     }
 }
 

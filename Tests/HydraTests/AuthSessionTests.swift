@@ -271,6 +271,12 @@ import HydraLoop
         let seeOther = try await run(redirect(to: TestServer.url("/echo/other"), status: 303), #","method":"POST","body":{"a":1}"#)
         #expect(seeOther.result?["body"]?["method"] == "GET" && seeOther.result?["body"]?["body"] == "")
         #expect(seeOther.result?["body"]?["headers"]?["content-type"] == nil)
+        // A chain longer than maxRedirects ends as curl ends it (kind network), even when a status is expected.
+        for extra in ["", #","expect":[200,302]"#] {
+            let long = try await run(TestServer.url("/redirect/8"), extra)
+            #expect(long.state == .failed && long.error?.kind == .network && long.error?.message.contains("Maximum (5) redirects") == true,
+                    "\(extra): \(String(describing: long.error))")
+        }
         // A bearer token: curl keeps it back from another origin itself.
         let bearer = try await engine.run(spec(#"{"type":"remote","url":"\#(redirect(to: away))","auth":"ci"}"#))
         #expect(bearer.state == .succeeded && bearer.result?["body"]?["headers"]?["authorization"] == nil)
@@ -300,6 +306,9 @@ import HydraLoop
             let text = JSONWriter.string(done.result ?? .null)
             #expect(!text.contains("key-value-78") && !text.contains(Data("key-value-78".utf8).base64EncodedString()), "\(shown): \(text)")
             if shown == "json" { #expect(done.result?["content"]?["headers"]?["x-api-key"] == "***") }
+            // Served again from memory: masked the same way.
+            let again = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","auth":"key","as":"\#(shown)"}"#))
+            #expect(again.result?["source"] == "memory" && !JSONWriter.string(again.result ?? .null).contains("key-value-78"), "\(shown)")
         }
         #expect(!log.all.map { JSONWriter.string($0.json) }.joined().contains("key-value-78"))
     }

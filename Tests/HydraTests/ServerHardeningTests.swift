@@ -407,6 +407,31 @@ extension ServerTests {
         #expect(try client.readLine(timeout: .seconds(5)) == nil)  // then closed
     }
 
+    /// A half-closed client whose answer backs up (reading pauses, then
+    /// resumes as it drains) while another answer is still pending: its end
+    /// of input was read a second time, and the first wait timer outlived
+    /// the connection and stopped the server when it fired.
+    @Test func aHalfClosedClientWithABacklogIsClosedOnce() throws {
+        let server = try ServerProcess(config: #""rpc": {"listen": "127.0.0.1:0", "maxOutboundBytes": 4096, "firstMessageTimeoutMs": 1500}"#)
+        defer { server.terminate() }
+        let other = try server.client()
+        let big: JSONValue = ["type": "serial", "steps": [["type": "local", "name": "delay", "input": ["ms": 200]],
+                                                         ["type": "local", "name": "echo", "input": .string(String(repeating: "b", count: 6_000))]]]
+        let a = try other.call("job.submit", ["job": big])["jobId"]!.stringValue!
+        let b = try other.call("job.submit", ["job": ["type": "local", "name": "delay", "input": ["ms": 800]]])["jobId"]!.stringValue!
+        let client = try server.raw()
+        try client.send(raw: Array((#"{"jsonrpc":"2.0","id":1,"method":"job.result","params":{"jobId":"\#(a)","waitMs":5000}}"# + "\n"
+            + #"{"jsonrpc":"2.0","id":2,"method":"job.result","params":{"jobId":"\#(b)","waitMs":5000}}"# + "\n").utf8))
+        client.finishSending()
+        var answers = 0
+        while let line = try client.readLine(timeout: .seconds(10)) {
+            if (try? JSONParser.parse(line))?["result"]?["state"] == "succeeded" { answers += 1 }
+        }
+        #expect(answers == 2)
+        Thread.sleep(forTimeInterval: 2)  // past every wait timer
+        #expect(try other.call("hydra.ping")["version"] != nil)
+    }
+
     /// A client that subscribed and went away (`submit --follow` ended, Ctrl-C
     /// on `events`) leaves neither its connection nor its subscription behind,
     /// even when no event comes to find out (they held every place of

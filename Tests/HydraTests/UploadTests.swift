@@ -52,6 +52,14 @@ import Testing
         defer { engine.shutdown() }
         let plain = try await engine.run(spec(#"{"type":"remote","method":"PUT","endpoint":"/upload","bodyFile":"uploads/a.bin"}"#))
         #expect(plain.result?["body"]?["sha256"] == .string(sha) && plain.result?["body"]?["method"] == "PUT")
+        // Through a 307 the body is sent again from its first byte, whoever follows the
+        // redirect (a credential header makes Hydra's client follow it, not curl).
+        let upload = (TestServer.url("/upload").addingPercentEncoding(withAllowedCharacters: .alphanumerics))!
+        for headers in [#"{}"#, #"{"X-Api-Key":"key-value-79"}"#] {
+            let redirected = try await engine.run(spec(#"{"type":"remote","method":"PUT","url":"\#(TestServer.url("/redirect-to?status=307&to=\(upload)"))","bodyFile":"uploads/a.bin","headers":\#(headers)}"#))
+            #expect(redirected.result?["body"]?["sha256"] == .string(sha) && redirected.result?["body"]?["method"] == "PUT",
+                    "\(headers): \(String(describing: redirected.error))")
+        }
         #expect(plain.result?["body"]?["contentType"] == "application/octet-stream")
         #expect(plain.result?["body"]?["md5ok"] == .null)
         let packed = try await engine.run(spec("""

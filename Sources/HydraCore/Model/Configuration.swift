@@ -45,7 +45,8 @@ public struct Configuration: Sendable {
         public var maxSubscriptions = 256
         /// A connection that sends no complete message this long after it
         /// opened is closed (an extension: idle sockets would otherwise hold
-        /// every one of `maxConnections`).
+        /// every one of `maxConnections`); a client that ended its side is
+        /// waited for this long for its pending answers.
         public var firstMessageTimeoutMs = 30_000
     }
 

@@ -184,8 +184,9 @@ final class RPCServerRuntime {
         sessions[session.id] = session
         connection.maxLineBytes = options.maxMessageBytes
         let timeout = options.firstMessageTimeoutMs
-        session.firstMessageTimer = loop.schedule(afterMilliseconds: UInt64(timeout)) { [unowned session] in
+        session.firstMessageTimer = loop.schedule(afterMilliseconds: UInt64(timeout)) { [weak session] in
             // Connected and silent: it would hold one of rpc.maxConnections for ever.
+            guard let session else { return }
             session.firstMessageTimer = nil
             session.send(RPCEncoder.error(RPCFailure(
                 id: .null, code: -32600, "no message within \(timeout) ms of connecting (rpc.firstMessageTimeoutMs): closing")))
@@ -206,14 +207,14 @@ final class RPCServerRuntime {
             session.connection.closeAfterReading(timeoutMilliseconds: 2_000)
         }
         connection.onEnd = { [unowned self, unowned session] in
-            // A client that sent its last request and half-closed still gets every answer
-            // (for up to 30 s: one that exited, which looks the same, is not waited for longer).
+            // A client that sent its last request and half-closed still gets every answer (for
+            // up to rpc.firstMessageTimeoutMs: one that exited looks the same and is not waited for longer).
             session.peerEnded = true
             session.closeIfDone()
-            guard !session.closed, session.pending > 0 else { return }
-            session.endTimer = self.loop.schedule(afterMilliseconds: RPCSession.endGraceMilliseconds) { [unowned session] in
-                session.endTimer = nil
-                session.connection.close()
+            guard !session.closed, session.pending > 0, session.endTimer == nil else { return }
+            session.endTimer = self.loop.schedule(afterMilliseconds: UInt64(self.options.firstMessageTimeoutMs)) { [weak session] in
+                session?.endTimer = nil
+                session?.connection.close()
             }
         }
         connection.onDrain = { [unowned self, unowned session] in

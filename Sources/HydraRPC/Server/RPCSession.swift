@@ -20,12 +20,11 @@ final class RPCSession {
     var firstMessageTimer: ScheduledTask?
     /// The client finished sending (a half-close, or it exited: the server cannot
     /// tell them apart): the connection closes once every reply is out, or
-    /// after ``endGraceMilliseconds`` (a client that exited is not waited for
-    /// longer; its subscriptions end with the connection).
+    /// after `rpc.firstMessageTimeoutMs` (a client that exited is not waited
+    /// for longer; its subscriptions end with the connection).
     var peerEnded = false
     /// Closes the connection of a client that finished sending when its replies take too long.
     var endTimer: ScheduledTask?
-    static let endGraceMilliseconds: UInt64 = 30_000
 
     /// Closes a connection whose client finished sending, once no reply is due to it.
     func closeIfDone() {
