@@ -9,9 +9,10 @@ import Testing
         .deletingLastPathComponent()
 
     /// Runs the binary to its end; `environment` adds to this process's, `directory`
-    /// replaces the package root as the working directory.
+    /// replaces the package root as the working directory, `stdout` (a `Pipe` or
+    /// a `FileHandle`) replaces the pipe its output is read from (`out` is then empty).
     func hydra(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:],
-               directory: String? = nil) throws -> (status: Int32, out: String, err: String) {
+               directory: String? = nil, stdout: Any? = nil) throws -> (status: Int32, out: String, err: String) {
         let process = ChildProcess()
         process.executableURL = BuiltProducts.url("hydra")
         process.arguments = arguments
@@ -20,13 +21,13 @@ import Testing
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
         let out = Pipe(), err = Pipe(), input = Pipe()
-        process.standardOutput = out
+        process.standardOutput = stdout ?? out
         process.standardError = err
         process.standardInput = input
         try process.run()
         if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
         try input.fileHandleForWriting.close()
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        let outData = stdout == nil ? out.fileHandleForReading.readDataToEndOfFile() : Data()
         let errData = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
@@ -37,20 +38,8 @@ import Testing
     /// (exit 1); never a crash report (Foundation's write stopped it with one).
     @Test func anOutputThatCannotBeWrittenEndsTheRunCleanly() throws {
         func run(stdout: Any) throws -> (status: Int32, err: String) {
-            let process = ChildProcess()
-            process.executableURL = BuiltProducts.url("hydra")
-            process.arguments = ["run", "-", "--events"]
-            process.currentDirectoryURL = RunCommandTests.root
-            let err = Pipe(), input = Pipe()
-            process.standardOutput = stdout
-            process.standardError = err
-            process.standardInput = input
-            try process.run()
-            input.fileHandleForWriting.write(Data(#"{"type":"local","name":"echo","input":1}"#.utf8))
-            try input.fileHandleForWriting.close()
-            let errData = err.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: errData, as: UTF8.self))
+            let run = try hydra(["run", "-", "--events"], stdin: #"{"type":"local","name":"echo","input":1}"#, stdout: stdout)
+            return (run.status, run.err)
         }
         let full = try run(stdout: try #require(FileHandle(forWritingAtPath: "/dev/full")))
         #expect(full.status == 1 && full.err.contains("cannot write to standard output"), "\(full)")

@@ -258,7 +258,7 @@ final class CoordinatorRuntime {
         guard !node.state.isFinal else { return }  // cancelled or timed out meanwhile
         switch report {
         case .started:
-            started(node)
+            started(node, worker: workerNames[node.workerIndex])
         case .progress(let bytes, let total, let upload):
             emit(EventName.progress, node) {
                 var fields: OrderedDictionary<String, JSONValue> = ["bytes": .int(Int(bytes))]
@@ -279,10 +279,10 @@ final class CoordinatorRuntime {
             emission.issued(bus.emit(emission.name, jobId: node.root.id, rootJobId: node.root.id,
                                      stepPath: node.path) { emission.fields })
         case .finished(let outcome, let ran):
-            if ran { started(node) }
+            if ran { started(node, worker: workerNames[node.workerIndex]) }
             finish(node, outcome)
         case .succeeded(let result, let ran):
-            if ran { started(node) }
+            if ran { started(node, worker: workerNames[node.workerIndex]) }
             // Built only if an event, a reference or a reader needs it (see `StepResult`,
             // `JobResult`); the journal gets it encoded without building it (`EncodedStep`).
             // `finish` takes the result from `deferredResult`; the `.null` is not used.
@@ -294,20 +294,17 @@ final class CoordinatorRuntime {
     /// A step that ends before any worker has it (its references do not
     /// resolve, the worker they name does not exist) started all the same: the
     /// engine began running it (protocol §6: queued < started < the final
-    /// event). `worker` names the worker it was for, when that is known.
+    /// event), named for the worker it was for when that is known.
     private func startedHere(_ node: GraphNode, _ spec: JobSpec) {
-        node.state = .running
-        if node.parent == nil { rootRunning(node.root) }
         let named = spec.worker.map(Template.containsReference) ?? false
-        let worker = named || spec.kind == nil ? nil : dispatcher.workerIndex(for: spec).map { workerNames[$0] }
-        emit(EventName.started, node) { worker.map { ["worker": .string($0)] } ?? [:] }
+        started(node, worker: named || spec.kind == nil ? nil : dispatcher.workerIndex(for: spec).map { workerNames[$0] })
     }
 
-    /// A leaf's worker started it: `job.started`.
-    private func started(_ node: GraphNode) {
+    /// `job.started`: a leaf's worker started it (or, ``startedHere(_:_:)``, the engine did).
+    private func started(_ node: GraphNode, worker: String?) {
         node.state = .running
         if node.parent == nil { rootRunning(node.root) }
-        emit(EventName.started, node) { ["worker": .string(workerNames[node.workerIndex])] }
+        emit(EventName.started, node) { worker.map { ["worker": .string($0)] } ?? [:] }
     }
 
     // MARK: - Finishing

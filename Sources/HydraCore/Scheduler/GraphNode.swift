@@ -50,6 +50,7 @@ final class GraphNode {
     @exclusivity(unchecked) var workerIndex = -1
 
     // Group state.
+    /// The steps started so far, in step order: `children[i]` is step `i` (``CoordinatorRuntime`` reads `${prev}` there).
     @exclusivity(unchecked) var children: [GraphNode] = []
     @exclusivity(unchecked) var results: [StepResult?] = []
     @exclusivity(unchecked) var errors: [JobError?] = []
