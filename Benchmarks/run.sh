@@ -270,18 +270,21 @@ run_hydra() { # c
     if [[ -n "$line" ]]; then record "$line"; else warn "hydra-bench remote printed no result at concurrency $1"; fi
 }
 
-# The same engine row with gperftools' tcmalloc preloaded (the allocator the
-# release `hydra` links; an embedding program may link or preload it too):
-# what the allocator alone is worth, beside the glibc row. c=64 only.
+# Reference rows at c=64 beside the engine row, each paired with the raw C
+# run before it: gperftools' tcmalloc preloaded (the allocator the release
+# `hydra` links; an embedding program may link or preload it too), and two
+# remote workers sharing the 64 in flight (a worker is one loop thread; this
+# machine has two vCPUs). Neither replaces the one-worker row the goal is on.
 TCMALLOC_SO="$(ls /usr/lib/*/libtcmalloc_minimal.so.4 2>/dev/null | head -1)"
-run_hydra_tcmalloc() { # c
-    local out="$TMP/out.txt" line
-    [[ "$HYDRA_OK" == 1 && -n "$TCMALLOC_SO" && "$1" == 64 ]] || return 0
-    if ! LD_PRELOAD="$TCMALLOC_SO" "$HYDRA_BENCH" remote --url "$URL" --requests "$REQUESTS" --concurrency "$1" > "$out"; then
-        warn "hydra-bench remote (tcmalloc) failed at concurrency $1"
+run_hydra_reference() { # c name preload extra-args...
+    local c="$1" name="$2" preload="$3" out="$TMP/out.txt" line
+    shift 3
+    [[ "$HYDRA_OK" == 1 && "$c" == 64 ]] || return 0
+    if ! LD_PRELOAD="$preload" "$HYDRA_BENCH" remote --url "$URL" --requests "$REQUESTS" --concurrency "$c" "$@" > "$out"; then
+        warn "hydra-bench remote ($name) failed at concurrency $c"
     fi
     line="$(json_line hydra "$out")"
-    [[ -n "$line" ]] && record "${line/\"name\":\"hydra\"/\"name\":\"hydra-tcmalloc\"}"
+    [[ -n "$line" ]] && record "${line/\"name\":\"hydra\"/\"name\":\"$name\"}"
 }
 
 run_curl() { # c
@@ -350,7 +353,8 @@ for c in $CONCURRENCY; do
         log "concurrency $c, run $r/$REPEAT"
         run_raw "$c"
         run_hydra "$c"
-        run_hydra_tcmalloc "$c"
+        [[ -n "$TCMALLOC_SO" ]] && run_hydra_reference "$c" hydra-tcmalloc "$TCMALLOC_SO"
+        run_hydra_reference "$c" hydra-2workers "" --workers 2
         if [[ "$RUN_TOOLS" != 0 ]]; then
             run_curl "$c"
             run_aria2 "$c"
@@ -724,14 +728,16 @@ for c in sorted(runs):
 if pair_lines:
     out.append("hydra ÷ raw C, run by run (median of the pairs, then each pair): " + "; ".join(pair_lines))
     out.append("")
-tc = runs.get(64, {}).get("hydra-tcmalloc", [])
-if tc:
-    tc_pairs = [h["rps"] / r["rps"] for r, h in zip(runs[64].get("raw-c", []), tc) if r["rps"] > 0]
-    out.append("The same at c=64 with tcmalloc preloaded (the allocator the release `hydra` links): %s req/s, "
-               "%.2f× raw C by pairs (%s); busiest thread %.1f µs per request" % (
-                   f"{statistics.median(x['rps'] for x in tc):,.0f}", statistics.median(tc_pairs) if tc_pairs else 0,
-                   ", ".join("%.2f" % p for p in tc_pairs),
-                   statistics.median(max(x.get("cpuUsPerJob", {"?": 0}).values()) for x in tc)))
+for name, what in (("hydra-tcmalloc", "with tcmalloc preloaded (the allocator the release `hydra` links)"),
+                   ("hydra-2workers", "with two remote workers, 32 in flight each (reference; the goal is on one worker)")):
+    ref = runs.get(64, {}).get(name, [])
+    if not ref:
+        continue
+    ref_pairs = [h["rps"] / r["rps"] for r, h in zip(runs[64].get("raw-c", []), ref) if r["rps"] > 0]
+    out.append("The same at c=64 %s: %s req/s, %.2f× raw C by pairs (%s); busiest thread %.1f µs per request" % (
+                   what, f"{statistics.median(x['rps'] for x in ref):,.0f}", statistics.median(ref_pairs) if ref_pairs else 0,
+                   ", ".join("%.2f" % p for p in ref_pairs),
+                   statistics.median(max(x.get("cpuUsPerJob", {"?": 0}).values()) for x in ref)))
     out.append("")
 if cpu_lines:
     out.append("Hydra CPU µs per request by thread (median of runs; the busiest thread limits throughput): "

@@ -25,7 +25,8 @@ struct HydraBench {
         switch args.first {
         case "remote":
             guard let i = args.firstIndex(of: "--url"), i + 1 < args.count else { usage() }
-            try remote(url: args[i + 1], requests: option("--requests", 20000), concurrency: option("--concurrency", 64))
+            try remote(url: args[i + 1], requests: option("--requests", 20000), concurrency: option("--concurrency", 64),
+                       workers: option("--workers", 1))
         case "local":
             try local(jobs: option("--jobs", 1_000_000))
         case "rpc-submit":
@@ -78,7 +79,7 @@ struct HydraBench {
     }
 
     static func usage() -> Never {
-        FileHandle.standardError.write(Data("usage: hydra-bench remote --url URL [--requests N] [--concurrency C] | local [--jobs N] | rpc-submit --connect ADDR [--jobs N --clients C --batch B] | rpc-remote --connect ADDR --url URL [--jobs N --clients C --batch B] | fanout --connect ADDR [--subscribers S --jobs N] | resource-hits --url URL [--jobs N --memory 1|0] | auth --url URL [--requests N --concurrency C --pairs P] | merged --url URL --log FILE [--jobs N] | upload --file PATH --state DIR --url URL | resource-download --prefix URL [--files N --concurrency C --memory-bytes B] | resource-memory --connect ADDR --pid PID --prefix URL [--files N]\n".utf8))
+        FileHandle.standardError.write(Data("usage: hydra-bench remote --url URL [--requests N] [--concurrency C] [--workers W] | local [--jobs N] | rpc-submit --connect ADDR [--jobs N --clients C --batch B] | rpc-remote --connect ADDR --url URL [--jobs N --clients C --batch B] | fanout --connect ADDR [--subscribers S --jobs N] | resource-hits --url URL [--jobs N --memory 1|0] | auth --url URL [--requests N --concurrency C --pairs P] | merged --url URL --log FILE [--jobs N] | upload --file PATH --state DIR --url URL | resource-download --prefix URL [--files N --concurrency C --memory-bytes B] | resource-memory --connect ADDR --pid PID --prefix URL [--files N]\n".utf8))
         exit(2)
     }
 
@@ -99,25 +100,29 @@ struct HydraBench {
 
     static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
-    /// Remote-job throughput: N GETs through one remote worker with C in flight.
-    static func remote(url: String, requests: Int, concurrency: Int) throws {
+    /// Remote-job throughput: N GETs with C in flight through one remote worker,
+    /// or shared by W workers (the jobs alternate between them by name).
+    static func remote(url: String, requests: Int, concurrency: Int, workers: Int = 1) throws {
         var config = Configuration()
         config.defaults.headers = [:]
-        config.workers = [Configuration.Worker(name: "rest", kind: .remote, maxConnections: concurrency,
-                                               maxHostConnections: concurrency, maxActive: concurrency)]
+        let share = max(1, concurrency / max(1, workers))
+        config.workers = (0..<max(1, workers)).map { index in
+            Configuration.Worker(name: index == 0 ? "rest" : "rest\(index)", kind: .remote, maxConnections: share,
+                                 maxHostConnections: share, maxActive: share)
+        }
         let engine = try HydraEngine(configuration: config)
         defer { engine.shutdown() }
-        let spec = JobSpec.remote(.get(url))
+        let specs = config.workers.map { JobSpec(worker: $0.name, .remote(.get(url))) }
         // Warm-up: open the connections.
         let warm = Countdown(concurrency)
-        for _ in 0..<concurrency { try engine.submit(spec) { warm.tick(failed: $0.state != .succeeded) } }
+        for n in 0..<concurrency { try engine.submit(specs[n % specs.count]) { warm.tick(failed: $0.state != .succeeded) } }
         warm.wait()
 
         let countdown = Countdown(requests)
         let cpuBefore = threadCPU()
         let start = now()
-        for _ in 0..<requests {
-            try engine.submit(spec) { countdown.tick(failed: $0.state != .succeeded) }
+        for n in 0..<requests {
+            try engine.submit(specs[n % specs.count]) { countdown.tick(failed: $0.state != .succeeded) }
         }
         countdown.wait()
         let seconds = Double(now() - start) / 1e9
