@@ -89,4 +89,48 @@ import Testing
         #expect(step.map(\.name) == ["job.queued", "job.started", "job.failed"], "\(step.map(\.name))")
         #expect(step.first { $0.name == "job.started" }?.fields["worker"] == "local")
     }
+
+    /// Protocol §4: any string of a step may be a reference, and one that is
+    /// exactly `${EXPR}` takes the value's JSON type; so fields that are not free
+    /// text (a number, a list, a choice) may be references too. They are checked
+    /// once resolved, when the step runs; everything else is still checked at submit.
+    @Test func referencesInTypedFieldsAreCheckedWhenTheStepRuns() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let delay = #"{"type":"local","name":"delay","input":{"ms":5000},"timeoutMs":"${input.limit}"}"#
+        let timedOut = try await engine.run(spec(delay), input: ["limit": 50])
+        #expect(timedOut.error?.kind == .timeout, "\(String(describing: timedOut.error))")
+        let refused = try await engine.run(spec(delay), input: ["limit": "soon"])
+        #expect(refused.error?.kind == .invalid)
+        #expect(refused.error?.message.hasPrefix("timeoutMs: expected integer") == true, "\(String(describing: refused.error))")
+
+        // A list and a nested object, resolved from an earlier step's result.
+        let graph = #"""
+            {"type":"serial","steps":[{"type":"local","name":"echo","input":{"code":404,"tries":1}},
+             {"type":"remote","url":"\#(TestServer.base)/status/404","expect":["${prev.code}"],
+              "retry":{"maxAttempts":"${prev.tries}"}}]}
+            """#
+        let fetched = try await engine.run(spec(graph))
+        #expect(fetched.state == .succeeded, "\(String(describing: fetched.error))")
+        #expect(fetched.result?["results"]?[1]?["status"] == 404)
+
+        // Still refused at submit: a reference that can never resolve, an unknown
+        // key beside a deferred field, a reference in a field that names a step.
+        let never = #expect(throws: ValidationError.self) {
+            try engine.submit(spec(#"{"type":"local","name":"echo","timeoutMs":"${nope.x}"}"#))
+        }
+        #expect(never?.path == "timeoutMs")
+        let typo = #expect(throws: ValidationError.self) {
+            try engine.submit(spec(#"{"type":"local","name":"echo","timeoutMs":"${input.x}","inptu":1}"#))
+        }
+        #expect(typo?.path == "inptu")
+        let id = #expect(throws: ValidationError.self) {
+            try engine.submit(spec(#"{"type":"serial","steps":[{"type":"local","id":"${input.x}.y","name":"echo"}]}"#))
+        }
+        #expect(id?.path == "steps[0].id")
+        // What is kept and stored is the step as submitted: it decodes to the same deferred step.
+        let deferred = try spec(delay)
+        #expect(deferred.json == (try JSONParser.parse(delay)))
+        #expect(try JobSpec(json: deferred.json).deferredJSON != nil)
+    }
 }

@@ -143,6 +143,33 @@ import Testing
         #expect(matching.result?["source"] == "memory")
     }
 
+    /// A graph that reads a manifest, then fetches the file it names with the
+    /// digest it gives (protocol §4: any string of a step may be a reference,
+    /// typed fields included; checked once resolved).
+    @Test func typedFieldsMayComeFromEarlierSteps() async throws {
+        let engine = try engine()
+        defer { engine.shutdown() }
+        let n = name()
+        let digest = ResourceKey.sha256(Array("resource \(n) v1".utf8))
+        func graph(_ sha: String) throws -> JobSpec {
+            try spec(#"""
+                {"type":"serial","steps":[{"type":"local","name":"echo","input":{"sha":"\#(sha)","mode":"use","age":60}},
+                 {"type":"resource","url":"\#(TestServer.url("/resource/" + n))","sha256":"${prev.sha}",
+                  "mode":"${prev.mode}","maxAgeSec":"${prev.age}","as":"text"}]}
+                """#)
+        }
+        let wrong = try await engine.run(graph(String(repeating: "0", count: 64)))
+        #expect(wrong.error?.kind == .invalid && wrong.error?.message.hasPrefix("sha256:") == true,
+                "\(String(describing: wrong.error))")
+        let right = try await engine.run(graph(digest))
+        #expect(right.state == .succeeded, "\(String(describing: right.error))")
+        #expect(right.result?["results"]?[1]?["sha256"] == .string(digest))
+        #expect(right.result?["results"]?[1]?["content"] == .string("resource \(n) v1"))
+        let notADigest = try await engine.run(graph("abc"))
+        #expect(notADigest.error?.message.hasPrefix("sha256: expected 64 hex digits") == true,
+                "\(String(describing: notADigest.error))")
+    }
+
     /// A job whose `sha256` an intact copy lacks fetches the resource whole;
     /// content without that digest fails the job, and the good copy stays
     /// (resources.md: a failure never replaces or removes a good copy).

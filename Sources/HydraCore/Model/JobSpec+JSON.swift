@@ -4,7 +4,73 @@ import OrderedCollections
 extension JobSpec {
     /// Decodes a spec, checking every field; errors name the field by path
     /// relative to `path` (`steps[2].url: expected string`). Unknown keys are refused.
+    ///
+    /// A remote, resource or local step may hold `${…}` references in fields
+    /// that are not free text (a number, a choice, a digest: `"maxAgeSec":
+    /// "${input.age}"`): those fields are checked once resolved, when the step
+    /// runs (protocol §4: any string of a step may be a reference). The rest
+    /// is checked here. A group's own fields and a named job's are not deferred.
     public init(json: JSONValue, path: String = "") throws(ValidationError) {
+        do {
+            try self.init(checking: json, path: path)
+        } catch {
+            self = try JobSpec.deferringReferences(in: json, path: path, firstError: error)
+        }
+    }
+
+    /// A leaf whose refusal comes from fields holding references: decoded
+    /// without those fields (each refusal at a member holding a reference
+    /// takes that member out, then the rest is checked again), keeping its JSON
+    /// to be decoded in full once resolved. Throws the first refusal that is
+    /// not one of those.
+    private static func deferringReferences(in json: JSONValue, path: String,
+                                            firstError: ValidationError) throws(ValidationError) -> JobSpec {
+        guard case .object(var members) = json, case .string(let type)? = members["type"],
+              ["remote", "resource", "local"].contains(type) else { throw firstError }
+        var error = firstError
+        while error.kind == .invalid, JobSpec.removeReferencedMember(at: error.path, under: path, from: &members) {
+            do {
+                var spec = try JobSpec(checking: .object(members), path: path)
+                spec.deferredJSON = json
+                return spec
+            } catch let next {
+                error = next
+            }
+        }
+        throw error
+    }
+
+    /// Takes out of `members` the member that `errorPath` (below `base`) points
+    /// into, when that member holds a reference; an array is taken out whole.
+    /// `type` and `id` are never references (the graph is built from them at submit).
+    private static func removeReferencedMember(at errorPath: String, under base: String,
+                                               from members: inout OrderedDictionary<String, JSONValue>) -> Bool {
+        var rest = Substring(errorPath)
+        if !base.isEmpty {
+            guard rest.hasPrefix(base + ".") else { return false }
+            rest = rest.dropFirst(base.count + 1)
+        }
+        // Keys up to the first index: `cache.mode` → [cache, mode]; `expect[0]` → [expect].
+        let keys = (rest.firstIndex(of: "[").map { rest[..<$0] } ?? rest).split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard let first = keys.first, first != "type", first != "id" else { return false }
+        func remove(_ keys: ArraySlice<String>, from object: inout OrderedDictionary<String, JSONValue>) -> Bool {
+            guard let key = keys.first, let value = object[key] else { return false }
+            if keys.count > 1, case .object(var inner) = value {
+                guard remove(keys.dropFirst(), from: &inner) else { return false }
+                object[key] = .object(inner)
+                return true
+            }
+            guard Template.containsReference(value) else { return false }
+            object.removeValue(forKey: key)
+            return true
+        }
+        return remove(keys[...], from: &members)
+    }
+
+    /// Decodes and checks every field, references included as they are (never
+    /// deferred: what a deferred leaf is decoded with once resolved, where a
+    /// `${` in the values is text from a result, not a reference).
+    init(checking json: JSONValue, path: String) throws(ValidationError) {
         var r = try FieldReader(json, path: path)
         let type = try r.requiredString("type")
         let id = try r.string("id")
@@ -48,6 +114,7 @@ extension JobSpec {
 
     /// The spec as protocol JSON (what ``init(json:path:)`` reads back).
     public var json: JSONValue {
+        if let deferredJSON { return deferredJSON }
         var o = OrderedDictionary<String, JSONValue>()
         o["type"] = .string(typeName)
         if let id { o["id"] = .string(id) }
@@ -109,6 +176,7 @@ extension JobSpec {
 
     /// Whether any string in this spec (not its steps) holds a `${` reference.
     var ownStringsHaveReferences: Bool {
+        if deferredJSON != nil { return true }
         if let worker, Template.containsReference(worker) { return true }
         switch body {
         case .remote(let r): return r.hasReferences

@@ -15,6 +15,11 @@ public struct JobSpec: Sendable {
     public var timeoutMs: Int?
     /// What the job does.
     public var body: Body
+    /// For a leaf whose fields other than free text hold `${…}` references
+    /// (`"timeoutMs": "${input.limit}"`): its JSON as submitted, decoded in full
+    /// once the references are resolved, when the step runs. The typed fields
+    /// above then leave out those fields. Nil for every other spec.
+    public internal(set) var deferredJSON: JSONValue?
 
     public indirect enum Body: Sendable {
         case remote(RemoteSpec)

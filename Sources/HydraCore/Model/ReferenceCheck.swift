@@ -71,6 +71,8 @@ enum ReferenceCheck {
     private static func check(_ spec: JobSpec, path: String, scope: Scope) throws(ValidationError) {
         if spec.kind != nil && !spec.ownStringsHaveReferences { return }
         if let worker = spec.worker { try check(worker, path: FieldReader.join(path, "worker"), scope: scope) }
+        // A leaf decoded when it runs: every string of it, the fields left out of the typed spec too.
+        if let json = spec.deferredJSON { try check(json, path: path, scope: scope) }
         switch spec.body {
         case .remote(let r):
             try checkRemote(r, path: path, scope: scope)

@@ -185,12 +185,12 @@ final class CoordinatorRuntime {
         }
         var spec = node.effective
         if spec.ownStringsHaveReferences {
-            do throws(ReferenceError) {
+            do throws(JobError) {
                 // A named job's own strings (a named leaf) see its input, not the graph around it.
-                spec = try resolveReferences(in: spec, scope: referenceScope(for: node, in: node.innerScope))
+                spec = try resolveReferences(in: spec, scope: referenceScope(for: node, in: node.innerScope), stepPath: node.path)
             } catch {
                 startedHere(node, spec)
-                finish(node, .failure(JobError(error.tooLarge ? .tooLarge : .invalid, error.description, stepPath: node.path)))
+                finish(node, .failure(error))
                 return
             }
         }
@@ -205,7 +205,7 @@ final class CoordinatorRuntime {
         nextToken += 1
         node.token = token
         node.workerIndex = workerIndex
-        if case .local = spec.body { startTimer(node) }
+        if case .local = spec.body { startTimer(node, timeoutMs: spec.timeoutMs) }
         let attemptsMade = node.root.emittedEvents.isEmpty ? 0 : node.root.emittedEvents.attemptsMade(stepPath: node.path)
         outboxes[workerIndex].post(.run(WorkTask(token: token, spec: spec, jobId: node.root.id, stepPath: node.path,
                                                  priority: node.root.priority, attemptsMade: attemptsMade,
@@ -243,8 +243,9 @@ final class CoordinatorRuntime {
         }
     }
 
-    private func startTimer(_ node: GraphNode) {
-        guard let timeout = node.effective.timeoutMs else { return }
+    /// `timeoutMs`: a leaf's once its references are resolved (default: the node's spec's).
+    private func startTimer(_ node: GraphNode, timeoutMs: Int?? = nil) {
+        guard let timeout = timeoutMs ?? node.effective.timeoutMs else { return }
         node.timer = clock.schedule(afterMilliseconds: UInt64(timeout), on: loop) { [unowned self, unowned node] in
             node.timer = nil
             self.cancel(node, error: JobError(.timeout, "timed out after \(timeout) ms"))
@@ -673,6 +674,25 @@ final class CoordinatorRuntime {
         for (k, v) in r.headers { r.headers[k] = try Template.resolve(v, in: scope) }
         if let body = r.body { r.body = try Template.resolve(body, in: scope) }
         return r
+    }
+
+    /// The leaf `spec` with its references resolved; a step failure (kind
+    /// `invalid`, or `tooLarge`) when one does not resolve or, for a leaf
+    /// decoded only now (``JobSpec/deferredJSON``), when a resolved value is refused.
+    private func resolveReferences(in spec: JobSpec, scope: ReferenceScope, stepPath: String) throws(JobError) -> JobSpec {
+        let resolved: JSONValue
+        do throws(ReferenceError) {
+            guard let json = spec.deferredJSON else { return try resolveReferences(in: spec, scope: scope) }
+            resolved = try Template.resolve(json, in: scope)
+        } catch {
+            throw JobError(error.tooLarge ? .tooLarge : .invalid, error.description, stepPath: stepPath)
+        }
+        do throws(ValidationError) {
+            return try JobSpec(checking: resolved, path: "")
+        } catch {
+            throw JobError(.invalid, "\(error.path.isEmpty ? "" : error.path + ": ")\(error.reason) (once its references were resolved)",
+                           stepPath: stepPath)
+        }
     }
 
     private func resolveReferences(in spec: JobSpec, scope: ReferenceScope) throws(ReferenceError) -> JobSpec {
