@@ -20,7 +20,7 @@ public struct FileJobLibrary: JobLibrary {
             throw ValidationError(path: path, "no job named '\(name)' in the jobs folder", notFound: true)
         }
         let json: JSONValue
-        switch Result(catching: { () throws(JSONParseError) in try JSONParser.parse([UInt8](data)) }) {
+        switch Result(catching: { () throws(JSONParseError) in try JSONParser.parse([UInt8](data), refusingRepeatedKeys: true) }) {
         case .success(let parsed): json = parsed
         // Named by its place in the jobs folder: errors never carry the server's paths.
         case .failure(let error): throw ValidationError(path: path, "jobs folder: " + error.located(in: name + ".json"))

@@ -374,13 +374,32 @@ final class RESTExecutor: JobExecutor {
             } else {
                 // One token request for every call that needs it, wherever it runs.
                 call.waitingForToken = true
+                // The wait counts against the attempt's time limit, as the transfer does.
+                let limit = call.request.http.timeoutMilliseconds ?? 0
+                let waitStarted = DispatchTime.now().uptimeNanoseconds
+                if limit > 0 {
+                    call.timer = loop.schedule(afterMilliseconds: UInt64(limit)) { [unowned self] in
+                        call.timer = nil
+                        guard call.waitingForToken else { return }
+                        call.waitingForToken = false
+                        self.completed(call, .failure(HTTPFailure(.timeout,
+                            "timed out after \(limit) ms waiting for the token of auth '\(name)'")))
+                    }
+                }
                 session.withToken(on: loop, send: RESTManager.sender(client)) { [unowned self] result in
                     guard call.waitingForToken, self.calls[call.task.token] === call else { return }
                     call.waitingForToken = false
+                    call.timer?.cancel()
+                    call.timer = nil
                     switch result {
                     case .success(let token):
                         self.authorize(call, token)
+                        guard limit > 0 else { return self.transmit(call) }
+                        // This attempt's transfer gets what the wait left (the next attempt the whole limit).
+                        let waited = Int((DispatchTime.now().uptimeNanoseconds - waitStarted) / 1_000_000)
+                        call.request.http.timeoutMilliseconds = max(1, limit - waited)
                         self.transmit(call)
+                        call.request.http.timeoutMilliseconds = limit
                     case .failure(let error):
                         self.manager.statistics.countFailure()
                         self.finish(call, .failure(error))

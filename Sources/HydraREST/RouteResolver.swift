@@ -101,6 +101,13 @@ final class RouteResolver: Sendable {
     /// Request headers whose values are credentials (masked in what comes back):
     /// these, and the header names of the `api-key` schemes.
     private let credentialHeaders: [String]
+
+    /// Whether the (lowercased) header `name` carries a credential: one of
+    /// ``credentialHeaders`` or a name holding `api-key`, `apikey` or `token`
+    /// (``CredentialHeaders``: what `job.queued` summaries mask too).
+    private func isCredential(_ name: String) -> Bool {
+        credentialHeaders.contains(name) || CredentialHeaders.hasCredentialPart(lowercased: name)
+    }
     /// The standard credential headers, lowercased (the response cache's key tells callers apart by them too).
     static let credentialHeaderNames = CredentialHeaders.fixedNames
 
@@ -160,7 +167,7 @@ final class RouteResolver: Sendable {
         // Authorization, Proxy-Authorization, Cookie and api-key headers are never
         // shown): masked in what comes back, too.
         var secrets: [String] = []
-        for (name, header) in headers where credentialHeaders.contains(name) {
+        for (name, header) in headers where isCredential(name) {
             // (A scan of a few names, no hashing: every request passes here.)
             if header.value.utf8.count >= 4, !secrets.contains(header.value) { secrets.append(header.value) }
         }
@@ -262,7 +269,7 @@ final class RouteResolver: Sendable {
             maxBodyBytes: saveAs == nil ? configuration.defaults.maxBodyBytes : nil, reportsProgress: true)
         // Credential headers curl would send on to any host a redirect names (it keeps
         // back only Authorization and Cookie): the client follows such a request's redirects.
-        for name in headers.keys where name != "authorization" && name != "cookie" && credentialHeaders.contains(name) {
+        for name in headers.keys where name != "authorization" && name != "cookie" && isCredential(name) {
             request.originBoundHeaders.append(name)
         }
         request.pinnedPublicKey = server?.pinnedPublicKey

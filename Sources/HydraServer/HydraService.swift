@@ -349,7 +349,7 @@ public final class HydraService: Sendable {
                 }
                 reply(.success(value))
             } catch {
-                reply(.failure(ServiceError(error)))
+                reply(.failure(HydraService.sharedError(error)))
             }
         }
     }
@@ -369,7 +369,7 @@ public final class HydraService: Sendable {
         do throws(StoreError) {
             try store.checkCipher(cipher)
         } catch {
-            reply(.failure(Self.sharedSetError(error)))
+            reply(.failure(Self.sharedError(error)))
             return
         }
         let bus = engine.bus
@@ -381,27 +381,33 @@ public final class HydraService: Sendable {
                 }
                 reply(.success(()))
             case .failure(let error):
-                reply(.failure(Self.sharedSetError(error)))
+                reply(.failure(Self.sharedError(error)))
             }
         }
     }
 
-    /// A store failure of `shared.set` as the caller sees it: aes-gcm without
-    /// `HYDRA_SHARED_KEY` is `-32602` naming it (config.md), anything else as usual.
-    private static func sharedSetError(_ error: StoreError) -> ServiceError {
+    /// A store failure of `shared.set` or `shared.get` as the caller sees it:
+    /// aes-gcm without `HYDRA_SHARED_KEY` is `-32602` naming it (config.md),
+    /// anything else as usual.
+    private static func sharedError(_ error: StoreError) -> ServiceError {
         guard let field = error.invalidArgument else { return ServiceError(error) }
-        return ServiceError(.invalidParams, error.description,
-                            data: ["field": .string(field), "reason": .string(error.description)])
+        let prefix = field + ": "
+        let reason = error.description.hasPrefix(prefix) ? String(error.description.dropFirst(prefix.count)) : error.description
+        return ServiceError(.invalidParams, prefix + reason, data: ["field": .string(field), "reason": .string(reason)])
     }
 
-    /// `shared.remove`: replies whether the key existed; emits `shared.removed` if it did.
+    /// `shared.remove`: replies whether the key existed; emits `shared.removed` if it
+    /// did, with `value` null (the key has none now), left out for an encrypted key (protocol §6).
     public func removeShared(_ key: String, reply: @escaping @Sendable (Result<Bool, ServiceError>) -> Void) {
         let bus = engine.bus
+        let encrypted = store.sharedCipher(key) == .aesGCM
         store.removeShared(key) { result in
             switch result {
             case .success(let removed):
                 if removed {
-                    bus.emit(EventName.sharedRemoved, jobId: "", rootJobId: "", stepPath: "") { ["key": .string(key)] }
+                    bus.emit(EventName.sharedRemoved, jobId: "", rootJobId: "", stepPath: "") {
+                        encrypted ? ["key": .string(key)] : ["key": .string(key), "value": .null]
+                    }
                 }
                 reply(.success(removed))
             case .failure(let error):
@@ -435,7 +441,9 @@ public final class HydraService: Sendable {
                 throw JobError(.invalid, "shared.get: input.key: expected string")
             }
             let value: JSONValue?
-            do { value = try store.sharedValue(key) } catch { throw JobError(.internal, "shared.get: \(error)") }
+            do { value = try store.sharedValue(key) } catch {
+                throw JobError((error as? StoreError)?.invalidArgument == nil ? .internal : .invalid, "shared.get: \(error)")
+            }
             guard let value else { throw JobError(.invalid, "shared.get: key \"\(key)\" not found") }
             // A secret never lands in a result (journaled, stored, emitted): it reads as a mask.
             return store.sharedCipher(key) == .aesGCM ? .string(SecretMask.replacement) : value

@@ -62,7 +62,8 @@ struct SharedCodec: Sendable {
             do { clear = try Gzip.decompress(bytes) } catch { throw StoreError("shared key \"\(name)\" is corrupt in the store (\(error))") }
         case .aesGCM:
             guard let key else {
-                throw StoreError("shared key \"\(name)\" is encrypted (aes-gcm): it cannot be read without \(Self.keyVariable)")
+                throw StoreError("shared key \"\(name)\" is encrypted (aes-gcm): it cannot be read without \(Self.keyVariable)",
+                                 invalidArgument: "key")
             }
             do {
                 clear = try key.open(bytes)

@@ -25,7 +25,7 @@ enum JSONInput {
     }
 
     private static func parse(_ bytes: [UInt8], source: String) throws(UsageError) -> JSONValue {
-        switch Result(catching: { () throws(JSONParseError) in try JSONParser.parse(bytes) }) {
+        switch Result(catching: { () throws(JSONParseError) in try JSONParser.parse(bytes, refusingRepeatedKeys: true) }) {
         case .success(let value):
             // As the server refuses them: such a number would turn into null.
             if let path = value.firstNonFiniteNumber() {

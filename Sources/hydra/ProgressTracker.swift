@@ -18,12 +18,12 @@ struct ProgressTracker {
     mutating func observe(_ event: HydraEvent) {
         let key = event.rootJobId + "/" + event.stepPath
         switch event.name {
-        case EventName.started where event.fields["worker"] != nil:
+        case EventName.started where event.fields["worker"]?.stringValue != nil:
             running.insert(key)
         case EventName.retrying:
             retries += 1
         case EventName.succeeded, EventName.failed, EventName.cancelled:
-            if running.remove(key) != nil || event.fields["worker"] != nil {
+            if running.remove(key) != nil || event.fields["worker"]?.stringValue != nil {
                 done += 1
                 if event.name != EventName.succeeded { failed += 1 }
             }

@@ -102,6 +102,9 @@ struct ServeCommand: AsyncParsableCommand {
         do { folderLock = try StateFolderLock(folder: statePath) } catch { exitInvalid("state.path: \(error)") }
         defer { withExtendedLifetime(folderLock) {} }
         let sharedKey = ProcessInfo.processInfo.environment["HYDRA_SHARED_KEY"]
+        if sharedKey?.isEmpty == true {
+            exitInvalid("HYDRA_SHARED_KEY is set but empty: give a passphrase of 16+ characters, or unset it to run without one")
+        }
         do { try SQLiteStore.checkSharedKey(sharedKey) } catch { exitInvalid(error) }
         let store: SQLiteStore
         do {

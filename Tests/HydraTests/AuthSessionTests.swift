@@ -122,6 +122,25 @@ import HydraLoop
         #expect(try await counter(dead, "protected-401:\(deadKey)") == 2)
     }
 
+    /// A job's `timeoutMs` bounds each attempt, the wait for its session's
+    /// token included: a slow token endpoint times the attempt out (kind
+    /// `timeout`, retried like any timeout), and the one token request goes on.
+    @Test func theWaitForATokenCountsAgainstTheJobsTimeout() async throws {
+        let key = UUID().uuidString
+        let engine = try engine(key, tokenQuery: "&delayMs=1500")
+        defer { engine.shutdown() }
+        // (The message says the attempt ended while it waited: no clock is read here, the suite runs loaded.)
+        let slow = try await engine.run(spec(
+            #"{"type":"remote","endpoint":"/protected/x","query":{"key":"\#(key)"},"auth":"svc","timeoutMs":300}"#))
+        #expect(slow.error?.kind == .timeout && slow.error?.message == "timed out after 300 ms waiting for the token of auth 'svc'",
+                "\(String(describing: slow.error))")
+        // A retry waits again (the token request still under way), then goes through with it.
+        let retried = try await engine.run(spec(
+            #"{"type":"remote","endpoint":"/protected/x","query":{"key":"\#(key)"},"auth":"svc","timeoutMs":1000,"retry":{"maxAttempts":8,"backoffMs":10}}"#))
+        #expect(retried.state == .succeeded, "\(String(describing: retried.error))")
+        #expect(try await counter(engine, "token:\(key)") == 1)
+    }
+
     @Test func aTokenEndpointThatFailsFailsTheWaitingJobsWithKindAuth() async throws {
         let key = UUID().uuidString
         let wrong = try engine(key, secret: "not-the-secret")
@@ -287,6 +306,26 @@ import HydraLoop
             let message = ftp.error?.message ?? ""
             #expect(ftp.state == .failed && (message.contains("not http") || message.contains("disabled")), "\(extra): \(message)")
         }
+    }
+
+    /// A job's own headers whose names say they hold a credential (`X-Api-Key`,
+    /// `X-Auth-Token`: what `job.queued` summaries mask) are masked in what
+    /// comes back too, and kept from another origin a redirect names.
+    @Test func aJobsOwnTokenHeadersAreMaskedAndStayWithTheirOrigin() async throws {
+        let engine = try makeEngine(#", "defaults": {"server": "testsvr", "timeoutMs": 10000, "headers": {"X-ApiKey": "default-key-31"}}"#)
+        defer { engine.shutdown() }
+        let headers = #""headers":{"X-Api-Key":"job-key-41","X-Auth-Token":"job-token-42","X-Plain":"visible-43"}"#
+        let echoed = try await engine.run(spec(#"{"type":"remote","url":"\#(TestServer.url("/echo/own"))",\#(headers)}"#))
+        let seen = try #require(echoed.result?["body"]?["headers"])
+        #expect(seen["x-api-key"] == "***" && seen["x-auth-token"] == "***" && seen["x-apikey"] == "***", "\(seen)")
+        #expect(seen["x-plain"] == "visible-43")
+        let text = JSONWriter.string(echoed.result ?? .null)
+        for secret in ["job-key-41", "job-token-42", "default-key-31"] { #expect(!text.contains(secret)) }
+        let away = "http://localhost:\(TestServer.port)/echo/away"
+        let redirect = TestServer.url("/redirect-to?to=" + (away.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? away))
+        let crossed = try await engine.run(spec(#"{"type":"remote","url":"\#(redirect)",\#(headers)}"#))
+        let there = try #require(crossed.result?["body"]?["headers"])
+        #expect(there["x-api-key"] == nil && there["x-auth-token"] == nil && there["x-plain"] == "visible-43", "\(there)")
     }
 
     /// A resource job's content is masked like a remote job's body: an origin

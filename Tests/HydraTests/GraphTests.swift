@@ -183,6 +183,11 @@ import Testing
             #expect(final < groupDone)
         }
         #expect(events.first { $0.stepPath == "1.0" && $0.name == "job.started" }?.fields["worker"] == "rest")
+        // Every job.started has `worker` (protocol §6): null for a group, which runs on none.
+        for group in ["", "1", "1.1"] {
+            let started = events.first { $0.stepPath == group && $0.name == "job.started" }
+            #expect(started?.fields.keys.contains("worker") == true && started?.fields["worker"] == .null, "\(group)")
+        }
         #expect(events.allSatisfy { $0.jobId == result.jobId })
     }
 

@@ -77,7 +77,13 @@ import Testing
         for bad in ["True", "nul", "nulll", "[truefalse]", "{\"a\" : tru}", "{a:1}", "{'a':1}", "{\"a\":1 \"b\":2}"] {
             #expect(throws: JSONParseError.self, "\(bad)") { try JSONParser.parse(bad) }
         }
-        // Duplicate keys: the last wins (RFC 8259 leaves it open).
+        // Duplicate keys: the last wins (RFC 8259 leaves it open) on the wire;
+        // what a person wrote (a configuration, a job file) has them refused, named.
         #expect(try JSONParser.parse(#"{"a":1,"a":2}"#) == ["a": 2])
+        let repeated = #expect(throws: JSONParseError.self) {
+            try JSONParser.parse(Array(#"{"a":1,"b":{"c":1,"c":2}}"#.utf8), refusingRepeatedKeys: true)
+        }
+        #expect(repeated?.message.contains(#"the key "c" is repeated"#) == true, "\(String(describing: repeated))")
+        #expect(try JSONParser.parse(Array(#"{"a":{"c":1},"b":{"c":2}}"#.utf8), refusingRepeatedKeys: true) == ["a": ["c": 1], "b": ["c": 2]])
     }
 }

@@ -118,4 +118,33 @@ import Testing
         }
         #expect(FileManager.default.fileExists(atPath: wal))
     }
+
+    /// After a restart without `HYDRA_SHARED_KEY`, an encrypted key cannot be
+    /// read: `-32602` naming the key and the variable (the caller's setup, not
+    /// a bug of the server); `shared.removed` says the value is gone (`null`),
+    /// except for an encrypted key, whose events never have a value.
+    @Test func anEncryptedKeyWithoutTheKeyIsRefusedAndRemovalsSayTheValueIsGone() throws {
+        let first = try ServerProcess(environment: ["HYDRA_SHARED_KEY": "correct horse battery staple"])
+        _ = try first.client().call("shared.set", ["key": "sealed", "value": "v", "cipher": "aes-gcm"])
+        _ = try first.client().call("shared.set", ["key": "plain", "value": 42])
+        first.terminate()
+        let server = try ServerProcess(state: first.stateDirectory)
+        defer { server.terminate() }
+        let client = try server.client()
+        let watcher = try server.client()
+        _ = try watcher.call("events.subscribe", ["events": ["shared.removed"]])
+        do {
+            _ = try client.call("shared.get", ["key": "sealed"])
+            Issue.record("an encrypted key was read without the key")
+        } catch {
+            #expect(error.code == -32602 && error.message.hasPrefix("key: ") && error.message.contains("HYDRA_SHARED_KEY"),
+                    "\(error)")
+        }
+        #expect(try client.call("shared.remove", ["key": "plain"])["removed"] == true)
+        #expect(try client.call("shared.remove", ["key": "sealed"])["removed"] == true)
+        let plain = try #require(try watcher.nextNotification(timeout: .seconds(5))?["params"])
+        #expect(plain["key"] == "plain" && plain.objectValue?["value"] == .null, "\(plain)")
+        let sealed = try #require(try watcher.nextNotification(timeout: .seconds(5))?["params"])
+        #expect(sealed["key"] == "sealed" && sealed.objectValue?["value"] == nil, "\(sealed)")
+    }
 }

@@ -24,12 +24,12 @@ final class ServerProcess: @unchecked Sendable {
         stateDirectory = state ?? NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
         configPath = stateDirectory + "/config.json"
-        let text = """
+        let text = JSONWriter.string(try mergedConfiguration("""
             {"rpc": {"listen": "127.0.0.1:0"},
              "servers": {"testsvr": "\(TestServer.base)"},
              "apis": {"items": {"server": "testsvr", "endpoint": "/items"}},
-             "defaults": {"server": "testsvr", "timeoutMs": 10000}\(config.isEmpty ? "" : ", " + config)}
-            """
+             "defaults": {"server": "testsvr", "timeoutMs": 10000}}
+            """, config))
         try text.write(toFile: configPath, atomically: true, encoding: .utf8)
         process.executableURL = BuiltProducts.url("hydra")
         process.arguments = ["serve", "--config", configPath, "--state", stateDirectory] + arguments

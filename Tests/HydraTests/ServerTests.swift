@@ -536,13 +536,26 @@ import Testing
         // Each mistake named with the file and its key path, on one line.
         for (text, key) in [(#"{"workers": []}"#, "workers"), (#"{"rpc": {"secret": ""}}"#, "rpc.secret"),
                             (#"{"rpc": {"listen": "nowhere"}}"#, "rpc.listen"),
-                            (#"{"defaults": {"dogma": "jsn"}}"#, "defaults.dogma")] {
+                            (#"{"defaults": {"dogma": "jsn"}}"#, "defaults.dogma"),
+                            // A size whose double (the disconnect bound) overflowed: a crash at the first reply.
+                            (#"{"rpc": {"maxOutboundBytes": 4611686018427387904}}"#, "rpc.maxOutboundBytes"),
+                            // A misspelt required key is named, not the key it stands for.
+                            (#"{"workers": [{"name": "a", "knd": "remote"}]}"#, "workers[0].knd: unknown key (did you mean 'kind'?)"),
+                            (#"{"servers": {"s": {"ulr": "http://h"}}}"#, "servers.s.ulr: unknown key (did you mean 'url'?)"),
+                            (#"{"servers": {"s": "http://"}}"#, "servers.s"),
+                            (#"{"jobs": {"path": ""}}"#, "jobs.path")] {
             try text.write(toFile: bad, atomically: true, encoding: .utf8)
             let refused = try RunCommandTests().hydra(["serve", "--config", bad])
             #expect(refused.status == 2)
             #expect(refused.err.contains("\(bad): \(key)"), "\(refused.err)")
             #expect(refused.err.split(separator: "\n").count == 1)
         }
+
+        // A key given twice: the one that would silently win is named with its place.
+        try "{\"limits\": {\"maxQueuedJobs\": 1},\n \"limits\": {\"maxResultBytes\": 1024}}"
+            .write(toFile: bad, atomically: true, encoding: .utf8)
+        let twice = try RunCommandTests().hydra(["serve", "--config", bad])
+        #expect(twice.status == 2 && twice.err.contains(#"\#(bad):2:2: not JSON: the key "limits" is repeated"#), "\(twice.err)")
 
         let server = try ServerProcess()
         defer { server.terminate() }

@@ -100,16 +100,28 @@ final class OwnTestServer: @unchecked Sendable {
 /// `environ`; Foundation's `Process.run` crashed on it).
 func makeEngine(_ extra: String = "", jobs: String? = nil, state: String? = nil,
                 environment: [String: String] = ProcessInfo.processInfo.environment) throws -> HydraEngine {
-    let text = """
+    let base = """
         {"servers": {"testsvr": "\(TestServer.base)"},
          "apis": {"items": {"server": "testsvr", "endpoint": "/items"},
                   "echo": {"server": "testsvr", "endpoint": "/echo/:name", "method": "POST", "headers": {"X-Api": "echo"}}},
-         "defaults": {"server": "testsvr", "timeoutMs": 10000}
-         \(extra)}
+         "defaults": {"server": "testsvr", "timeoutMs": 10000}}
         """
-    let config = try Configuration(json: try JSONParser.parse(text), environment: environment)
+    let config = try Configuration(json: try mergedConfiguration(base, extra), environment: environment)
     return try HydraEngine(configuration: config, stateDirectory: state ?? NSTemporaryDirectory() + "hydra-tests",
                            jobsDirectory: jobs)
+}
+
+/// The configuration `base` (a JSON object) with the members `extra` lists
+/// (`, "auth": {…}`, the leading comma optional): a member `base` has too is
+/// replaced whole (the parser refuses a repeated key).
+func mergedConfiguration(_ base: String, _ extra: String) throws -> JSONValue {
+    let members = extra.drop { $0 == "," || $0.isWhitespace }
+    guard case .object(var merged) = try JSONParser.parse(base),
+          case .object(let added) = try JSONParser.parse("{" + members + "}") else {
+        throw ValidationError(path: "", "not an object")
+    }
+    merged.merge(added) { _, new in new }
+    return .object(merged)
 }
 
 /// Parses a JSON spec literal.

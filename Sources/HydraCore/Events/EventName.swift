@@ -42,6 +42,8 @@ public enum EventName {
         }
     }
 
-    /// The members every event has (protocol §6), which a custom event's fields may not replace.
-    public static let reservedFields: Set<String> = ["seq", "event", "jobId", "rootJobId", "stepPath", "time"]
+    /// The members every event has (protocol §6), and `subscription`, which
+    /// the notification carrying an event puts beside them: a custom event's
+    /// fields may not repeat them (a client would read one or the other).
+    public static let reservedFields: Set<String> = ["seq", "event", "jobId", "rootJobId", "stepPath", "time", "subscription"]
 }

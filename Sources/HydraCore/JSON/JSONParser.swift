@@ -45,8 +45,12 @@ public enum JSONParser {
         return try text.withUTF8 { buffer in Result { () throws(JSONParseError) in try parse(buffer) } }.get()
     }
 
-    public static func parse(_ bytes: [UInt8]) throws(JSONParseError) -> JSONValue {
-        try bytes.withUnsafeBufferPointer { buffer in Result { () throws(JSONParseError) in try parse(buffer) } }.get()
+    /// `refusingRepeatedKeys`: what a person wrote (a configuration, a job
+    /// file), where a key given twice is a mistake to name, not to resolve.
+    public static func parse(_ bytes: [UInt8], refusingRepeatedKeys: Bool = false) throws(JSONParseError) -> JSONValue {
+        try bytes.withUnsafeBufferPointer { buffer in
+            Result { () throws(JSONParseError) in try parse(buffer, refusingRepeatedKeys: refusingRepeatedKeys) }
+        }.get()
     }
 
     /// Parses a slice in place (a line of a larger read buffer), without copying it.
@@ -55,9 +59,12 @@ public enum JSONParser {
     }
 
     /// Parses `buffer`, refusing nesting deeper than `maxDepth` (default ``maxDepth``;
-    /// ``maxStoredDepth`` for what the engine wrote itself).
-    public static func parse(_ buffer: UnsafeBufferPointer<UInt8>, maxDepth: Int = JSONParser.maxDepth) throws(JSONParseError) -> JSONValue {
-        var reader = Reader(bytes: buffer, maxDepth: maxDepth)
+    /// ``maxStoredDepth`` for what the engine wrote itself). Of a key repeated
+    /// in one object the last value counts (RFC 8259 leaves it open; JSON-RPC
+    /// peers and HTTP origins may send them), unless `refusingRepeatedKeys`.
+    public static func parse(_ buffer: UnsafeBufferPointer<UInt8>, maxDepth: Int = JSONParser.maxDepth,
+                             refusingRepeatedKeys: Bool = false) throws(JSONParseError) -> JSONValue {
+        var reader = Reader(bytes: buffer, maxDepth: maxDepth, refusesRepeatedKeys: refusingRepeatedKeys)
         // RFC 8259 §8.1: a parser may ignore a byte order mark; editors still write one.
         if buffer.count >= 3 && buffer[0] == 0xEF && buffer[1] == 0xBB && buffer[2] == 0xBF { reader.index = 3 }
         reader.skipWhitespace()
@@ -70,6 +77,7 @@ public enum JSONParser {
     private struct Reader {
         let bytes: UnsafeBufferPointer<UInt8>
         let maxDepth: Int
+        let refusesRepeatedKeys: Bool
         var index = 0
 
         var atEnd: Bool { index >= bytes.count }
@@ -133,12 +141,16 @@ public enum JSONParser {
             while true {
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a string key") }
+                let keyStart = index
                 let key = try readString()
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
                 index += 1
                 skipWhitespace()
-                members[key] = try readValue(depth: depth)
+                if members.updateValue(try readValue(depth: depth), forKey: key) != nil, refusesRepeatedKeys {
+                    index = keyStart
+                    throw error("the key \"\(key.count <= 100 ? key : String(key.prefix(100)) + "…")\" is repeated in this object")
+                }
                 skipWhitespace()
                 guard index < bytes.count else { throw error("unexpected end of input") }
                 if bytes[index] == UInt8(ascii: ",") { index += 1; continue }

@@ -48,6 +48,10 @@ public struct Configuration: Sendable {
         /// every one of `maxConnections`); a client that ended its side is
         /// waited for this long for its pending answers.
         public var firstMessageTimeoutMs = 30_000
+
+        /// The largest `maxMessageBytes` and `maxOutboundBytes` taken (1 TiB):
+        /// far past any real need, and far from overflowing the sums they enter.
+        public static let maxByteLimit = 1 << 40
     }
 
     public struct State: Sendable {
@@ -224,7 +228,7 @@ extension Configuration {
             throw ConfigurationError(file: path, ValidationError(path: "", "cannot read the file"))
         }
         let json: JSONValue
-        switch Result(catching: { () throws(JSONParseError) in try JSONParser.parse([UInt8](data)) }) {
+        switch Result(catching: { () throws(JSONParseError) in try JSONParser.parse([UInt8](data), refusingRepeatedKeys: true) }) {
         case .success(let parsed): json = parsed
         case .failure(let error):
             // FILE:LINE:COLUMN: not JSON: ..., so an editor can jump to the spot.
@@ -258,8 +262,8 @@ extension Configuration {
                 throw ValidationError(path: o.path("secret"), "must not be empty (leave it out to run without a secret)")
             }
             rpc.allowInsecure = try o.bool("allowInsecure") ?? false
-            rpc.maxMessageBytes = try o.int("maxMessageBytes", min: 256) ?? rpc.maxMessageBytes
-            rpc.maxOutboundBytes = try o.int("maxOutboundBytes", min: 1024) ?? rpc.maxOutboundBytes
+            rpc.maxMessageBytes = try o.int("maxMessageBytes", min: 256, max: RPC.maxByteLimit) ?? rpc.maxMessageBytes
+            rpc.maxOutboundBytes = try o.int("maxOutboundBytes", min: 1024, max: RPC.maxByteLimit) ?? rpc.maxOutboundBytes
             rpc.maxConnections = try o.int("maxConnections", min: 1, max: Worker.maxLimit) ?? rpc.maxConnections
             rpc.maxSubscriptions = try o.int("maxSubscriptions", min: 1) ?? rpc.maxSubscriptions
             rpc.firstMessageTimeoutMs = try o.int("firstMessageTimeoutMs", min: 100, max: 86_400_000) ?? rpc.firstMessageTimeoutMs
@@ -267,6 +271,7 @@ extension Configuration {
         }
         if var o = try r.object("state") {
             state.path = try o.string("path") ?? state.path
+            if state.path.isEmpty { throw ValidationError(path: o.path("path"), "must not be empty (a folder)") }
             if state.path.isEmpty { throw ValidationError(path: o.path("path"), "must not be empty (a folder; \".\" for the current one)") }
             if let sync = try o.string("sync") {
                 guard let s = State.Sync(rawValue: sync) else {
@@ -403,6 +408,7 @@ extension Configuration {
         }
         if var o = try r.object("jobs") {
             jobsPath = try o.string("path") ?? jobsPath
+            if jobsPath.isEmpty { throw ValidationError(path: o.path("path"), "must not be empty (a folder)") }
             try o.rejectUnknownKeys()
         }
         if var o = try r.object("limits") {
@@ -518,6 +524,9 @@ extension Configuration {
     private static func checkURL(_ url: String, path: String) throws(ValidationError) -> String {
         guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
             throw ValidationError(path: path, "expected an http:// or https:// URL")
+        }
+        guard let host = URLComponents(string: url)?.host, !host.isEmpty else {
+            throw ValidationError(path: path, "expected an http:// or https:// URL with a host")
         }
         return url
     }

@@ -20,8 +20,12 @@ public enum CredentialHeaders {
     /// header names of the `auth` section, lowercased.
     public static func isCredential(_ name: String, configured: Set<String>) -> Bool {
         let lowered = name.lowercased()
-        return fixedNames.contains(lowered) || configured.contains(lowered)
-            || nameParts.contains { lowered.contains($0) }
+        return fixedNames.contains(lowered) || configured.contains(lowered) || hasCredentialPart(lowercased: lowered)
+    }
+
+    /// Whether the lowercased header name `name` holds `api-key`, `apikey` or `token`.
+    public static func hasCredentialPart(lowercased name: String) -> Bool {
+        nameParts.contains { name.contains($0) }
     }
 
     /// `headers` as they may be shown: credential values replaced by `***`,

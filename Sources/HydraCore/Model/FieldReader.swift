@@ -51,8 +51,44 @@ public struct FieldReader {
     }
 
     public mutating func requiredString(_ key: String) throws(ValidationError) -> String {
-        guard let s = try string(key) else { throw ValidationError(path: path(key), "required") }
+        guard let s = try string(key) else { throw missing(key) }
         return s
+    }
+
+    /// The refusal of a required member `key` that is absent. When a member
+    /// no accessor asked for looks like a misspelling of it (`knd` for `kind`),
+    /// that member is what to fix, so the error names it.
+    public func missing(_ key: String) -> ValidationError {
+        for (i, name) in members.keys.enumerated() where !wasRead(i) && FieldReader.looksMisspelt(name, for: key) {
+            return ValidationError(path: path(name), "unknown key (did you mean '\(key)'?)")
+        }
+        return ValidationError(path: path(key), "required")
+    }
+
+    private func wasRead(_ i: Int) -> Bool { i < 64 ? readLow & (1 << UInt64(i)) != 0 : readHigh.contains(i) }
+
+    /// Whether `name` is `key` in another case or within one edit of it (two
+    /// for keys longer than four characters), a swap of neighbours being one edit.
+    static func looksMisspelt(_ name: String, for key: String) -> Bool {
+        let a = Array(name.lowercased().utf8), b = Array(key.lowercased().utf8)
+        let limit = b.count > 4 ? 2 : 1
+        guard abs(a.count - b.count) <= limit, a.count < 64 else { return false }
+        // Optimal string alignment distance, rows of the usual table.
+        var before = [Int](repeating: 0, count: b.count + 1)
+        var previous = Array(0...b.count)
+        var current = previous
+        for i in 1...max(a.count, 1) where !a.isEmpty {
+            current[0] = i
+            for j in 1...max(b.count, 1) where !b.isEmpty {
+                let cost = a[i - 1] == b[j - 1] ? 0 : 1
+                current[j] = Swift.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
+                    current[j] = Swift.min(current[j], before[j - 2] + 1)
+                }
+            }
+            (before, previous, current) = (previous, current, before)
+        }
+        return previous[b.count] <= limit
     }
 
     public mutating func int(_ key: String, min: Int = .min, max: Int = .max) throws(ValidationError) -> Int? {
@@ -119,9 +155,8 @@ public struct FieldReader {
             if readLow == everyMember { return }
         }
         for (i, key) in members.keys.enumerated() {
-            let read = i < 64 ? readLow & (1 << UInt64(i)) != 0 : readHigh.contains(i)
             // A key is echoed in the error (message and `data.field`): a long one only in part.
-            if !read { throw ValidationError(path: path(key.count <= 100 ? key : String(key.prefix(100)) + "…"), "unknown key") }
+            if !wasRead(i) { throw ValidationError(path: path(key.count <= 100 ? key : String(key.prefix(100)) + "…"), "unknown key") }
         }
     }
 }

@@ -41,8 +41,10 @@ extension JobSpec {
     }
 
     /// Takes out of `members` the member that `errorPath` (below `base`) points
-    /// into, when that member holds a reference; an array is taken out whole.
-    /// `type` and `id` are never references (the graph is built from them at submit).
+    /// into, when the refused value is exactly one reference (whose value, of
+    /// any JSON type, only the run knows; text around a reference is checked
+    /// here). An array is taken out whole. `type` and `id` are never taken out
+    /// (the graph is built from them at submit).
     private static func removeReferencedMember(at errorPath: String, under base: String,
                                                from members: inout OrderedDictionary<String, JSONValue>) -> Bool {
         var rest = Substring(errorPath)
@@ -50,17 +52,25 @@ extension JobSpec {
             guard rest.hasPrefix(base + ".") else { return false }
             rest = rest.dropFirst(base.count + 1)
         }
-        // Keys up to the first index: `cache.mode` → [cache, mode]; `expect[0]` → [expect].
-        let keys = (rest.firstIndex(of: "[").map { rest[..<$0] } ?? rest).split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-        guard let first = keys.first, first != "type", first != "id" else { return false }
+        // `cache.mode` → keys [cache, mode]; `expect[0]` → keys [expect], then index 0.
+        let keyPart = rest.firstIndex(of: "[").map { rest[..<$0] } ?? rest
+        let keys = keyPart.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        var value: JSONValue? = .object(members)
+        for key in keys { value = value?[key] }
+        var indexes = rest[keyPart.endIndex...]
+        while indexes.hasPrefix("["), let close = indexes.firstIndex(of: "]"), let i = Int(indexes[indexes.index(after: indexes.startIndex)..<close]) {
+            value = value?[i]
+            indexes = indexes[indexes.index(after: close)...]
+        }
+        guard indexes.isEmpty || indexes.hasPrefix("."), case .string(let text)? = value, Template.isWholeReference(text),
+              let first = keys.first, first != "type", first != "id" else { return false }
         func remove(_ keys: ArraySlice<String>, from object: inout OrderedDictionary<String, JSONValue>) -> Bool {
-            guard let key = keys.first, let value = object[key] else { return false }
-            if keys.count > 1, case .object(var inner) = value {
-                guard remove(keys.dropFirst(), from: &inner) else { return false }
-                object[key] = .object(inner)
+            guard let key = keys.first, let inner = object[key] else { return false }
+            if keys.count > 1, case .object(var nested) = inner {
+                guard remove(keys.dropFirst(), from: &nested) else { return false }
+                object[key] = .object(nested)
                 return true
             }
-            guard Template.containsReference(value) else { return false }
             object.removeValue(forKey: key)
             return true
         }
@@ -87,7 +97,7 @@ extension JobSpec {
         case "local":
             body = .local(LocalSpec(name: try r.requiredString("name"), input: r.value("input") ?? .null))
         case "serial", "concurrent":
-            guard let items = try r.array("steps") else { throw ValidationError(path: r.path("steps"), "required") }
+            guard let items = try r.array("steps") else { throw r.missing("steps") }
             var steps: [JobSpec] = []
             steps.reserveCapacity(items.count)
             for (i, item) in items.enumerated() {

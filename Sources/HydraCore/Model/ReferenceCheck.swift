@@ -92,7 +92,13 @@ enum ReferenceCheck {
         case .named(let named):
             // Its input is resolved where the job stands; its steps see only its own graph.
             if let input = named.input { try check(input, path: FieldReader.join(path, "input"), scope: scope) }
-            if let loaded = named.resolved { try validate(loaded, path: "jobs/\(named.name).json", allowEnv: scope.allowEnv) }
+            if let loaded = named.resolved {
+                do {
+                    try validate(loaded, path: "", allowEnv: scope.allowEnv)
+                } catch {
+                    throw error.inNamedJob(named.name, at: FieldReader.join(path, "name"))
+                }
+            }
         }
     }
 

@@ -52,11 +52,17 @@ public enum Template {
         }
     }
 
+    /// Whether `string` is exactly one reference (`${input.age}`): it then
+    /// takes the referenced value with its JSON type, whatever that is.
+    public static func isWholeReference(_ string: String) -> Bool {
+        guard string.hasPrefix("${"), string.hasSuffix("}"), let close = string.firstIndex(of: "}") else { return false }
+        return close == string.index(before: string.endIndex)
+    }
+
     /// Resolves a string: typed when it is exactly one reference, else text.
     public static func resolve(_ string: String, in scope: ReferenceScope) throws(ReferenceError) -> JSONValue {
         guard containsReference(string) else { return .string(string) }
-        if string.hasPrefix("${"), string.hasSuffix("}"),
-           let close = string.firstIndex(of: "}"), close == string.index(before: string.endIndex) {
+        if isWholeReference(string), let close = string.firstIndex(of: "}") {
             let expression = String(string[string.index(string.startIndex, offsetBy: 2)..<close])
             let value = try lookUp(expression, in: scope)
             try scope.budget?.charge(value, for: expression)

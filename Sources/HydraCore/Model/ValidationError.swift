@@ -62,3 +62,15 @@ public struct ValidationError: Error, Sendable, CustomStringConvertible, Equatab
         return copy
     }
 }
+
+extension ValidationError {
+    /// A refusal inside the graph of the named job `name`, as the submitted
+    /// spec sees it: at that spec's `name` field (`path`), the reason saying
+    /// where in the job's file (`jobs folder: login.json: steps[1].url: …`).
+    func inNamedJob(_ name: String, at path: String) -> ValidationError {
+        var named = self
+        named.reason = "jobs folder: \(name).json: " + (self.path.isEmpty ? "" : self.path + ": ") + reason
+        named.path = path
+        return named
+    }
+}

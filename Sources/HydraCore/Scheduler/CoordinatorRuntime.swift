@@ -168,7 +168,7 @@ final class CoordinatorRuntime {
         }
         node.state = .running
         if node.parent == nil { rootRunning(node.root) }
-        emit(EventName.started, node) { [:] }
+        emit(EventName.started, node) { ["worker": .null] }  // a group runs on no worker (protocol §6 lists the field)
         startTimer(node)
         let count = node.group!.steps.count
         node.results = Array(repeating: nil, count: count)
@@ -305,7 +305,7 @@ final class CoordinatorRuntime {
     private func started(_ node: GraphNode, worker: String?) {
         node.state = .running
         if node.parent == nil { rootRunning(node.root) }
-        emit(EventName.started, node) { worker.map { ["worker": .string($0)] } ?? [:] }
+        emit(EventName.started, node) { ["worker": worker.map(JSONValue.string) ?? .null] }
     }
 
     // MARK: - Finishing

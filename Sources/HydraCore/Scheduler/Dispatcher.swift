@@ -104,7 +104,11 @@ public final class Dispatcher: Sendable {
                 throw ValidationError(path: FieldReader.join(path, "name"), "no jobs folder is configured", notFound: true)
             }
             let loaded = try library.spec(named: named.name, path: FieldReader.join(path, "name"))
-            named.resolved = try prepare(loaded, path: "jobs/\(named.name).json", depth: depth + 1)
+            do {
+                named.resolved = try prepare(loaded, path: "", depth: depth + 1)
+            } catch {
+                throw error.inNamedJob(named.name, at: FieldReader.join(path, "name"))
+            }
             spec.body = .named(named)
         }
         return spec

@@ -60,7 +60,7 @@ final class RPCSession {
     /// whole to a client that keeps up, never answered by a closed connection.
     func send(raw bytes: [UInt8]) {
         guard !closed else { return }
-        if connection.queuedBytes > 2 * outboundCap {
+        if connection.queuedBytes / 2 > outboundCap {
             connection.closeNow()
             return
         }
