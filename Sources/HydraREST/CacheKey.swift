@@ -10,10 +10,11 @@ import HydraHTTP
 public enum CacheKey {
     /// The key of a GET of `url` with `headers`; `secrets`: texts whose headers
     /// count as credentials too.
-    static func make(url: String, headers: [HTTPHeader] = [], secrets: [String] = []) -> String {
+    /// `keyedBy`: the cache's ``ResponseCache/keySecret``.
+    static func make(url: String, headers: [HTTPHeader] = [], secrets: [String] = [], keyedBy secret: [UInt8] = []) -> String {
         let userinfo = RemoteSpec.credentials(in: url).map(String.init)
         var key = "GET " + (userinfo == nil ? url : RemoteSpec.redactingCredentials(url))
-        if let digest = credentialDigest(headers, secrets: secrets, userinfo: userinfo) { key += " auth=" + digest }
+        if let digest = credentialDigest(headers, secrets: secrets, userinfo: userinfo, keyedBy: secret) { key += " auth=" + digest }
         return key
     }
 
@@ -24,21 +25,21 @@ public enum CacheKey {
     /// The headers that tell callers apart, by lowercased name.
     private static let credentialHeaders = Set(RouteResolver.credentialHeaderNames)
 
-    /// A digest (SHA-256, 24 hex digits) of a request's credential headers and
-    /// its URL's `user:password`, or nil without any. A URL cannot contain the
-    /// space before it, so `GET URL` and its variants never collide.
-    static func credentialDigest(_ headers: [HTTPHeader], secrets: [String] = [], userinfo: String? = nil) -> String? {
-        var hash = SHA256()
-        var found = false
-        if let userinfo {
-            hash.update(data: Array("userinfo:\(userinfo)\n".utf8))
-            found = true
-        }
+    /// A digest (24 hex digits) of a request's credential headers and its
+    /// URL's `user:password`, or nil without any: an HMAC-SHA-256 keyed by
+    /// `secret` (the store's, never shown: the digest, which is, then checks
+    /// no guessed password), a plain SHA-256 without one. A URL cannot contain
+    /// the space before it, so `GET URL` and its variants never collide.
+    static func credentialDigest(_ headers: [HTTPHeader], secrets: [String] = [], userinfo: String? = nil,
+                                 keyedBy secret: [UInt8] = []) -> String? {
+        var text: [UInt8] = []
+        if let userinfo { text += Array("userinfo:\(userinfo)\n".utf8) }
         for header in headers where credentialHeaders.contains(header.name.lowercased()) || secrets.contains(header.value) {
-            hash.update(data: Array("\(header.name.lowercased()):\(header.value)\n".utf8))
-            found = true
+            text += Array("\(header.name.lowercased()):\(header.value)\n".utf8)
         }
-        guard found else { return nil }
-        return hash.finalize().prefix(12).map { String(format: "%02x", $0) }.joined()
+        guard !text.isEmpty else { return nil }
+        let digest: [UInt8] = secret.isEmpty ? Array(SHA256.hash(data: text))
+            : Array(HMAC<SHA256>.authenticationCode(for: text, using: SymmetricKey(data: secret)))
+        return digest.prefix(12).map { String(format: "%02x", $0) }.joined()
     }
 }

@@ -289,7 +289,8 @@ final class RESTExecutor: JobExecutor {
         let stale = (spec.cache?.staleIfErrorSec ?? api?.staleIfErrorSec).map(Double.init)
         var url = request.http.url
         if api?.cacheIgnoreQuery == true, let q = url.firstIndex(of: "?") { url = String(url[..<q]) }
-        var key = CacheKey.make(url: url, headers: request.http.headers, secrets: request.secrets)
+        var key = CacheKey.make(url: url, headers: request.http.headers, secrets: request.secrets,
+                                keyedBy: manager.cache?.keySecret ?? [])
         if let session = request.authSession { key += " session=" + session }
         // A result decoded with another dogma (the job's, else its api's) is no answer
         // for a job that decodes otherwise; the configuration's default keeps the plain key.

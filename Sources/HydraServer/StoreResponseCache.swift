@@ -9,9 +9,12 @@ final class StoreResponseCache: ResponseCache {
     let store: any ResponseCacheStore
     let events: EventRelay
 
+    let keySecret: [UInt8]
+
     init(store: any ResponseCacheStore, events: EventRelay) {
         self.store = store
         self.events = events
+        keySecret = store.credentialKeySecret
     }
 
     func storedResponse(_ key: String) -> CachedResponse? {

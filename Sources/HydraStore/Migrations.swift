@@ -134,6 +134,13 @@ enum Migrations {
         """,
         // 8: the status a resource's content came with (a job serves only a copy whose status it expects).
         "ALTER TABLE resources ADD COLUMN status INTEGER NOT NULL DEFAULT 200",
+        // 9: values the store makes once and keeps: the secret keying the
+        // credential digest in cache keys (responses cached before it are
+        // found no more under credentials; they expire as usual).
+        """
+        CREATE TABLE settings (name TEXT PRIMARY KEY, value BLOB NOT NULL);
+        INSERT INTO settings (name, value) VALUES ('cacheKeySecret', randomblob(32));
+        """,
     ]
 
     /// Applies the migrations `connection` has not seen yet, all in one

@@ -31,6 +31,8 @@ public final class SQLiteStore: StateStore {
     let reader: ReadConnection
     private let codec: SharedCodec
     private let shared: SharedCache
+    /// See ``ResponseCacheStore/credentialKeySecret``: 32 random bytes made by migration 9.
+    public let credentialKeySecret: [UInt8]
     /// Throws (naming `HYDRA_SHARED_KEY`) when `passphrase` cannot be a shared
     /// key: checked before opening, so the error is not taken for the folder's.
     public static func checkSharedKey(_ passphrase: String?) throws(StoreError) {
@@ -80,6 +82,10 @@ public final class SQLiteStore: StateStore {
         }
         let shared = SharedCache(entries)
         self.shared = shared
+        var secret: [UInt8] = []
+        try readConnection.query("SELECT value FROM settings WHERE name = 'cacheKeySecret'") { row in secret = row.blob(0) }
+        guard secret.count == 32 else { throw StoreError("\(path): the settings table lacks its cacheKeySecret") }
+        credentialKeySecret = secret
         reader = ReadConnection(readConnection)
         let observers = Locked<[@Sendable (UInt64) -> Void]>([])
         eventObservers = observers

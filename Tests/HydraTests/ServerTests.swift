@@ -5,6 +5,7 @@ import Synchronization
 import Testing
 
 @testable import Hydra
+@testable import HydraResources
 
 /// `hydra serve` as clients see it: the real binary over TCP and Unix sockets.
 @Suite(.serialized) struct ServerTests {
@@ -805,6 +806,10 @@ import Testing
         #expect(!events.contains { $0.contains("other") })
         let cached = "GET \(TestServer.base)/hits/\(key)"
         let variant = String(try #require(events.first { $0.hasPrefix("cache.updated \(cached) auth=") }).dropFirst("cache.updated ".count))
+        // The digest is keyed by a secret of the store: not a plain SHA-256 of
+        // the credentials, which anyone seeing the key could test guesses against.
+        let plain = String(ResourceKey.sha256(Array("authorization:Bearer other\n".utf8)).prefix(24))
+        #expect(!variant.hasSuffix(plain) && variant.count == cached.count + " auth=".count + 24, "\(variant)")
         let (u, r) = ("cache.updated", "cache.removed")
         let expected = [(u, cached), (u, variant), (r, cached), (r, variant), (u, cached), (u, variant), (r, cached),
                         (r, variant), (u, cached), (r, cached), (u, cached), (r, cached)].map { "\($0.0) \($0.1)" }

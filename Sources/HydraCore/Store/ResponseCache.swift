@@ -14,4 +14,12 @@ public protocol ResponseCache: Sendable {
     /// `storedResponse` can return them: the job that made them stale finishes
     /// only then, so a step after it never reads the old response.
     func invalidate(apis: [String], then done: @escaping @Sendable () -> Void)
+    /// The key of the digest of a request's credentials in its cache key
+    /// (``ResponseCacheStore/credentialKeySecret``); stable for as long as the
+    /// cached responses are kept. Empty (the default): an unkeyed SHA-256.
+    var keySecret: [UInt8] { get }
+}
+
+extension ResponseCache {
+    public var keySecret: [UInt8] { [] }
 }

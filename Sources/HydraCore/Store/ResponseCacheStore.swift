@@ -22,4 +22,10 @@ public protocol ResponseCacheStore: Sendable {
     /// receives their keys.
     func removeResponses(api: String?, key: String?, prefix: String?,
                          done: @escaping @Sendable (Result<[String], StoreError>) -> Void)
+
+    /// A random secret of this store, made once and kept with it: the key of
+    /// the digest that tells callers with different credentials apart in
+    /// cache keys, so that a key shown in an event or by `cache.get` is no
+    /// way to check a guessed password offline.
+    var credentialKeySecret: [UInt8] { get }
 }
