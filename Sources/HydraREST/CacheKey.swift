@@ -19,8 +19,9 @@ public enum CacheKey {
     }
 
     /// The key `cache.get` and `cache.remove` look for when given a URL (a
-    /// request with no credential header of its own).
-    public static func forURL(_ url: String) -> String { make(url: url) }
+    /// request with no credential header of its own; `user:password` in the
+    /// URL digested with `secret`, the cache's ``HydraCore/ResponseCache/keySecret``).
+    public static func forURL(_ url: String, keyedBy secret: [UInt8]) -> String { make(url: url, keyedBy: secret) }
 
     /// The headers that tell callers apart, by lowercased name.
     private static let credentialHeaders = Set(RouteResolver.credentialHeaderNames)

@@ -169,6 +169,15 @@ final class ResourceExecutor: JobExecutor {
     }
 
     func start(_ task: WorkTask, handle: TaskHandle) {
+        begin(task, handle: handle, counted: false)
+    }
+
+    /// Serves or fetches a job's resource. `counted`: the job started before
+    /// (it waited for a transfer, here or on another worker) and was counted
+    /// then: `resource.stats` counts each job once, as a memory or disk hit or
+    /// a miss (`merged` and `revalidated` count misses too).
+    private func begin(_ task: WorkTask, handle: TaskHandle, counted: Bool) {
+        let statistics: ResourceStatistics? = counted ? nil : manager.statistics
         if closed {
             // A job that waited for another cipher's fetch, started again as the worker closes:
             // the HTTP client is closed (the jobs of a closing worker end as cancelled here).
@@ -197,7 +206,7 @@ final class ResourceExecutor: JobExecutor {
                   fresh(entry.record), waiter.expects(entry.record.status) else { return false }
             // Another digest than the job's: not this job's content (see the disk check below).
             if let expected = spec.sha256, expected != ResourceManager.contentDigest(entry.record, entry.content) { return false }
-            manager.statistics.countMemoryHit()
+            statistics?.countMemoryHit()
             touch(key, at: now)
             handle.skipped(reason: "resource")
             finish(waiter, record: entry.record, content: entry.content, source: "memory", kept: entry)
@@ -244,7 +253,7 @@ final class ResourceExecutor: JobExecutor {
             }
         }
         if spec.mode != .refresh, let (record, content) = onDisk, fresh(record) {
-            manager.statistics.countDiskHit()
+            statistics?.countDiskHit()
             remember(record, content)
             touch(key, at: now)
             handle.skipped(reason: "resource")
@@ -255,11 +264,11 @@ final class ResourceExecutor: JobExecutor {
             handle.finish(.failure(JobError(.invalid, "not in repository")))
             return
         }
-        manager.statistics.countMiss()
+        statistics?.countMiss()
         waiting[task.token] = key
         if let fetch = fetches[key] {
             if fetch.cipher == spec.cipher {
-                manager.statistics.countMerged()
+                statistics?.countMerged()
                 fetch.waiters.append(waiter)
             } else {
                 var later = waiter
@@ -276,7 +285,7 @@ final class ResourceExecutor: JobExecutor {
             _ = home.execute { resume.value(failure) }
         }) == .following {
             waiting[task.token] = nil
-            manager.statistics.countMerged()
+            statistics?.countMerged()
             following[task.token] = waiter
             return
         }
@@ -294,7 +303,7 @@ final class ResourceExecutor: JobExecutor {
         if let failure {
             waiter.handle.finish(.failure(failure))
         } else {
-            start(waiter.task, handle: waiter.handle)
+            begin(waiter.task, handle: waiter.handle, counted: true)
         }
     }
 
@@ -741,7 +750,7 @@ final class ResourceExecutor: JobExecutor {
         for waiter in waiters {
             waiting[waiter.task.token] = nil
             if waiter.startsAgain {
-                start(waiter.task, handle: waiter.handle)
+                begin(waiter.task, handle: waiter.handle, counted: true)
             } else {
                 body(waiter)
             }

@@ -161,11 +161,10 @@ public final class HydraService: Sendable {
                 "hydra: removed \(leftovers) partial download(s) left by an interrupted run (saveAs files and resources)\n".utf8))
         }
         // The resource repository and its index agree again (resources.md §4); the engine's purge timer keeps them within bounds.
+        // A line each start, how many there were included (none, most of the time).
         let (files, entries) = try engine.resources.reconcile()
-        if files + entries > 0 {
-            FileHandle.standardError.write(Data(
-                "hydra: resources: removed \(files) file(s) without an index entry and \(entries) entry(ies) without a file\n".utf8))
-        }
+        FileHandle.standardError.write(Data(
+            "hydra: resources: removed \(files) file(s) without an index entry and \(entries) entry(ies) without a file\n".utf8))
         let unfinished = try store.unfinishedJobs()
         var queued: [QueuedJob] = []
         for (job, steps, emitted) in unfinished {
@@ -463,12 +462,13 @@ public final class HydraService: Sendable {
     /// never on the RPC loop.
     public func cachedResponse(url: String?, key: String?,
                                reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
-        guard let wanted = key ?? url.map(CacheKey.forURL) else {
+        let secret = store.credentialKeySecret
+        guard let wanted = key ?? url.map({ CacheKey.forURL($0, keyedBy: secret) }) else {
             reply(.failure(ServiceError(.invalidParams, "url: required", data: ["field": "url", "reason": "required"])))
             return
         }
         // The keys to try in order: exact, then variants (`KEY …`); for a URL, again without its query.
-        let withoutQuery = key == nil ? url.flatMap { url in url.firstIndex(of: "?").map { CacheKey.forURL(String(url[..<$0])) } } : nil
+        let withoutQuery = key == nil ? url.flatMap { url in url.firstIndex(of: "?").map { CacheKey.forURL(String(url[..<$0]), keyedBy: store.credentialKeySecret) } } : nil
         let candidates = [wanted] + (withoutQuery.map { [$0] } ?? [])
         let exactOnly = key != nil
         reads.run { [store] in
@@ -506,7 +506,7 @@ public final class HydraService: Sendable {
         let bus = engine.bus
         // Cache keys are "GET URL" (only GET responses are cached), with variants "GET URL …" removed alike.
         // A URL's credentials are a digest in the key (see ``CacheKey``); a prefix matches every caller's.
-        store.removeResponses(api: api, key: url.map(CacheKey.forURL),
+        store.removeResponses(api: api, key: url.map { CacheKey.forURL($0, keyedBy: store.credentialKeySecret) },
                               prefix: prefix.map { "GET " + RemoteSpec.redactingCredentials($0) }) { result in
             switch result {
             case .success(let keys):

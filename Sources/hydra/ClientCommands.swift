@@ -67,7 +67,12 @@ func parseJSONOption(_ text: String, name: String) -> JSONValue {
 
 struct PingCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "ping", abstract: "Check that the server answers; prints its version and uptime.")
+        commandName: "ping", abstract: "Check that the server answers; prints its version and uptime.",
+        discussion: """
+            Examples:
+              hydra ping                             (127.0.0.1:7400)
+              hydra ping --connect /run/hydra.sock   (a Unix socket)
+            """)
     @OptionGroup var connection: ConnectOptions
 
     func run() {
@@ -79,7 +84,8 @@ struct PingCommand: ParsableCommand {
 struct StatsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stats",
-        abstract: "Print the server's counters (hydra.stats): jobs, workers, requests, cache, resources, events.")
+        abstract: "Print the server's counters (hydra.stats): jobs, workers, requests, cache, resources, events.",
+        discussion: "Example: hydra stats --pretty")
     @OptionGroup var connection: ConnectOptions
     @Flag(help: "Indented JSON, for people.") var pretty = false
 
@@ -182,7 +188,9 @@ struct SubmitCommand: ParsableCommand {
 }
 
 struct StatusCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "status", abstract: "Show a job's state and step counts.")
+    static let configuration = CommandConfiguration(
+        commandName: "status", abstract: "Show a job's state and step counts.",
+        discussion: "Example: hydra status JOB_ID   (the id hydra submit printed)")
     @Argument(help: "The job id.") var jobId: String
     @OptionGroup var connection: ConnectOptions
     func run() { writeLine(JSONWriter.string(call(connection.client(), "job.status", ["jobId": .string(jobId)]))) }
@@ -190,7 +198,12 @@ struct StatusCommand: ParsableCommand {
 
 struct ResultCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "result", abstract: "Print a job's result (exit 0 succeeded, 1 otherwise).")
+        commandName: "result", abstract: "Print a job's result (exit 0 succeeded, 1 otherwise).",
+        discussion: """
+            Examples:
+              hydra result JOB_ID                    (as it is now)
+              hydra result JOB_ID --wait 30000 --pretty   (waits up to 30 s)
+            """)
     @Argument(help: "The job id.") var jobId: String
     @Option(help: "Wait up to this many milliseconds for the job to finish.") var wait = 0
     @Flag(help: "Indented JSON, for people rather than scripts.") var pretty = false
@@ -204,7 +217,9 @@ struct ResultCommand: ParsableCommand {
 }
 
 struct CancelCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Cancel a job and its running steps.")
+    static let configuration = CommandConfiguration(
+        commandName: "cancel", abstract: "Cancel a job and its running steps.",
+        discussion: "Example: hydra cancel JOB_ID   (exit 1 when the job had already ended)")
     @Argument(help: "The job id.") var jobId: String
     @OptionGroup var connection: ConnectOptions
     func run() { writeLine(JSONWriter.string(call(connection.client(), "job.cancel", ["jobId": .string(jobId)]))) }
@@ -276,6 +291,14 @@ struct EventsCommand: ParsableCommand {
 struct SharedCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "shared", abstract: "Read and write shared data.",
+        discussion: """
+            Examples:
+              hydra shared set region '"eu-west"'     (a JSON value)
+              hydra shared set token '"s3cr3t"' --cipher aes-gcm
+                  (encrypted at rest: the server needs HYDRA_SHARED_KEY)
+              hydra shared get region
+              hydra shared rm region
+            """,
         subcommands: [Get.self, Set.self, Remove.self])
 
     struct Get: ParsableCommand {

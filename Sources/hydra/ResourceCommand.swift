@@ -10,6 +10,14 @@ import HydraRPC
 struct ResourceCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "resource", abstract: "Fetch and manage the server's resource repository.",
+        discussion: """
+            Examples:
+              hydra resource get https://example.com/logo.png    (its stat)
+              hydra resource get https://example.com/a.json --as json --refresh
+              hydra resource cat https://example.com/logo.png > logo.png
+              hydra resource ls --prefix https://example.com/
+              hydra resource purge --older-than 86400
+            """,
         subcommands: [Get.self, Stat.self, Cat.self, List.self, Remove.self, Purge.self])
 
     /// Which copy: a URL argument or `--key`.

@@ -29,6 +29,8 @@ import Testing
         #expect(error(["event": "custom."]).1.contains("event"))
         #expect(error(["event": "custom.x y"]).0 == -32602)
         #expect(error(["event": "custom.ok", "fields": ["seq": 1]]).1.contains("fields.seq"))
+        // The notification's own member: a client would read one or the other.
+        #expect(error(["event": "custom.ok", "fields": ["subscription": "s1"]]).1.contains("fields.subscription"))
         #expect(error(["event": "custom.ok", "fields": [1, 2]]).1.contains("fields"))
         #expect(error(["event": "custom.ok", "other": 1]).0 == -32602)
 

@@ -256,6 +256,17 @@ import Testing
         #expect(result.result?["results"]?[1]?["results"]?[1]?["body"] == ["user": "gandalf"])
         let missing = #expect(throws: ValidationError.self) { try engine.submit(spec(#"{"type":"job","name":"missing"}"#)) }
         #expect(missing?.isNotFound == true)
+        // A mistake inside a named job's graph: at the submitted spec's `name`, the file and place in the reason.
+        try #"{"type":"serial","steps":[{"type":"local","name":"nope"}]}"#.write(toFile: folder + "/bad.json", atomically: true, encoding: .utf8)
+        let bad = #expect(throws: ValidationError.self) {
+            try engine.submit(spec(#"{"type":"serial","steps":[{"type":"job","name":"bad"}]}"#))
+        }
+        #expect(bad?.path == "steps[0].name" && bad?.reason.hasPrefix("jobs folder: bad.json: steps[0].name: ") == true,
+                "\(String(describing: bad))")
+        // The same for a repeated key in a job's file, which a person wrote.
+        try #"{"type":"local","name":"echo","name":"echo"}"#.write(toFile: folder + "/twice.json", atomically: true, encoding: .utf8)
+        let twice = #expect(throws: ValidationError.self) { try engine.submit(spec(#"{"type":"job","name":"twice"}"#)) }
+        #expect(twice?.path == "name" && twice?.reason.contains(#"the key "name" is repeated"#) == true, "\(String(describing: twice))")
     }
 
     /// A named job that is a single step sees its own `input` (protocol §4), as a named graph's steps do.

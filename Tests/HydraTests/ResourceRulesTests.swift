@@ -369,7 +369,11 @@ import Testing
         let results = fan.result?["results"]?.arrayValue ?? []
         #expect(results.count == 6 && results.allSatisfy { $0["content"]?.stringValue == String(decoding: body(n, size: 3000), as: UTF8.self) })
         #expect(try await counter(engine, "res-\(n)") == 1)
-        #expect(try engine.resources.statsJSON()["merged"] == 5)
+        // Each job counted once: one transfer's job a miss, the five that waited for it misses merged
+        // (not disk hits as well, for those the other worker served once its copy was stored).
+        let stats = try engine.resources.statsJSON()
+        #expect(stats["merged"] == 5 && stats["misses"] == 6 && stats["hits"]?["disk"] == 0 && stats["hits"]?["memory"] == 0,
+                "\(stats)")
 
         // A follower cancelled while the other worker's transfer runs.
         let m = name()

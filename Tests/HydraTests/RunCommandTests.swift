@@ -224,7 +224,9 @@ import Testing
         // hydra serve names it too (stderr; stdout keeps its two banner lines).
         let server = try ServerProcess()
         let stopped = server.terminate()
-        #expect(stopped.stderr.hasPrefix("hydra: config \(server.configPath)\n"), "\(stopped.stderr)")
+        #expect(stopped.stderr.split(separator: "\n").contains("hydra: config \(server.configPath)"), "\(stopped.stderr)")
+        // And what startup found in the resource repository (resources.md §4: a line says how many).
+        #expect(stopped.stderr.contains("hydra: resources: removed 0 file(s) without an index entry and 0 entry(ies) without a file\n"))
     }
 
     @Test func jsonSyntaxErrorsNameLineAndColumn() throws {

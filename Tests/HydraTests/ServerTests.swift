@@ -552,6 +552,11 @@ import Testing
             #expect(refused.err.split(separator: "\n").count == 1)
         }
 
+        // HYDRA_SHARED_KEY set but empty: a mistake (as for HYDRA_RPC_SECRET), not "no key".
+        let emptyKey = try RunCommandTests().hydra(["serve", "--listen", "127.0.0.1:0", "--state",
+                                                    NSTemporaryDirectory() + "hydra-emptykey-\(UUID().uuidString)"],
+                                                   environment: ["HYDRA_SHARED_KEY": ""])
+        #expect(emptyKey.status == 2 && emptyKey.err.contains("HYDRA_SHARED_KEY is set but empty"), "\(emptyKey.err)")
         // A key given twice: the one that would silently win is named with its place.
         try "{\"limits\": {\"maxQueuedJobs\": 1},\n \"limits\": {\"maxResultBytes\": 1024}}"
             .write(toFile: bad, atomically: true, encoding: .utf8)
