@@ -35,8 +35,12 @@ public enum CacheKey {
                                  keyedBy secret: [UInt8] = []) -> String? {
         var text: [UInt8] = []
         if let userinfo { text += Array("userinfo:\(userinfo)\n".utf8) }
-        for header in headers where credentialHeaders.contains(header.name.lowercased()) || secrets.contains(header.value) {
-            text += Array("\(header.name.lowercased()):\(header.value)\n".utf8)
+        for header in headers {
+            let name = header.name.lowercased()
+            // Every credential header, a short value too (the masks' `secrets` start at 4 characters).
+            guard credentialHeaders.contains(name) || CredentialHeaders.hasCredentialPart(lowercased: name)
+                    || secrets.contains(header.value) else { continue }
+            text += Array("\(name):\(header.value)\n".utf8)
         }
         guard !text.isEmpty else { return nil }
         let digest: [UInt8] = secret.isEmpty ? Array(SHA256.hash(data: text))

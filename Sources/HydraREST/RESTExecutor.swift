@@ -106,7 +106,13 @@ final class RESTExecutor: JobExecutor {
         }
         // Checked at submit unless a reference named it: never send what could not be decoded.
         if let name = spec.dogma, manager.dogma(named: name) == nil {
-            handle.finish(.failure(JobError(.invalid, "dogma: unknown dogma '\(name)'")))
+            handle.finish(.failure(JobError(.invalid, "dogma: unknown dogma '\(ValidationError.clip(name))'")))
+            return
+        }
+        // As at submit, for a method, `cache` or `coalesce` that came from a reference.
+        if prepared.http.method != "GET", spec.cache != nil || spec.coalesce == true {
+            let field = spec.cache != nil ? "cache: only GET responses are cached" : "coalesce: only GET requests are merged"
+            handle.finish(.failure(JobError(.invalid, "\(field) (the method is \(prepared.http.method))")))
             return
         }
         let call = RemoteCall(task: task, handle: handle, request: prepared, polling: spec.repeat)
@@ -814,7 +820,7 @@ final class RESTExecutor: JobExecutor {
     private func decode(_ response: DogmaResponse, dogma name: String?) throws -> JSONValue {
         let dogma: any Dogma
         if let name {
-            guard let named = manager.dogma(named: name) else { throw DecodeError("unknown dogma '\(name)'") }
+            guard let named = manager.dogma(named: name) else { throw DecodeError("unknown dogma '\(ValidationError.clip(name))'") }
             dogma = named
         } else {
             dogma = response.impliedDogma

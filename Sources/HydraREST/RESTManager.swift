@@ -161,7 +161,7 @@ public final class RESTManager: JobManager {
         if let dogma = remote.dogma {
             // A dogma named by a reference is checked when the step runs, before sending.
             if !Template.containsReference(dogma), self.dogma(named: dogma) == nil {
-                throw ValidationError(path: at("dogma"), "unknown dogma '\(dogma)'")
+                throw ValidationError(path: at("dogma"), "unknown dogma '\(ValidationError.clip(dogma))'")
             }
         } else {
             // The configuration's dogma for this job, checked before anything is sent.

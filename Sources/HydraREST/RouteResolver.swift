@@ -202,7 +202,7 @@ final class RouteResolver: Sendable {
         if !RemoteSpec.isValidMethod(method) {
             // Only a method that came from a reference can be other than valid upper case here.
             method = method.uppercased()
-            guard RemoteSpec.isValidMethod(method) else { throw JobError(.invalid, "method: invalid method '\(method)'") }
+            guard RemoteSpec.isValidMethod(method) else { throw JobError(.invalid, "method: invalid method '\(ValidationError.clip(method))'") }
         }
         let dogma = spec.dogma ?? api?.dogma ?? configuration.defaults.dogma
         var body: [UInt8]?

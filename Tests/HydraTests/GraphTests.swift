@@ -263,6 +263,11 @@ import Testing
         }
         #expect(bad?.path == "steps[0].name" && bad?.reason.hasPrefix("jobs folder: bad.json: steps[0].name: ") == true,
                 "\(String(describing: bad))")
+        // A named job that is one step with a field from a reference keeps the time limit it was submitted with.
+        try #"{"type":"remote","url":"\#(TestServer.url("/delay/3000"))","expect":["${input.code}"]}"#
+            .write(toFile: folder + "/slow.json", atomically: true, encoding: .utf8)
+        let limited = try await engine.run(spec(#"{"type":"job","name":"slow","timeoutMs":300,"input":{"code":200}}"#))
+        #expect(limited.error?.kind == .timeout, "\(String(describing: limited.error))")
         // The same for a repeated key in a job's file, which a person wrote.
         try #"{"type":"local","name":"echo","name":"echo"}"#.write(toFile: folder + "/twice.json", atomically: true, encoding: .utf8)
         let twice = #expect(throws: ValidationError.self) { try engine.submit(spec(#"{"type":"job","name":"twice"}"#)) }

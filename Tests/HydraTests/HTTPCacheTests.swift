@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Hydra
+@testable import HydraREST
 @testable import HydraServer
 @testable import HydraStore
 
@@ -340,5 +341,15 @@ import Testing
         let plainWord = try await service.engine.run(spec(#"{"type":"remote","url":"http://u:json@\#(host)/echo/w"}"#))
         #expect(plainWord.result?["headers"]?["content-type"]?.stringValue?.hasPrefix("application/json") == true, "\(plainWord.json)")
         #expect(plainWord.result?["body"]?["headers"]?["authorization"] == "Basic ***", "\(plainWord.json)")
+    }
+
+    /// Every credential header tells callers apart in a cache key, a short
+    /// value too (masking starts at 4 characters; the key must not).
+    @Test func shortCredentialValuesStillSeparateCallers() {
+        let url = "http://h/x"
+        let a = CacheKey.make(url: url, headers: [HTTPHeader("X-Api-Key", "abc")], keyedBy: Array(repeating: 7, count: 32))
+        let b = CacheKey.make(url: url, headers: [HTTPHeader("X-Api-Key", "xyz")], keyedBy: Array(repeating: 7, count: 32))
+        let none = CacheKey.make(url: url, keyedBy: Array(repeating: 7, count: 32))
+        #expect(a != b && a.hasPrefix("GET \(url) auth=") && none == "GET \(url)")
     }
 }

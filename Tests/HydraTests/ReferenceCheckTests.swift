@@ -128,9 +128,29 @@ import Testing
             try engine.submit(spec(#"{"type":"serial","steps":[{"type":"local","id":"${input.x}.y","name":"echo"}]}"#))
         }
         #expect(id?.path == "steps[0].id")
+        // A key no spec has, or one a resource job does not take, is refused whatever its value.
+        for (text, field) in [(#"{"type":"local","name":"echo","inptu":"${input.x}"}"#, "inptu"),
+                              (#"{"type":"remote","url":"http://h/","retry":{"maxAttemps":"${input.n}"}}"#, "retry.maxAttemps"),
+                              (#"{"type":"resource","url":"http://h/","method":"${input.m}"}"#, "method")] {
+            let refused = #expect(throws: ValidationError.self, "\(text)") { try engine.submit(spec(text)) }
+            #expect(refused?.path == field, "\(text): \(String(describing: refused))")
+        }
+        // A required member from a reference: the object it belongs to is checked when the step runs.
+        let polled = try await engine.run(spec(#"""
+            {"type":"remote","url":"\#(TestServer.url("/status/200"))","repeat":{"everyMs":"${input.every}","until":{"path":"status","equals":200}}}
+            """#), input: ["every": 10])
+        #expect(polled.state == .succeeded, "\(String(describing: polled.error))")
+        // A method and a `cache` from references: refused as at submit once both are known.
+        let post = try await engine.run(spec(#"{"type":"remote","url":"\#(TestServer.url("/echo/p"))","method":"${input.m}","cache":"${input.c}"}"#),
+                                        input: ["m": "POST", "c": ["mode": "only"]])
+        #expect(post.error?.kind == .invalid && post.error?.message.hasPrefix("cache: only GET responses are cached") == true,
+                "\(String(describing: post.error))")
         // What is kept and stored is the step as submitted: it decodes to the same deferred step.
         let deferred = try spec(delay)
         #expect(deferred.json == (try JSONParser.parse(delay)))
         #expect(try JobSpec(json: deferred.json).deferredJSON != nil)
+        // A mode from a reference reads as the reference in job.queued, not as the default.
+        let summary = try spec(#"{"type":"resource","url":"http://h/r","mode":"${input.m}"}"#).summary
+        #expect(summary["mode"] == "${input.m}", "\(summary)")
     }
 }

@@ -165,6 +165,14 @@ import Testing
         #expect(right.state == .succeeded, "\(String(describing: right.error))")
         #expect(right.result?["results"]?[1]?["sha256"] == .string(digest))
         #expect(right.result?["results"]?[1]?["content"] == .string("resource \(n) v1"))
+        // A remaker named by a reference (checked when the step runs, as the other fields).
+        let remade = try await engine.run(spec(#"{"type":"resource","url":"\#(TestServer.url("/resource/\(n)g?gz=1&size=3000"))","remaker":"${input.r}","as":"text"}"#),
+                                          input: ["r": "gunzip"])
+        #expect(remade.state == .succeeded && remade.result?["bytes"] == 3000, "\(String(describing: remade.error))")
+        let unknown = try await engine.run(spec(#"{"type":"resource","url":"\#(TestServer.url("/resource/\(n)h"))","remaker":"${input.r}"}"#),
+                                           input: ["r": "nope"])
+        #expect(unknown.error?.kind == .invalid && unknown.error?.message.contains("unknown remaker 'nope'") == true,
+                "\(String(describing: unknown.error))")
         let notADigest = try await engine.run(graph("abc"))
         #expect(notADigest.error?.message.hasPrefix("sha256: expected 64 hex digits") == true,
                 "\(String(describing: notADigest.error))")

@@ -140,11 +140,42 @@ import Testing
             #expect(error.code == -32602 && error.message.hasPrefix("key: ") && error.message.contains("HYDRA_SHARED_KEY"),
                     "\(error)")
         }
+        // A reference to it fails its step saying why (not "no shared value").
+        let read = try client.call("job.submit", ["job": ["type": "local", "name": "echo", "input": "${shared.sealed}"]])["jobId"]!
+        let failed = try client.call("job.result", ["jobId": read, "waitMs": 10_000])
+        #expect(failed["error"]?["message"]?.stringValue?.contains("encrypted (aes-gcm) and cannot be read without HYDRA_SHARED_KEY") == true,
+                "\(failed)")
         #expect(try client.call("shared.remove", ["key": "plain"])["removed"] == true)
         #expect(try client.call("shared.remove", ["key": "sealed"])["removed"] == true)
         let plain = try #require(try watcher.nextNotification(timeout: .seconds(5))?["params"])
         #expect(plain["key"] == "plain" && plain.objectValue?["value"] == .null, "\(plain)")
         let sealed = try #require(try watcher.nextNotification(timeout: .seconds(5))?["params"])
         #expect(sealed["key"] == "sealed" && sealed.objectValue?["value"] == nil, "\(sealed)")
+    }
+
+    /// A secret that a field changes before it is refused (a method upper-cased,
+    /// a digest lower-cased, an object's member named in the error) shows in no
+    /// error: the case variants are masked, and a step that read a secret gives
+    /// no detail of a refusal made once its references were resolved.
+    @Test func aSecretChangedByAFieldShowsInNoError() throws {
+        let server = try ServerProcess(environment: ["HYDRA_SHARED_KEY": "correct horse battery staple"])
+        defer { server.terminate() }
+        let client = try server.client()
+        _ = try client.call("shared.set", ["key": "m", "value": "zq9secretvalue77", "cipher": "aes-gcm"])
+        _ = try client.call("shared.set", ["key": "sha", "value": .string(String(repeating: "CD", count: 32)), "cipher": "aes-gcm"])
+        _ = try client.call("shared.set", ["key": "obj", "value": ["Zq9SECRETkey": 1], "cipher": "aes-gcm"])
+        func failure(_ job: JSONValue) throws -> String {
+            let id = try client.call("job.submit", ["job": job])["jobId"]!
+            let result = try client.call("job.result", ["jobId": id, "waitMs": 10_000])
+            #expect(result["state"] == "failed", "\(result)")
+            return JSONWriter.string(result)
+        }
+        let method = try failure(["type": "remote", "endpoint": "/echo/m", "method": "${shared.m}"])
+        #expect(!method.lowercased().contains("zq9secretvalue77"), "\(method)")
+        let digest = try failure(["type": "resource", "url": .string(TestServer.url("/resource/shasecret")), "sha256": "${shared.sha}"])
+        #expect(!digest.lowercased().contains(String(repeating: "cd", count: 32)), "\(digest)")
+        let member = try failure(["type": "remote", "endpoint": "/echo/o", "retry": "${shared.obj}"])
+        #expect(!member.lowercased().contains("zq9secretkey") && member.contains("retry: refused once its references were resolved"),
+                "\(member)")
     }
 }

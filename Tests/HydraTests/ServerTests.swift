@@ -544,7 +544,9 @@ import Testing
                             (#"{"workers": [{"name": "a", "knd": "remote"}]}"#, "workers[0].knd: unknown key (did you mean 'kind'?)"),
                             (#"{"servers": {"s": {"ulr": "http://h"}}}"#, "servers.s.ulr: unknown key (did you mean 'url'?)"),
                             (#"{"servers": {"s": "http://"}}"#, "servers.s"),
-                            (#"{"jobs": {"path": ""}}"#, "jobs.path")] {
+                            (#"{"jobs": {"path": ""}}"#, "jobs.path"),
+                            (#"{"auth": {"a": {"type": "oauth2-client-credentials", "tokenUrl": "http://", "clientId": "x"}}}"#,
+                             "auth.a.tokenUrl")] {
             try text.write(toFile: bad, atomically: true, encoding: .utf8)
             let refused = try RunCommandTests().hydra(["serve", "--config", bad])
             #expect(refused.status == 2)

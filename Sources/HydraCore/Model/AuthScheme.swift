@@ -70,8 +70,9 @@ public enum AuthScheme: Sendable, CustomStringConvertible {
         switch type {
         case "oauth2-client-credentials", "oauth2-password":
             let tokenURL = try text("tokenUrl", required: true)!
-            guard tokenURL.hasPrefix("http://") || tokenURL.hasPrefix("https://") else {
-                throw ValidationError(path: r.path("tokenUrl"), "expected an http:// or https:// URL")
+            guard tokenURL.hasPrefix("http://") || tokenURL.hasPrefix("https://"),
+                  let host = URLComponents(string: tokenURL)?.host, !host.isEmpty else {
+                throw ValidationError(path: r.path("tokenUrl"), "expected an http:// or https:// URL with a host")
             }
             let settings = OAuth2(tokenURL: tokenURL, clientID: try text("clientId", required: true)!,
                                   clientSecret: try text("clientSecret", required: false),

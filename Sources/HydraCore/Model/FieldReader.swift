@@ -60,9 +60,9 @@ public struct FieldReader {
     /// that member is what to fix, so the error names it.
     public func missing(_ key: String) -> ValidationError {
         for (i, name) in members.keys.enumerated() where !wasRead(i) && FieldReader.looksMisspelt(name, for: key) {
-            return ValidationError(path: path(name), "unknown key (did you mean '\(key)'?)")
+            return ValidationError(path: path(name), "unknown key (did you mean '\(key)'?)").refusingKey()
         }
-        return ValidationError(path: path(key), "required")
+        return ValidationError(path: path(key), "required").refusingAbsence()
     }
 
     private func wasRead(_ i: Int) -> Bool { i < 64 ? readLow & (1 << UInt64(i)) != 0 : readHigh.contains(i) }
@@ -156,7 +156,9 @@ public struct FieldReader {
         }
         for (i, key) in members.keys.enumerated() {
             // A key is echoed in the error (message and `data.field`): a long one only in part.
-            if !wasRead(i) { throw ValidationError(path: path(key.count <= 100 ? key : String(key.prefix(100)) + "…"), "unknown key") }
+            if !wasRead(i) {
+                throw ValidationError(path: path(key.count <= 100 ? key : String(key.prefix(100)) + "…"), "unknown key").refusingKey()
+            }
         }
     }
 }

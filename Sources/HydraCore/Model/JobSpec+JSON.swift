@@ -19,16 +19,30 @@ extension JobSpec {
     }
 
     /// A leaf whose refusal comes from fields holding references: decoded
-    /// without those fields (each refusal at a member holding a reference
-    /// takes that member out, then the rest is checked again), keeping its JSON
-    /// to be decoded in full once resolved. Throws the first refusal that is
-    /// not one of those.
+    /// without those fields (each refusal of a value that is exactly one
+    /// reference takes that member out, then the rest is checked again; a
+    /// member then reported missing takes out the object it belongs to),
+    /// keeping its JSON to be decoded in full once resolved. Throws the first
+    /// refusal that is not one of those (an unknown key never is).
     private static func deferringReferences(in json: JSONValue, path: String,
                                             firstError: ValidationError) throws(ValidationError) -> JobSpec {
         guard case .object(var members) = json, case .string(let type)? = members["type"],
               ["remote", "resource", "local"].contains(type) else { throw firstError }
         var error = firstError
-        while error.kind == .invalid, JobSpec.removeReferencedMember(at: error.path, under: path, from: &members) {
+        var removed: Set<String> = []
+        while error.kind == .invalid {
+            switch error.refuses {
+            case .value:
+                guard JobSpec.removeMember(at: error.path, under: path, from: &members, onlyAReference: true) else { throw error }
+            case .absence:
+                // A required member taken out above (`repeat.everyMs`): the object around it waits too.
+                guard removed.contains(error.path), let dot = error.path.lastIndex(of: "."),
+                      JobSpec.removeMember(at: String(error.path[..<dot]), under: path, from: &members, onlyAReference: false)
+                else { throw error }
+            case .key:
+                throw error
+            }
+            removed.insert(error.path)
             do {
                 var spec = try JobSpec(checking: .object(members), path: path)
                 spec.deferredJSON = json
@@ -41,12 +55,12 @@ extension JobSpec {
     }
 
     /// Takes out of `members` the member that `errorPath` (below `base`) points
-    /// into, when the refused value is exactly one reference (whose value, of
-    /// any JSON type, only the run knows; text around a reference is checked
-    /// here). An array is taken out whole. `type` and `id` are never taken out
-    /// (the graph is built from them at submit).
-    private static func removeReferencedMember(at errorPath: String, under base: String,
-                                               from members: inout OrderedDictionary<String, JSONValue>) -> Bool {
+    /// into. `onlyAReference`: only when the value there is exactly one
+    /// reference (whose value, of any JSON type, only the run knows; text
+    /// around a reference is checked here). An array is taken out whole.
+    /// `type` and `id` are never taken out (the graph is built from them at submit).
+    private static func removeMember(at errorPath: String, under base: String,
+                                     from members: inout OrderedDictionary<String, JSONValue>, onlyAReference: Bool) -> Bool {
         var rest = Substring(errorPath)
         if !base.isEmpty {
             guard rest.hasPrefix(base + ".") else { return false }
@@ -55,15 +69,19 @@ extension JobSpec {
         // `cache.mode` → keys [cache, mode]; `expect[0]` → keys [expect], then index 0.
         let keyPart = rest.firstIndex(of: "[").map { rest[..<$0] } ?? rest
         let keys = keyPart.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-        var value: JSONValue? = .object(members)
-        for key in keys { value = value?[key] }
-        var indexes = rest[keyPart.endIndex...]
-        while indexes.hasPrefix("["), let close = indexes.firstIndex(of: "]"), let i = Int(indexes[indexes.index(after: indexes.startIndex)..<close]) {
-            value = value?[i]
-            indexes = indexes[indexes.index(after: close)...]
+        guard let first = keys.first, first != "type", first != "id" else { return false }
+        if onlyAReference {
+            var value: JSONValue? = .object(members)
+            for key in keys { value = value?[key] }
+            var indexes = rest[keyPart.endIndex...]
+            while indexes.hasPrefix("["), let close = indexes.firstIndex(of: "]"),
+                  let i = Int(indexes[indexes.index(after: indexes.startIndex)..<close]) {
+                value = value?[i]
+                indexes = indexes[indexes.index(after: close)...]
+            }
+            guard indexes.isEmpty || indexes.hasPrefix("."), case .string(let text)? = value, Template.isWholeReference(text)
+            else { return false }
         }
-        guard indexes.isEmpty || indexes.hasPrefix("."), case .string(let text)? = value, Template.isWholeReference(text),
-              let first = keys.first, first != "type", first != "id" else { return false }
         func remove(_ keys: ArraySlice<String>, from object: inout OrderedDictionary<String, JSONValue>) -> Bool {
             guard let key = keys.first, let inner = object[key] else { return false }
             if keys.count > 1, case .object(var nested) = inner {
@@ -176,7 +194,8 @@ extension JobSpec {
             if let endpoint = r.endpoint { o["endpoint"] = .string(endpoint) }
             if let url = r.url { o["url"] = .string(RemoteSpec.redactingCredentials(url)) }
             if !r.headers.isEmpty { o["headers"] = CredentialHeaders.masked(r.headers, configured: secretHeaders) }
-            o["mode"] = .string(res.mode.rawValue)
+            // A mode from a reference reads as the reference (its value is known when the step runs).
+            o["mode"] = deferredJSON?["mode"] ?? .string(res.mode.rawValue)
         case .local(let l): o["name"] = .string(l.name)
         case .serial(let g), .concurrent(let g): o["steps"] = .int(g.steps.count)
         case .named(let n): o["name"] = .string(n.name)

@@ -11,6 +11,10 @@ public struct ReferenceScope {
     public var input: JSONValue
     /// Shared data, by key.
     public var shared: (String) -> JSONValue?
+    /// Why the shared key `key`, which `shared` did not give, cannot be read
+    /// though it is there (an aes-gcm value without `HYDRA_SHARED_KEY`); nil
+    /// when it is just not there.
+    public var sharedProblem: (String) -> String? = { _ in nil }
     /// Environment variables, only those the configuration allows.
     public var environment: (String) -> String?
     /// Bytes the referenced values may add to one resolution (see ``ReferenceBudget``); nil: no limit.

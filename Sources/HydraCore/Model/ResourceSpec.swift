@@ -30,7 +30,7 @@ public struct ResourceSpec: Sendable {
 
     init(reader r: inout FieldReader) throws(ValidationError) {
         for name in ResourceSpec.refusedRemoteFields where r.value(name) != nil {
-            throw ValidationError(path: r.path(name), "not allowed in a resource job (a resource is fetched with GET)")
+            throw ValidationError(path: r.path(name), "not allowed in a resource job (a resource is fetched with GET)").refusingKey()
         }
         var mode = Mode.use
         if let text = try r.string("mode") {
@@ -41,7 +41,7 @@ public struct ResourceSpec: Sendable {
         var cipher = ResourceCipher.none
         if let text = try r.string("cipher") {
             guard let c = ResourceCipher(rawValue: text) else {
-                throw ValidationError(path: r.path("cipher"), "unknown cipher '\(text)' (expected none, gzip or aes-gcm)")
+                throw ValidationError(path: r.path("cipher"), "unknown cipher '\(ValidationError.clip(text))' (expected none, gzip or aes-gcm)")
             }
             cipher = c
         }
@@ -51,6 +51,10 @@ public struct ResourceSpec: Sendable {
             throw ValidationError(path: r.path("sha256"), "expected 64 hex digits (a SHA-256)")
         }
         let remaker = try r.string("remaker")
+        // A remaker's name is no free text: one from a reference is resolved and checked as the step runs.
+        if let remaker, Template.containsReference(remaker) {
+            throw ValidationError(path: r.path("remaker"), "expected a remaker's name or exactly one ${…} reference")
+        }
         let options = r.value("remakeOptions")
         if options != nil, remaker == nil { throw ValidationError(path: r.path("remakeOptions"), "given without remaker") }
         if let options, options.objectValue == nil { throw ValidationError(path: r.path("remakeOptions"), expected: "object", got: options) }

@@ -127,7 +127,7 @@ public enum Template {
         case "shared":
             guard !rest.isEmpty else { throw ReferenceError(reference: expression, reason: "missing key") }
             guard let value = scope.shared(String(rest)) else {
-                throw ReferenceError(reference: expression, reason: "no shared value '\(rest)'")
+                throw ReferenceError(reference: expression, reason: scope.sharedProblem(String(rest)) ?? "no shared value '\(rest)'")
             }
             return value
         case "env":

@@ -1,6 +1,6 @@
 /// Why a spec, a configuration value or a submission is refused, named by its
 /// path (`steps[2].url: expected string`).
-public struct ValidationError: Error, Sendable, CustomStringConvertible, Equatable {
+public struct ValidationError: Error, Sendable, CustomStringConvertible {
     /// Where the problem is: dot-separated keys and `[index]` (empty for the whole document).
     public var path: String
     /// What is wrong, for a person: `expected string` for a value of the wrong type.
@@ -12,6 +12,13 @@ public struct ValidationError: Error, Sendable, CustomStringConvertible, Equatab
     public var detail: String?
     /// What kind of refusal it is; the protocol answers each with its own error code.
     public var kind: Kind
+    /// What is refused: a member's value (the default), a member itself (a key
+    /// no reader takes, or one this kind of spec does not allow), or a member
+    /// that is missing. A value given as a reference may be checked later
+    /// (``JobSpec/deferredJSON``); a key never is.
+    public var refuses = Refused.value
+
+    public enum Refused: Sendable, Equatable { case value, key, absence }
 
     public enum Kind: Sendable, Equatable {
         /// The value is wrong (-32602).
@@ -39,6 +46,20 @@ public struct ValidationError: Error, Sendable, CustomStringConvertible, Equatab
     public init(path: String, expected type: String, got value: JSONValue) {
         self.init(path: path, "expected \(type)", kind: .invalid)
         detail = "got \(value.typeName)"
+    }
+
+    /// This refusal, of a member itself (see ``refuses``).
+    func refusingKey() -> ValidationError {
+        var copy = self
+        copy.refuses = .key
+        return copy
+    }
+
+    /// This refusal, of a missing member (see ``refuses``).
+    func refusingAbsence() -> ValidationError {
+        var copy = self
+        copy.refuses = .absence
+        return copy
     }
 
     /// True when a named thing does not exist (a named job, a worker).
@@ -72,5 +93,20 @@ extension ValidationError {
         named.reason = "jobs folder: \(name).json: " + (self.path.isEmpty ? "" : self.path + ": ") + reason
         named.path = path
         return named
+    }
+}
+
+extension ValidationError: Equatable {
+    /// The same refusal as people and the protocol see it (``refuses`` aside).
+    public static func == (a: ValidationError, b: ValidationError) -> Bool {
+        a.path == b.path && a.reason == b.reason && a.detail == b.detail && a.kind == b.kind
+    }
+}
+
+extension ValidationError {
+    /// `text` as a refusal quotes it: the first 100 characters (a value can be
+    /// as long as a message may be; the reason need not repeat it all).
+    public static func clip(_ text: String) -> String {
+        text.count <= 100 ? text : String(text.prefix(100)) + "…"
     }
 }

@@ -187,7 +187,7 @@ final class CoordinatorRuntime {
         if spec.ownStringsHaveReferences {
             do throws(JobError) {
                 // A named job's own strings (a named leaf) see its input, not the graph around it.
-                spec = try resolveReferences(in: spec, scope: referenceScope(for: node, in: node.innerScope), stepPath: node.path)
+                spec = try resolveReferences(in: spec, scope: referenceScope(for: node, in: node.innerScope), node: node)
             } catch {
                 startedHere(node, spec)
                 finish(node, .failure(error))
@@ -615,7 +615,7 @@ final class CoordinatorRuntime {
     private func referenceScope(for node: GraphNode, in scope: GraphScope) -> ReferenceScope {
         let environment = self.environment
         let shared = self.shared
-        return ReferenceScope(
+        var references = ReferenceScope(
             previous: scope === node.scope ? previousResult(of: node) : nil,
             step: { id in
                 // A step whose result holds a secret in clear: this one masks it too.
@@ -630,6 +630,11 @@ final class CoordinatorRuntime {
             },
             environment: { environment[$0] },
             budget: ReferenceBudget(limit: maxResultBytes))
+        references.sharedProblem = { key in
+            // Stored encrypted, unreadable here: no value, but not "no shared value" either.
+            shared?.isSecret(key) == true ? "shared key '\(key)' is encrypted (aes-gcm) and cannot be read without HYDRA_SHARED_KEY" : nil
+        }
+        return references
     }
 
     /// The result of the step before `node` in the nearest serial group above it.
@@ -679,7 +684,8 @@ final class CoordinatorRuntime {
     /// The leaf `spec` with its references resolved; a step failure (kind
     /// `invalid`, or `tooLarge`) when one does not resolve or, for a leaf
     /// decoded only now (``JobSpec/deferredJSON``), when a resolved value is refused.
-    private func resolveReferences(in spec: JobSpec, scope: ReferenceScope, stepPath: String) throws(JobError) -> JobSpec {
+    private func resolveReferences(in spec: JobSpec, scope: ReferenceScope, node: GraphNode) throws(JobError) -> JobSpec {
+        let stepPath = node.path
         let resolved: JSONValue
         do throws(ReferenceError) {
             guard let json = spec.deferredJSON else { return try resolveReferences(in: spec, scope: scope) }
@@ -688,8 +694,19 @@ final class CoordinatorRuntime {
             throw JobError(error.tooLarge ? .tooLarge : .invalid, error.description, stepPath: stepPath)
         }
         do throws(ValidationError) {
-            return try JobSpec(checking: resolved, path: "")
+            var full = try JobSpec(checking: resolved, path: "")
+            // What the node gave the step it runs (a named job's id and time limit: see `GraphNode`).
+            full.id = spec.id
+            if full.timeoutMs == nil { full.timeoutMs = spec.timeoutMs }
+            return full
         } catch {
+            guard node.secrets.isEmpty else {
+                // The refusal may quote what a secret made (a member's name, a value changed in case):
+                // the member of the step only, which the spec names itself.
+                let field = error.path.prefix { $0 != "." && $0 != "[" }
+                throw JobError(.invalid, "\(field.isEmpty ? "the step" : field): refused once its references were resolved "
+                                   + "(not shown: the step read a secret)", stepPath: stepPath)
+            }
             throw JobError(.invalid, "\(error.path.isEmpty ? "" : error.path + ": ")\(error.reason) (once its references were resolved)",
                            stepPath: stepPath)
         }

@@ -16,12 +16,13 @@ public struct SecretMask: Sendable {
     var isEmpty: Bool { texts.isEmpty }
 
     /// Records a secret value a reference read: its text as references insert
-    /// it, and that text percent-encoded, as it reads in a URL (a query, a path
-    /// segment) or a form body a server may send back.
+    /// it, that text percent-encoded, as it reads in a URL (a query, a path
+    /// segment) or a form body a server may send back, and in upper and lower
+    /// case, as a field that normalises it (a method, a digest) may quote it.
     mutating func add(_ value: JSONValue) {
         let text = Template.text(of: value)
         guard !text.isEmpty else { return }
-        for form in [text, PercentEncoding.encode(text)] where !texts.contains(form) {
+        for form in [text, PercentEncoding.encode(text), text.lowercased(), text.uppercased()] where !texts.contains(form) {
             texts.append(form)
         }
     }
