@@ -40,6 +40,12 @@ public final class StreamListener {
             }
             if status < 0 { closeHandle(); throw failure(status) }
         case .unix(let path):
+            // (bind would say "permission denied" or "no such file": name the folder instead.)
+            let folder = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+            var info = stat()
+            if !folder.isEmpty, stat(folder, &info) != 0 || (info.st_mode & S_IFMT) != S_IFDIR {
+                throw StreamError("cannot listen on \(address): the folder \(folder) does not exist")
+            }
             try StreamListener.removeStaleSocket(at: path, address: address)
             let pipe = UnsafeMutablePointer<uv_pipe_t>.allocate(capacity: 1)
             uv_pipe_init(loop.uvLoop, pipe, 0)

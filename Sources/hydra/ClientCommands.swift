@@ -11,8 +11,11 @@ typealias OrderedJSON = OrderedDictionary<String, JSONValue>
 /// Where client commands connect: `--connect HOST:PORT` or `unix:PATH`; the
 /// secret comes from `HYDRA_RPC_SECRET`.
 struct ConnectOptions: ParsableArguments {
+    /// Where `hydra serve` listens by default (config.md `rpc.listen`).
+    static let defaultAddress = "127.0.0.1:7400"
+
     @Option(help: "Server address: HOST:PORT or unix:PATH.")
-    var connect = "127.0.0.1:7400"
+    var connect = ConnectOptions.defaultAddress
 
     /// Connects (and authenticates); exits 2 for a malformed address, 1 when the server cannot be reached.
     func client() -> RPCClient {
@@ -71,7 +74,7 @@ struct PingCommand: ParsableCommand {
         discussion: """
             Examples:
               hydra ping                             (127.0.0.1:7400)
-              hydra ping --connect /run/hydra.sock   (a Unix socket)
+              hydra ping --connect unix:/run/hydra.sock   (a Unix socket)
             """)
     @OptionGroup var connection: ConnectOptions
 
@@ -84,7 +87,7 @@ struct PingCommand: ParsableCommand {
 struct StatsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stats",
-        abstract: "Print the server's counters (hydra.stats): jobs, workers, requests, cache, resources, events.",
+        abstract: "Print the server's counters (hydra.stats): jobs, steps, requests, cache, resources, events.",
         discussion: "Example: hydra stats --pretty")
     @OptionGroup var connection: ConnectOptions
     @Flag(help: "Indented JSON, for people.") var pretty = false
@@ -135,8 +138,9 @@ struct SubmitCommand: ParsableCommand {
         }
         // The id first, on stderr whether or not it is a terminal (stdout stays pure
         // NDJSON for scripts): a user whose follow ends early can re-attach.
+        let connect = connection.connect == ConnectOptions.defaultAddress ? "" : " --connect \(connection.connect)"
         FileHandle.standardError.write(Data(
-            "hydra: job \(jobId) (follow it again with: hydra events --job \(jobId) --from 0)\n".utf8))
+            "hydra: job \(jobId) (follow it again with: hydra events --job \(jobId) --from 0\(connect))\n".utf8))
         let terminal = isatty(STDERR_FILENO) != 0
         var tracker = ProgressTracker(total: call(client, "job.status", ["jobId": .string(jobId)])["steps"]?["total"]?.intValue)
         var lineOpen = false

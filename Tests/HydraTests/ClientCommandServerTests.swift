@@ -35,7 +35,8 @@ import Testing
         let lines = follow.out.split(separator: "\n").map(String.init)
         let parsed = try lines.map { try JSONParser.parse($0) }
         let jobId = try #require(parsed.last?["jobId"]?.stringValue)
-        #expect(follow.err.hasPrefix("hydra: job \(jobId) (follow it again with: hydra events --job \(jobId) --from 0)\n"),
+        // (With the address it was given: pasted as it is, the hint reaches the same server.)
+        #expect(follow.err.hasPrefix("hydra: job \(jobId) (follow it again with: hydra events --job \(jobId) --from 0 --connect \(server.address.description))\n"),
                 "\(follow.err)")
 
         // result --pretty: indented JSON; the default stays one line.

@@ -554,6 +554,11 @@ import Testing
             #expect(refused.err.split(separator: "\n").count == 1)
         }
 
+        // A socket in a folder that is not there: said so (bind said "permission denied").
+        let missingFolder = NSTemporaryDirectory() + "hydra-nofolder-\(UUID().uuidString)"
+        let noFolder = try RunCommandTests().hydra(["serve", "--listen", "127.0.0.1:0", "--unix-socket", missingFolder + "/h.sock",
+                                                    "--state", NSTemporaryDirectory() + "hydra-nofolder-state-\(UUID().uuidString)"])
+        #expect(noFolder.status == 2 && noFolder.err.contains("the folder \(missingFolder) does not exist"), "\(noFolder.err)")
         // HYDRA_SHARED_KEY set but empty: a mistake (as for HYDRA_RPC_SECRET), not "no key".
         let emptyKey = try RunCommandTests().hydra(["serve", "--listen", "127.0.0.1:0", "--state",
                                                     NSTemporaryDirectory() + "hydra-emptykey-\(UUID().uuidString)"],
