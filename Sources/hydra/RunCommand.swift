@@ -75,6 +75,12 @@ struct RunCommand: AsyncParsableCommand {
                            totalSteps: ProgressTracker.leafCount(of: specJSON))
             : nil
         let subscription = printer.map { engine.subscribe(sink: $0) }
+        // Ctrl-C (or SIGTERM) cancels the job: its result is printed as for any
+        // other end (exit 1), and what it was writing is cleaned up (a `saveAs`
+        // download's temporary file). A second signal stops at once. Taken over
+        // before the job starts: a signal in between is remembered, not fatal.
+        let signals = TerminationSignals(upkeepEvery: 86_400) {}
+        signals.onRepeat { _ in Foundation.exit(130) }
         let jobId: String
         do {
             let spec = try JobSpec(json: specJSON)
@@ -83,11 +89,6 @@ struct RunCommand: AsyncParsableCommand {
             if let subscription { engine.unsubscribe(subscription) }
             exitInvalid(error)
         }
-        // Ctrl-C (or SIGTERM) cancels the job: its result is printed as for any
-        // other end (exit 1), and what it was writing is cleaned up (a `saveAs`
-        // download's temporary file). A second signal stops at once.
-        let signals = TerminationSignals(upkeepEvery: 86_400) {}
-        signals.onRepeat { _ in Foundation.exit(130) }
         Task {
             let name = await signals.wait()
             FileHandle.standardError.write(Data("hydra: \(name): cancelling the job (signal again to stop now)\n".utf8))
