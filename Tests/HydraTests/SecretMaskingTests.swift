@@ -1,5 +1,6 @@
 import Testing
 
+import HydraCore
 @testable import HydraHTTP
 
 /// The search behind masking is glibc's `memmem` for large inputs and a
@@ -61,6 +62,22 @@ import Testing
                 if round % 4 == 0 { needle[needleLength - 1] ^= 1 }
             }
             #expect(Self.masked(hay, needle) == Self.expected(hay, needle), "round \(round)")
+        }
+    }
+
+    /// The one-pass check for credential parts in header names against a
+    /// plain substring search, on names built from the parts' own letters.
+    @Test func credentialNamePartsAgainstAPlainSearch() {
+        var rng = SeededRandom(seed: 0x70CE2)
+        let letters = Array("tokenapi-ky".utf8)
+        for _ in 0..<5000 {
+            let length = Int(rng.next() % 14)
+            let name = String(decoding: (0..<length).map { _ in letters[Int(rng.next() % UInt64(letters.count))] }, as: UTF8.self)
+            let plain = ["api-key", "apikey", "token"].contains { name.contains($0) }
+            #expect(CredentialHeaders.hasCredentialPart(lowercased: name) == plain, "\(name)")
+        }
+        for name in ["x-api-key", "x-apikey", "x-auth-token", "token", "apikey", "user-agent", "tok", "api-ke", ""] {
+            #expect(CredentialHeaders.hasCredentialPart(lowercased: name) == ["api-key", "apikey", "token"].contains { name.contains($0) })
         }
     }
 }

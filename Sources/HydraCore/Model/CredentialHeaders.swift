@@ -13,9 +13,6 @@ public enum CredentialHeaders {
     /// The fixed credential headers, lowercased.
     public static let fixedNames = ["authorization", "proxy-authorization", "cookie"]
 
-    /// Name parts that make a header a credential wherever they appear.
-    static let nameParts = ["api-key", "apikey", "token"]
-
     /// Whether `name` names a credential header; `configured` holds the api-key
     /// header names of the `auth` section, lowercased.
     public static func isCredential(_ name: String, configured: Set<String>) -> Bool {
@@ -23,9 +20,29 @@ public enum CredentialHeaders {
         return fixedNames.contains(lowered) || configured.contains(lowered) || hasCredentialPart(lowercased: lowered)
     }
 
-    /// Whether the lowercased header name `name` holds `api-key`, `apikey` or `token`.
+    /// Whether the lowercased header name `name` holds `api-key`, `apikey` or
+    /// `token`. Asked for every header of every request: one pass over the
+    /// bytes, no substring search per part.
     public static func hasCredentialPart(lowercased name: String) -> Bool {
-        nameParts.contains { name.contains($0) }
+        var name = name
+        return name.withUTF8 { bytes in
+            func holds(_ part: StaticString, at i: Int) -> Bool {
+                let count = part.utf8CodeUnitCount
+                guard i + count <= bytes.count else { return false }
+                let start = part.utf8Start
+                for k in 0..<count where bytes[i + k] != start[k] { return false }
+                return true
+            }
+            guard bytes.count >= 5 else { return false }
+            for i in 0..<(bytes.count - 4) {
+                switch bytes[i] {
+                case UInt8(ascii: "t"): if holds("token", at: i) { return true }
+                case UInt8(ascii: "a"): if holds("apikey", at: i) || holds("api-key", at: i) { return true }
+                default: continue
+                }
+            }
+            return false
+        }
     }
 
     /// `headers` as they may be shown: credential values replaced by `***`,
