@@ -149,7 +149,7 @@ public enum JSONParser {
                 skipWhitespace()
                 if members.updateValue(try readValue(depth: depth), forKey: key) != nil, refusesRepeatedKeys {
                     index = keyStart
-                    throw error("the key \"\(key.count <= 100 ? key : String(key.prefix(100)) + "…")\" is repeated in this object")
+                    throw error("the key \"\(ValidationError.clip(key))\" is repeated in this object")
                 }
                 skipWhitespace()
                 guard index < bytes.count else { throw error("unexpected end of input") }

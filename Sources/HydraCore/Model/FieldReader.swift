@@ -157,7 +157,7 @@ public struct FieldReader {
         for (i, key) in members.keys.enumerated() {
             // A key is echoed in the error (message and `data.field`): a long one only in part.
             if !wasRead(i) {
-                throw ValidationError(path: path(key.count <= 100 ? key : String(key.prefix(100)) + "…"), "unknown key").refusingKey()
+                throw ValidationError(path: path(ValidationError.clip(key)), "unknown key").refusingKey()
             }
         }
     }
