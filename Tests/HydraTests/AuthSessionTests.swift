@@ -127,7 +127,8 @@ import HydraLoop
     /// `timeout`, retried like any timeout), and the one token request goes on.
     @Test func theWaitForATokenCountsAgainstTheJobsTimeout() async throws {
         let key = UUID().uuidString
-        let engine = try engine(key, tokenQuery: "&delayMs=1500")
+        // An hour's token: under TSan the suite can stall past a one-minute token's refresh point.
+        let engine = try engine(key, tokenQuery: "&delayMs=1500&ttl=3600")
         defer { engine.shutdown() }
         // (The message says the attempt ended while it waited: no clock is read here, the suite runs loaded.)
         let slow = try await engine.run(spec(
