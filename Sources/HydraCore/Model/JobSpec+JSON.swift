@@ -205,12 +205,11 @@ extension JobSpec {
 
     /// Whether any string in this spec (not its steps) holds a `${` reference.
     var ownStringsHaveReferences: Bool {
-        if deferredJSON != nil { return true }
         if let worker, Template.containsReference(worker) { return true }
         switch body {
-        case .remote(let r): return r.hasReferences
-        case .resource(let res): return res.request.hasReferences
-        case .local(let l): return Template.containsReference(l.name) || Template.containsReference(l.input)
+        case .remote(let r): return r.deferred != nil || r.hasReferences
+        case .resource(let res): return res.request.deferred != nil || res.request.hasReferences
+        case .local(let l): return l.deferred != nil || Template.containsReference(l.name) || Template.containsReference(l.input)
         case .named(let n): return n.input.map(Template.containsReference) ?? false
         case .serial, .concurrent: return false
         }

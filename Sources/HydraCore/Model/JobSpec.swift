@@ -19,7 +19,29 @@ public struct JobSpec: Sendable {
     /// (`"timeoutMs": "${input.limit}"`): its JSON as submitted, decoded in full
     /// once the references are resolved, when the step runs. The typed fields
     /// above then leave out those fields. Nil for every other spec.
-    public internal(set) var deferredJSON: JSONValue?
+    ///
+    /// Kept in the leaf's own spec (``RemoteSpec``, ``LocalSpec``), not here:
+    /// a spec is copied on every hop of a submit, and a field more in it made
+    /// each copy cost more (~0.7k instructions a submit, measured).
+    public internal(set) var deferredJSON: JSONValue? {
+        get {
+            switch body {
+            case .remote(let r): return r.deferred?.json
+            case .resource(let res): return res.request.deferred?.json
+            case .local(let l): return l.deferred?.json
+            default: return nil
+            }
+        }
+        set {
+            let box = newValue.map(DeferredJSON.init)
+            switch body {
+            case .remote(var r): r.deferred = box; body = .remote(r)
+            case .resource(var res): res.request.deferred = box; body = .resource(res)
+            case .local(var l): l.deferred = box; body = .local(l)
+            default: break
+            }
+        }
+    }
 
     public indirect enum Body: Sendable {
         case remote(RemoteSpec)
@@ -75,4 +97,11 @@ public struct JobSpec: Sendable {
     public static func named(_ name: String, input: JSONValue? = nil, id: String? = nil) -> JobSpec {
         JobSpec(id: id, .named(NamedJobSpec(name: name, input: input)))
     }
+}
+
+/// A leaf's JSON as submitted, for ``JobSpec/deferredJSON``: boxed, so that
+/// the leaf specs it rides in grow by one optional reference.
+final class DeferredJSON: Sendable {
+    let json: JSONValue
+    init(_ json: JSONValue) { self.json = json }
 }

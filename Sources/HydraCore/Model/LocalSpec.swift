@@ -4,6 +4,8 @@ import OrderedCollections
 public struct LocalSpec: Sendable {
     public var name: String
     public var input: JSONValue
+    /// See ``JobSpec/deferredJSON``.
+    var deferred: DeferredJSON?
     public init(name: String, input: JSONValue = .null) {
         self.name = name
         self.input = input

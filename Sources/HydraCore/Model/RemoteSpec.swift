@@ -36,6 +36,8 @@ public struct RemoteSpec: Sendable {
     public var contentMD5: Bool?
     /// Compresses the body with gzip and sends `Content-Encoding: gzip`.
     public var gzipBody: Bool?
+    /// See ``JobSpec/deferredJSON`` (a `remote` or a `resource` step's).
+    var deferred: DeferredJSON?
 
     public init(method: String? = nil, url: String? = nil, server: String? = nil, endpoint: String? = nil,
                 api: String? = nil) {
