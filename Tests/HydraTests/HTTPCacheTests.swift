@@ -10,6 +10,8 @@ import Testing
 /// with 304, offline answers from stale responses, `cache.get`. Against the
 /// test server's `/cacheable` route, with the server's store-backed cache.
 @Suite struct HTTPCacheTests {
+    // Lifetimes are an hour where a test needs a response to stay fresh: under
+    // TSan the whole suite once stalled for over a minute between two requests.
     /// A service (for its store-backed response cache) whose `c` api caches with `cacheTTL` `ttl`.
     func service(base: String = TestServer.base, ttl: String = #""http""#, staleIfError: Int? = nil) throws -> (HydraService, String) {
         let folder = NSTemporaryDirectory() + "hydra-cache-\(UUID().uuidString)"
@@ -40,8 +42,8 @@ import Testing
         let (service, _) = try service()
         defer { service.engine.shutdown() }
         let cases: [(JSONValue, Bool)] = [
-            (["cc": "max-age=60"], true), (["cc": "public, s-maxage=60, max-age=0"], true), (["expires": 60], true),
-            (["cc": "no-store, max-age=60"], false), (["cc": "private, max-age=60"], false), ([:], false),
+            (["cc": "max-age=3600"], true), (["cc": "public, s-maxage=3600, max-age=0"], true), (["expires": 3600], true),
+            (["cc": "no-store, max-age=3600"], false), (["cc": "private, max-age=3600"], false), ([:], false),
         ]
         for (query, cached) in cases {
             let key = UUID().uuidString
@@ -82,16 +84,16 @@ import Testing
         let renewed = UUID().uuidString
         // (The api `q` keys its cache without the query, so the server's next headers apply to the same copy.)
         _ = try await get(service, renewed, ["cc": "max-age=0", "etag": "\"r\""], api: "q")
-        let revalidated = try await get(service, renewed, ["cc": "max-age=60", "etag": "\"r\""], api: "q")
+        let revalidated = try await get(service, renewed, ["cc": "max-age=3600", "etag": "\"r\""], api: "q")
         #expect(revalidated.result?["revalidated"] == true)
-        let fresh = try await get(service, renewed, ["cc": "max-age=60", "etag": "\"r\""], api: "q")
+        let fresh = try await get(service, renewed, ["cc": "max-age=3600", "etag": "\"r\""], api: "q")
         #expect(fresh.result?["fromCache"] == true && fresh.result?["revalidated"] == nil)
         #expect(try await counter(service, "cacheable:\(renewed)") == 2)
     }
 
     @Test func aServerThatGoesAwayIsAnsweredFromTheStaleCopy() async throws {
         let own = OwnTestServer()
-        let (service, _) = try service(base: own.base, staleIfError: 60)
+        let (service, _) = try service(base: own.base, staleIfError: 3600)
         defer { service.engine.shutdown() }
         let log = EventLog()
         _ = service.engine.subscribe(sink: log)
@@ -132,7 +134,7 @@ import Testing
         let server = try ServerProcess(config: """
             "auth": {"svc": {"type": "oauth2-client-credentials", "tokenUrl": "\(TestServer.base)/oauth/token?key=\(key)",
                              "clientId": "app", "clientSecret": "s3cret"}},
-            "apis": {"q": {"server": "testsvr", "endpoint": "/cacheable/:key", "cacheTTL": 60, "cacheIgnoreQuery": true}}
+            "apis": {"q": {"server": "testsvr", "endpoint": "/cacheable/:key", "cacheTTL": 3600, "cacheIgnoreQuery": true}}
             """)
         defer { server.terminate() }
         let client = try server.client()
@@ -145,7 +147,7 @@ import Testing
             do { _ = try client.call("cache.get", ["url": .string(url)]); return false } catch { return error.code == -32002 }
         }
         // A session's request: cached as `GET URL session=svc`.
-        try run(["type": "remote", "endpoint": "/protected/x", "query": ["key": .string(key)], "auth": "svc", "cache": ["ttlSec": 60]])
+        try run(["type": "remote", "endpoint": "/protected/x", "query": ["key": .string(key)], "auth": "svc", "cache": ["ttlSec": 3600]])
         let protected = "\(TestServer.base)/protected/x?key=\(key)"
         let variant = try client.call("cache.get", ["url": .string(protected)])
         #expect(variant["key"] == .string("GET \(protected) session=svc"), "\(variant)")
@@ -261,7 +263,7 @@ import Testing
     /// rest.md §3: the stale answer is for when *every* attempt failed with
     /// kind network, timeout or a 5xx; a 429 among them rules it out.
     @Test func aStaleAnswerNeedsEveryAttemptToHaveFailedThatWay() async throws {
-        let (service, _) = try service(staleIfError: 60)
+        let (service, _) = try service(staleIfError: 3600)
         defer { service.engine.shutdown() }
         for (failures, staleAnswer) in [("503,503", true), ("429,503", false)] {
             let key = UUID().uuidString
@@ -284,8 +286,8 @@ import Testing
         let store = try SQLiteStore(directory: folder)
         let config = try Configuration(json: try JSONParser.parse("""
             {"servers": {"s": "\(TestServer.base)"}, "defaults": {"server": "s", "timeoutMs": 5000},
-             "apis": {"t": {"server": "s", "endpoint": "/cacheable/:key", "cacheTTL": 60, "dogma": "text"},
-                      "j": {"server": "s", "endpoint": "/cacheable/:key", "cacheTTL": 60}}}
+             "apis": {"t": {"server": "s", "endpoint": "/cacheable/:key", "cacheTTL": 3600, "dogma": "text"},
+                      "j": {"server": "s", "endpoint": "/cacheable/:key", "cacheTTL": 3600}}}
             """))
         let service = try HydraService(configuration: config, store: store, stateDirectory: folder)
         defer { service.engine.shutdown() }
