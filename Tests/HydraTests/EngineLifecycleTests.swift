@@ -79,13 +79,16 @@ import HydraLoop
         // A 10-minute transfer: `finished == false` proves the shutdown gave up
         // on it. The time bound is loose: the whole suite shares 2 cores, and
         // under ThreadSanitizer (make test-tsan) it stalls for tens of seconds.
+        // (Once, in a fresh-clone CI run, this shutdown took 21.2 s against a
+        // usual 0.3 s: not understood yet; the bound catches a shutdown that
+        // waits for the transfer, not a slow one.)
         // Its own time limit is longer than the transfer: only the shutdown may end it.
         let abandoned = try engine.submit(spec(#"{"type":"remote","endpoint":"/delay/600000","timeoutMs":1200000}"#))
         let started = ContinuousClock.now
         let finished = await engine.shutdown(gracePeriod: .milliseconds(200))
         let took = ContinuousClock.now - started
         #expect(finished == false)
-        #expect(took < (BuiltProducts.sanitized ? .seconds(300) : .seconds(20)), "shutdown took \(took)")
+        #expect(took < (BuiltProducts.sanitized ? .seconds(300) : .seconds(90)), "shutdown took \(took)")
         #expect(await engine.result(of: abandoned) == nil)
     }
 }
