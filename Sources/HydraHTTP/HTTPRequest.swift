@@ -26,6 +26,7 @@ public struct HTTPRequest: Sendable {
         @exclusivity(unchecked) var acceptEncoding = true
         @exclusivity(unchecked) var saveToFile: Int32?
         @exclusivity(unchecked) var resumeFileAt: Int?
+        @exclusivity(unchecked) var spoolBytes = 0
         @exclusivity(unchecked) var maxBodyBytes: Int?
         @exclusivity(unchecked) var reportsProgress = false
         @exclusivity(unchecked) var originBoundHeaders: [String] = []
@@ -52,6 +53,7 @@ public struct HTTPRequest: Sendable {
             copy.acceptEncoding = acceptEncoding
             copy.saveToFile = saveToFile
             copy.resumeFileAt = resumeFileAt
+            copy.spoolBytes = spoolBytes
             copy.maxBodyBytes = maxBodyBytes
             copy.reportsProgress = reportsProgress
             copy.originBoundHeaders = originBoundHeaders
@@ -154,6 +156,17 @@ public struct HTTPRequest: Sendable {
     public var resumeFileAt: Int? {
         get { storage.resumeFileAt }
         _modify { let storage = unique(); yield &storage.resumeFileAt }
+    }
+    /// A body for ``saveToFile`` no longer than this is held in memory instead
+    /// and handed back in the response (``HTTPResponse/isSpooled``) with the
+    /// file left empty, for the caller to write in one piece off its loop
+    /// thread. One that grows past it goes to the file from then on, the bytes
+    /// so far first; so do the bytes so far of a transfer cut mid-body (a
+    /// `Range` resume finds them in the file). 0, or a ``resumeFileAt``: every
+    /// byte goes to the file as it arrives.
+    public var spoolBytes: Int {
+        get { storage.spoolBytes }
+        _modify { let storage = unique(); yield &storage.spoolBytes }
     }
     /// The most body bytes kept in memory, counted after gzip/deflate decoding;
     /// a larger body aborts the transfer with kind `tooLarge` as soon as the

@@ -4,12 +4,16 @@ public struct HTTPResponse: Sendable {
     public var status: Int
     /// The final response's header fields, in arrival order.
     public var headers: HTTPHeaderBlock
-    /// The body (decoded from gzip/deflate), empty when it was saved to a file.
+    /// The body (decoded from gzip/deflate), empty when it was saved to a file
+    /// (unless it was spooled: ``isSpooled``).
     public var body: [UInt8]
     /// Body bytes received (decoded size).
     public var bodyBytes: Int
     /// Where the final response came from, when redirects led elsewhere; nil: the request's URL.
     public var redirectedURL: String? = nil
+    /// The body of a request saved to a file stayed within its
+    /// ``HTTPRequest/spoolBytes``: it is all in ``body``, and the file is empty.
+    public var isSpooled = false
 
     /// A response made elsewhere than a transfer (a dummy answer, a hook's rewrite).
     public init(status: Int, headers: [HTTPHeader], body: [UInt8]) {

@@ -31,6 +31,10 @@ final class Transfer {
     @exclusivity(unchecked) private var body: [UInt8] = []
     @exclusivity(unchecked) private var bodyBytes = 0
     @exclusivity(unchecked) private var fileError: String?
+    /// The request's ``HTTPRequest/spoolBytes`` (0 when it resumes), and
+    /// whether the body outgrew them (from then on it goes to ``file``).
+    @exclusivity(unchecked) private var spoolLimit = 0
+    @exclusivity(unchecked) private var spilled = false
     /// The streamed request body, read as curl asks (see ``HTTPBodyStream``).
     @exclusivity(unchecked) private var bodyReader: HTTPBodyReader?
     @exclusivity(unchecked) private var uploadError: String?
@@ -165,6 +169,7 @@ final class Transfer {
                 throw HTTPFailure(.invalid, "cannot write the response body's file: \(reason)")
             }
             self.file = file
+            spoolLimit = offset > 0 ? 0 : max(0, request.spoolBytes)
         }
         maxBodyBytes = request.maxBodyBytes.map { max(0, $0) } ?? Int.max
         reportsMemoryProgress = progress != nil && request.reportsProgress && request.saveToFile == nil
@@ -191,6 +196,8 @@ final class Transfer {
         body = []
         bodyBytes = 0
         fileError = nil
+        spoolLimit = 0
+        spilled = false
         bodyReader = nil
         uploadError = nil
         maxBodyBytes = Int.max
@@ -381,17 +388,19 @@ final class Transfer {
                 tooLarge = true
                 return 0
             }
-            bodyBytes += count
-            var written = 0
-            while written < count {
-                let n = write(file, data + written, count - written)
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else {
-                    fileError = String(cString: strerror(errno))
-                    return 0
+            if !spilled {
+                // `bodyBytes <= spoolLimit` while nothing spilled: no overflow.
+                if count <= spoolLimit - bodyBytes {
+                    bodyBytes += count
+                    data.withMemoryRebound(to: UInt8.self, capacity: count) {
+                        body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
+                    }
+                    return count
                 }
-                written += n
+                guard spill(to: file) else { return 0 }
             }
+            bodyBytes += count
+            guard Transfer.write(file, UnsafeRawPointer(data), count, error: &fileError) else { return 0 }
         } else {
             // The first bytes of the final response: an unencoded body that says it is too
             // large is refused before any of it is kept. (Redirect bodies never come here.)
@@ -414,6 +423,33 @@ final class Transfer {
             }
         }
         return count
+    }
+
+    /// Moves a spooled body's bytes so far to `file` (they outgrew
+    /// ``HTTPRequest/spoolBytes``, or the transfer was cut and may be resumed):
+    /// from now on every byte goes there. False, with ``fileError``, when it cannot.
+    private func spill(to file: Int32) -> Bool {
+        spilled = true
+        guard !body.isEmpty else { return true }
+        let written = body.withUnsafeBytes { Transfer.write(file, $0.baseAddress!, $0.count, error: &fileError) }
+        body = []
+        return written
+    }
+
+    /// Writes `count` bytes at `file`'s position, retrying short writes and
+    /// EINTR. False, with the reason in `error`, when it cannot.
+    private static func write(_ file: Int32, _ data: UnsafeRawPointer, _ count: Int, error: inout String?) -> Bool {
+        var written = 0
+        while written < count {
+            let n = Glibc.write(file, data + written, count - written)
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                error = String(cString: strerror(errno))
+                return false
+            }
+            written += n
+        }
+        return true
     }
 
     /// The next bytes of a streamed request body; `CURL_READFUNC_ABORT` on a failure.
@@ -460,6 +496,8 @@ final class Transfer {
                     declaredLength = length
                     // Room for the whole body at once, within the limit (a peer's number: bounded).
                     if length > 0 && length <= maxBodyBytes { body.reserveCapacity(min(length, 64 << 20)) }
+                } else if spoolLimit > 0, !spilled, let length = Transfer.contentLength(line), length > 0, length <= spoolLimit {
+                    body.reserveCapacity(length)  // a body that will be spooled, in one allocation
                 }
             case .contentType, nil:
                 break
@@ -549,6 +587,7 @@ final class Transfer {
         var status = 0
         hydra_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
         var response = HTTPResponse(status: status, headers: headers, body: body, bodyBytes: bodyBytes)
+        response.isSpooled = file != nil && !spilled && spoolLimit > 0
         // The effective URL is copied only when a redirect made it differ: most responses need no string.
         var redirects = 0
         hydra_easy_getinfo_long(easy, CURLINFO_REDIRECT_COUNT, &redirects)
@@ -631,6 +670,10 @@ final class Transfer {
         }
         if code == CURLE_PARTIAL_FILE || code == CURLE_RECV_ERROR, !encoded, bodyBytes > 0 {
             // Cut mid-body: the bytes so far (in memory, or in the file) may be resumed with a Range request.
+            // A spooled body's bytes so far go to the file, where a resume expects them.
+            if let file, !spilled, !spill(to: file), let fileError {
+                return HTTPFailure(.invalid, "cannot write the response body: \(fileError)")
+            }
             var status = 0
             hydra_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
             var failure = HTTPFailure(.network, detail)

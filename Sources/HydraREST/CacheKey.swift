@@ -45,6 +45,6 @@ public enum CacheKey {
         guard !text.isEmpty else { return nil }
         let digest: [UInt8] = secret.isEmpty ? Array(SHA256.hash(data: text))
             : Array(HMAC<SHA256>.authenticationCode(for: text, using: SymmetricKey(data: secret)))
-        return digest.prefix(12).map { String(format: "%02x", $0) }.joined()
+        return Hex.string(digest.prefix(12))
     }
 }

@@ -217,7 +217,7 @@ final class RouteResolver: Sendable {
             } catch {
                 throw JobError(.invalid, error.description)
             }
-            let boundary = "hydra-" + (0..<12).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+            let boundary = "hydra-" + Hex.string((0..<12).map { _ in UInt8.random(in: 0...255) })
             upload = .multipart(boundary: boundary, parts: parts)
             add("Content-Type", "multipart/form-data; boundary=\(boundary)")
         } else if let value = spec.body {

@@ -55,6 +55,12 @@ final class ResourceExecutor: JobExecutor {
         let status: Int
     }
 
+    /// A plain copy no larger than this is received in memory and written to
+    /// its file in one piece on the thread pool, with its digest taken from
+    /// the same bytes (``HTTPRequest/spoolBytes``); a larger one is written
+    /// as it arrives, on this loop. At most this much per transfer in flight.
+    static let spoolBytes = 1 << 20
+
     /// `application/gzip` or `application/x-gzip`, parameters and case aside.
     static func isGzipType(_ type: String) -> Bool {
         let media = type.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
@@ -369,6 +375,7 @@ final class ResourceExecutor: JobExecutor {
             }
             http.saveToFile = fetch.file?.descriptor
             http.resumeFileAt = fetch.resume?.count
+            http.spoolBytes = min(ResourceExecutor.spoolBytes, limit)
         }
         if let resume = fetch.resume {
             // The rest of an interrupted body; with a validator, only if it is still
@@ -546,7 +553,7 @@ final class ResourceExecutor: JobExecutor {
             meta.type = "application/octet-stream"  // the content is no longer gzip; what it is, nobody said
         }
         if fetch.streams {
-            keepStreamed(fetch, response.bodyBytes, meta)
+            keepStreamed(fetch, response, meta)
             return
         }
         var remake: (name: String, remaker: ResourceManager.Remaker, options: JSONValue)?
@@ -581,23 +588,33 @@ final class ResourceExecutor: JobExecutor {
         }
     }
 
-    /// A plain copy streamed to its temporary file: on the thread pool its
-    /// digest taken and its bytes read back (only for a memory tier it fits
-    /// in, or a job that asked for them with `as`); then,
-    /// on this loop, the digest checked and the file put in place and indexed.
-    private func keepStreamed(_ fetch: Fetch, _ received: Int, _ meta: Meta) {
+    /// A plain copy for its temporary file: on the thread pool the file
+    /// written (a body the transfer spooled in memory) or its bytes read back
+    /// (one it streamed, only for a memory tier it fits in, or a job that asked
+    /// for them with `as`), and the digest taken; then, on this loop, the
+    /// digest checked and the file put in place and indexed.
+    private func keepStreamed(_ fetch: Fetch, _ response: HTTPResponse, _ meta: Meta) {
         guard let file = fetch.file else {
             fail(fetch, JobError(.internal, "resource: a streamed copy without its file"))
             return
         }
+        let received = response.bodyBytes
         let wanted = fetch.served.contains { $0.spec.presentation != nil && $0.spec.presentation != .path }
             || (memory.capacity > 0 && received <= memory.capacity)
         let written = file.written
-        // Allocated here, filled on the pool: the bytes the memory tier keeps come
-        // from (and go back to) this thread's malloc arena. Allocated on the pool
-        // threads, they left 5–7 MiB more resident in the 20,000-resource bench row.
-        let readBack = wanted ? ReadBackBuffer(count: received) : nil
-        loop.offload({ ResourceExecutor.digest(written, readingBackInto: readBack) }) { [self] result in
+        let work: @Sendable () -> Result<(String, [UInt8], Int), JobError>
+        if response.isSpooled {
+            // The whole body is here: written and hashed in one piece on the pool, kept from memory.
+            let body = response.body
+            work = { ResourceExecutor.write(body, to: written, keeping: wanted) }
+        } else {
+            // Allocated here, filled on the pool: the bytes the memory tier keeps come
+            // from (and go back to) this thread's malloc arena. Allocated on the pool
+            // threads, they left 5–7 MiB more resident in the 20,000-resource bench row.
+            let readBack = wanted ? ReadBackBuffer(count: received) : nil
+            work = { ResourceExecutor.digest(written, readingBackInto: readBack) }
+        }
+        loop.offload(work) { [self] result in
             guard self.stillWanted(fetch) else { return }
             let digest: String, content: [UInt8], size: Int
             switch result {
@@ -663,6 +680,17 @@ final class ResourceExecutor: JobExecutor {
                 size += piece.count
             }
             return .success((ResourceKey.hex(hash.finalize()), [], size))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Writes a spooled body to its temporary file and takes its SHA-256;
+    /// returns the digest, the bytes when `keeping`, and the size. Runs on the thread pool.
+    private static func write(_ body: [UInt8], to file: StateFileContents, keeping: Bool) -> Result<(String, [UInt8], Int), JobError> {
+        do throws(JobError) {
+            try file.write(body)
+            return .success((ResourceKey.sha256(body), keeping ? body : [], body.count))
         } catch {
             return .failure(error)
         }

@@ -25,15 +25,7 @@ enum ResourceKey {
         return String(base[..<q]) + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
     }
 
-    static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        for byte in digest {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 15)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
+    static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 { Hex.string(digest) }
 
     static func sha256(_ bytes: [UInt8]) -> String { hex(SHA256.hash(data: bytes)) }
 }

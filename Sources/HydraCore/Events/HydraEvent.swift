@@ -129,8 +129,32 @@ public struct HydraEvent: Sendable {
         var seconds = time_t(time.rounded(.down))
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        let millis = Int((time - time.rounded(.down)) * 1000)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
-                      Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), millis)
+        let millis = min(999, max(0, Int((time - time.rounded(.down)) * 1000)))
+        // Written digit by digit: Foundation's `String(format:)` took ~6 µs a call,
+        // paid by every event on the wire and every result that carries a time.
+        return String(unsafeUninitializedCapacity: 24) { out in
+            func put(_ value: Int, width: Int, at start: Int) {
+                var value = value
+                for i in stride(from: start + width - 1, through: start, by: -1) {
+                    out[i] = UInt8(truncatingIfNeeded: 48 + value % 10)
+                    value /= 10
+                }
+            }
+            put(Int(parts.tm_year) + 1900, width: 4, at: 0)
+            out[4] = UInt8(ascii: "-")
+            put(Int(parts.tm_mon) + 1, width: 2, at: 5)
+            out[7] = UInt8(ascii: "-")
+            put(Int(parts.tm_mday), width: 2, at: 8)
+            out[10] = UInt8(ascii: "T")
+            put(Int(parts.tm_hour), width: 2, at: 11)
+            out[13] = UInt8(ascii: ":")
+            put(Int(parts.tm_min), width: 2, at: 14)
+            out[16] = UInt8(ascii: ":")
+            put(Int(parts.tm_sec), width: 2, at: 17)
+            out[19] = UInt8(ascii: ".")
+            put(millis, width: 3, at: 20)
+            out[23] = UInt8(ascii: "Z")
+            return 24
+        }
     }
 }
