@@ -22,6 +22,10 @@ public final class HTTPClient {
     /// Progress of an upload or a download (see ``HTTPRequest/reportsProgress``);
     /// at most ten reports a second per direction, plus the last one.
     public typealias Progress = (HTTPProgress) -> Void
+    /// Opens the file a spooled body spills to (see ``HTTPRequest/spoolBytes``)
+    /// and returns its descriptor, which stays the caller's. Runs on the loop
+    /// thread, inside the transfer, at most once per request.
+    public typealias SpillFile = () -> Result<Int32, HTTPFailure>
 
     private let loop: EventLoop
     private let multi: UnsafeMutableRawPointer
@@ -127,8 +131,10 @@ public final class HTTPClient {
 
     /// Starts `request`. `completion` runs exactly once on the loop thread, never
     /// before `start` returns; after ``cancel(_:)`` it runs with `.cancelled`.
+    /// `spillFile` opens the file of a body bound for one that the request
+    /// spools without giving a ``HTTPRequest/saveToFile``, if it must spill.
     /// Throws ``HTTPFailure`` (kind `invalid`) when the request cannot start.
-    public func start(_ request: HTTPRequest, progress: Progress? = nil,
+    public func start(_ request: HTTPRequest, progress: Progress? = nil, spillFile: SpillFile? = nil,
                       completion: @escaping Completion) throws(HTTPFailure) -> HTTPTransferID {
         loop.preconditionInEventLoop()
         precondition(!closed, "HTTPClient used after close()")
@@ -137,7 +143,7 @@ public final class HTTPClient {
         let transfer = idle.popLast()
             ?? Transfer(client: Unmanaged.passUnretained(self).toOpaque())
         do {
-            try transfer.begin(id: id, request, completion: completion, progress: progress)
+            try transfer.begin(id: id, request, completion: completion, progress: progress, spillFile: spillFile)
         } catch {
             recycle(transfer)
             throw error
@@ -278,10 +284,10 @@ public final class HTTPClient {
     /// same transfer and id (a cancel still reaches it).
     private func follow(_ transfer: Transfer, to next: HTTPRequest) {
         guard let completion = transfer.completion else { return }
-        let id = transfer.id, progress = transfer.progress, hops = transfer.hops + 1
+        let id = transfer.id, progress = transfer.progress, spillFile = transfer.spillFile, hops = transfer.hops + 1
         transfer.end()
         do {
-            try transfer.begin(id: id, next, completion: completion, progress: progress)
+            try transfer.begin(id: id, next, completion: completion, progress: progress, spillFile: spillFile)
         } catch {
             recycle(transfer)
             completion(.failure(error))

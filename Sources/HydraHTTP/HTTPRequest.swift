@@ -157,17 +157,22 @@ public struct HTTPRequest: Sendable {
         get { storage.resumeFileAt }
         _modify { let storage = unique(); yield &storage.resumeFileAt }
     }
-    /// A body for ``saveToFile`` no longer than this is held in memory instead
-    /// and handed back in the response (``HTTPResponse/isSpooled``) with the
-    /// file left empty, for the caller to write in one piece off its loop
-    /// thread. One that grows past it goes to the file from then on, the bytes
-    /// so far first; so do the bytes so far of a transfer cut mid-body (a
-    /// `Range` resume finds them in the file). 0, or a ``resumeFileAt``: every
-    /// byte goes to the file as it arrives.
+    /// A body bound for a file (``isBoundForFile``) no longer than this is
+    /// held in memory instead and handed back in the response
+    /// (``HTTPResponse/isSpooled``) with the file, if any, left empty, for the
+    /// caller to write in one piece off its loop thread. One that grows past it
+    /// goes to the file from then on, the bytes so far first; so do the bytes
+    /// so far of a transfer cut mid-body (a `Range` resume finds them in the
+    /// file). Without a ``saveToFile`` the file is opened only then, by the
+    /// transfer's ``HTTPClient/SpillFile``. 0, or a ``resumeFileAt``: every
+    /// byte goes to ``saveToFile`` as it arrives.
     public var spoolBytes: Int {
         get { storage.spoolBytes }
         _modify { let storage = unique(); yield &storage.spoolBytes }
     }
+    /// The body goes to a file (``saveToFile``), or is spooled for one (``spoolBytes``).
+    var isBoundForFile: Bool { saveToFile != nil || spoolBytes > 0 }
+
     /// The most body bytes kept in memory, counted after gzip/deflate decoding;
     /// a larger body aborts the transfer with kind `tooLarge` as soon as the
     /// limit is passed (or at once, when an unencoded body's `Content-Length`

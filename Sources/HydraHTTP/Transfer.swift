@@ -27,6 +27,10 @@ final class Transfer {
     @exclusivity(unchecked) var hops = 0
     /// The file the body streams to (the caller's descriptor; never closed here).
     @exclusivity(unchecked) private var file: Int32?
+    /// The body is bound for a file (``HTTPRequest/isBoundForFile``): ``file``,
+    /// or the one ``spillFile`` opens when a spooled body spills.
+    @exclusivity(unchecked) private var fileBound = false
+    @exclusivity(unchecked) private(set) var spillFile: HTTPClient.SpillFile?
     @exclusivity(unchecked) private var headers = HTTPHeaderBlock()
     @exclusivity(unchecked) private var body: [UInt8] = []
     @exclusivity(unchecked) private var bodyBytes = 0
@@ -110,7 +114,7 @@ final class Transfer {
             proxy = request.proxy
             acceptEncoding = request.acceptEncoding
             pipeWait = URLScheme(of: request.url) == .https
-            savesToFile = request.saveToFile != nil
+            savesToFile = request.isBoundForFile
             self.reportsProgress = Shape.curlReportsProgress(request, reportsProgress)
         }
 
@@ -123,7 +127,7 @@ final class Transfer {
                 && timeoutMilliseconds == request.timeoutMilliseconds
                 && connectTimeoutMilliseconds == request.connectTimeoutMilliseconds
                 && maxRedirects == request.curlRedirects && verifyTLS == request.verifyTLS
-                && acceptEncoding == request.acceptEncoding && savesToFile == (request.saveToFile != nil)
+                && acceptEncoding == request.acceptEncoding && savesToFile == request.isBoundForFile
                 && reportsProgress == Shape.curlReportsProgress(request, wanted)
                 && caFile == request.caFile && pinnedPublicKey == request.pinnedPublicKey
                 && clientCert == request.clientCert && clientKey == request.clientKey && proxy == request.proxy
@@ -131,7 +135,7 @@ final class Transfer {
         }
 
         private static func curlReportsProgress(_ request: HTTPRequest, _ wanted: Bool) -> Bool {
-            wanted && (request.body != nil || request.bodyStream != nil || request.saveToFile != nil)
+            wanted && (request.body != nil || request.bodyStream != nil || request.isBoundForFile)
         }
 
     }
@@ -152,10 +156,11 @@ final class Transfer {
 
     /// Prepares the easy handle for `request`. On a throw nothing is left open.
     func begin(id: UInt64, _ request: HTTPRequest, completion: @escaping HTTPClient.Completion,
-               progress: HTTPClient.Progress?) throws(HTTPFailure) {
+               progress: HTTPClient.Progress?, spillFile: HTTPClient.SpillFile? = nil) throws(HTTPFailure) {
         self.id = id
         self.completion = completion
         self.progress = progress
+        self.spillFile = spillFile
         following = request.followsRedirectsItself ? request : nil
         errorBuffer[0] = 0
         if let file = request.saveToFile {
@@ -169,10 +174,11 @@ final class Transfer {
                 throw HTTPFailure(.invalid, "cannot write the response body's file: \(reason)")
             }
             self.file = file
-            spoolLimit = offset > 0 ? 0 : max(0, request.spoolBytes)
         }
+        fileBound = request.isBoundForFile
+        if fileBound { spoolLimit = (request.resumeFileAt ?? 0) > 0 ? 0 : max(0, request.spoolBytes) }
         maxBodyBytes = request.maxBodyBytes.map { max(0, $0) } ?? Int.max
-        reportsMemoryProgress = progress != nil && request.reportsProgress && request.saveToFile == nil
+        reportsMemoryProgress = progress != nil && request.reportsProgress && !fileBound
         rejectedHeader = nil
         let code = configure(request)
         if code != CURLE_OK {
@@ -188,6 +194,8 @@ final class Transfer {
     /// Forgets the finished request (its file stays open: it is the caller's); the options stay set.
     func end() {
         file = nil
+        fileBound = false
+        spillFile = nil
         completion = nil
         progress = nil
         following = nil
@@ -383,7 +391,7 @@ final class Transfer {
     /// Body bytes, after decoding: written to the file, or kept within `maxBodyBytes`.
     /// Returning less than `count` aborts the transfer (CURLE_WRITE_ERROR).
     private func receive(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
-        if let file {
+        if fileBound {
             guard count <= maxBodyBytes - bodyBytes else {
                 tooLarge = true
                 return 0
@@ -397,8 +405,9 @@ final class Transfer {
                     }
                     return count
                 }
-                guard spill(to: file) else { return 0 }
+                guard spill() else { return 0 }
             }
+            guard let file else { return 0 }  // (spill() opened it)
             bodyBytes += count
             guard Transfer.write(file, UnsafeRawPointer(data), count, error: &fileError) else { return 0 }
         } else {
@@ -425,12 +434,25 @@ final class Transfer {
         return count
     }
 
-    /// Moves a spooled body's bytes so far to `file` (they outgrew
-    /// ``HTTPRequest/spoolBytes``, or the transfer was cut and may be resumed):
-    /// from now on every byte goes there. False, with ``fileError``, when it cannot.
-    private func spill(to file: Int32) -> Bool {
+    /// Moves a spooled body's bytes so far to the file (they outgrew
+    /// ``HTTPRequest/spoolBytes``, or the transfer was cut and may be resumed),
+    /// opening it through ``spillFile`` when the request gave none: from now on
+    /// every byte goes there. False, with ``fileError``, when it cannot.
+    private func spill() -> Bool {
         spilled = true
-        guard !body.isEmpty else { return true }
+        if file == nil {
+            guard let spillFile else {
+                fileError = "no file to write the body to"
+                return false
+            }
+            switch spillFile() {
+            case .success(let opened): file = opened
+            case .failure(let failure):
+                fileError = failure.message
+                return false
+            }
+        }
+        guard let file, !body.isEmpty else { return true }
         let written = body.withUnsafeBytes { Transfer.write(file, $0.baseAddress!, $0.count, error: &fileError) }
         body = []
         return written
@@ -492,7 +514,7 @@ final class Transfer {
             case .contentEncoding:
                 if Transfer.isContentEncoding(line) { encoded = true }
             case .contentLength:
-                if file == nil, let length = Transfer.contentLength(line) {
+                if !fileBound, let length = Transfer.contentLength(line) {
                     declaredLength = length
                     // Room for the whole body at once, within the limit (a peer's number: bounded).
                     if length > 0 && length <= maxBodyBytes { body.reserveCapacity(min(length, 64 << 20)) }
@@ -536,7 +558,7 @@ final class Transfer {
         guard let progress, now > 0 else { return }
         let last = upload ? lastUpload : lastDownload
         guard last != UInt64.max else { return }
-        guard (!upload && file != nil) || now >= HTTPProgress.threshold || total >= HTTPProgress.threshold else { return }
+        guard (!upload && fileBound) || now >= HTTPProgress.threshold || total >= HTTPProgress.threshold else { return }
         let time = DispatchTime.now().uptimeNanoseconds
         let finished = total > 0 && now >= total
         guard finished || time - last >= 100_000_000 else { return }
@@ -587,7 +609,7 @@ final class Transfer {
         var status = 0
         hydra_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
         var response = HTTPResponse(status: status, headers: headers, body: body, bodyBytes: bodyBytes)
-        response.isSpooled = file != nil && !spilled && spoolLimit > 0
+        response.isSpooled = fileBound && !spilled && spoolLimit > 0
         // The effective URL is copied only when a redirect made it differ: most responses need no string.
         var redirects = 0
         hydra_easy_getinfo_long(easy, CURLINFO_REDIRECT_COUNT, &redirects)
@@ -671,7 +693,7 @@ final class Transfer {
         if code == CURLE_PARTIAL_FILE || code == CURLE_RECV_ERROR, !encoded, bodyBytes > 0 {
             // Cut mid-body: the bytes so far (in memory, or in the file) may be resumed with a Range request.
             // A spooled body's bytes so far go to the file, where a resume expects them.
-            if let file, !spilled, !spill(to: file), let fileError {
+            if fileBound, !spilled, !spill(), let fileError {
                 return HTTPFailure(.invalid, "cannot write the response body: \(fileError)")
             }
             var status = 0

@@ -115,19 +115,6 @@ public struct StateFileContents: Sendable {
         guard ftruncate(descriptor, off_t(moved)) == 0 else { throw failure() }
     }
 
-    /// Writes `bytes` from the file's start: the whole body of a transfer
-    /// that spooled it (``HydraHTTP/HTTPResponse/isSpooled``) and left the
-    /// file empty. Blocking file I/O; the writer waits meanwhile. Throws kind `invalid`.
-    public func write(_ bytes: [UInt8]) throws(JobError) {
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress! + done, $0.count - done, off_t(done)) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw JobError(.invalid, "cannot write a file being stored: \(String(cString: strerror(errno)))") }
-            done += n
-        }
-    }
-
     /// Reads the whole file into `bytes`, which must have the file's size
     /// (the caller allocates it where it will be kept and freed, and no piece
     /// buffer is needed beside it). Blocking file I/O.

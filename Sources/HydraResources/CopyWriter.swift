@@ -4,8 +4,9 @@ import HydraCore
 import HydraHTTP
 import HydraREST
 
-/// Keeps a copy that is not streamed to disk as it arrives (it is remade, or
-/// kept gzip-compressed or aes-gcm-sealed): remakes the fetched body, checks
+/// Keeps a copy that is not streamed to disk as it arrives (it is remade,
+/// kept gzip-compressed or aes-gcm-sealed, or a plain one small enough to be
+/// received in memory: ``ResourceExecutor/spoolBytes``): remakes the fetched body, checks
 /// the job's `sha256`, applies the cipher and writes the file at rest through
 /// a temporary file. Blocking work, for the thread pool (see
 /// ``HydraLoop/EventLoop/offload(_:then:)``); a value, so it travels there as it is.

@@ -55,10 +55,11 @@ final class ResourceExecutor: JobExecutor {
         let status: Int
     }
 
-    /// A plain copy no larger than this is received in memory and written to
-    /// its file in one piece on the thread pool, with its digest taken from
-    /// the same bytes (``HTTPRequest/spoolBytes``); a larger one is written
-    /// as it arrives, on this loop. At most this much per transfer in flight.
+    /// A plain copy no larger than this is received in memory and kept like
+    /// a remade one (``CopyWriter``, on the thread pool: its digest taken, its
+    /// temporary file opened, written in one piece and renamed into place;
+    /// see ``HydraHTTP/HTTPRequest/spoolBytes``); a larger one is streamed to
+    /// its file as it arrives, on this loop. At most this much per transfer in flight.
     static let spoolBytes = 1 << 20
 
     /// `application/gzip` or `application/x-gzip`, parameters and case aside.
@@ -107,7 +108,8 @@ final class ResourceExecutor: JobExecutor {
         let remaker: String?
         let remakeOptions: JSONValue?
         /// A plain copy (no cipher, no remaker) is streamed to its temporary file as it arrives
-        /// (resources.md: never a whole large body in memory); its SHA-256 is taken off the loop.
+        /// (resources.md: never a whole large body in memory) once it outgrows ``spoolBytes``;
+        /// its SHA-256 is taken off the loop.
         var streams: Bool { cipher == .none && remaker == nil }
         /// The URL as the index and the events show it: without a `user:password` part.
         var shownURL: String { RemoteSpec.redactingCredentials(routed.http.url) }
@@ -365,14 +367,9 @@ final class ResourceExecutor: JobExecutor {
         let limit = fetch.streams ? manager.settings.maxBytes : manager.inMemoryLimit
         http.maxBodyBytes = limit
         if fetch.streams {
-            if fetch.file == nil {
-                do {
-                    fetch.file = try manager.rest.openStateFile(manager.components(of: fetch.key))
-                } catch {
-                    fail(fetch, error)
-                    return
-                }
-            }
+            // The file is opened when the body spills (see `spoolBytes`), unless an
+            // earlier attempt opened it: a resume writes after the bytes it keeps there.
+            if fetch.file == nil { fetch.resume = nil }
             http.saveToFile = fetch.file?.descriptor
             http.resumeFileAt = fetch.resume?.count
             http.spoolBytes = min(ResourceExecutor.spoolBytes, limit)
@@ -397,12 +394,27 @@ final class ResourceExecutor: JobExecutor {
             }
         }
         do {
-            fetch.transfer = try client.start(http, progress: http.reportsProgress ? progress : nil) { [unowned self] result in
+            let spillFile: HTTPClient.SpillFile? = fetch.streams ? { [unowned self] in self.openFile(fetch) } : nil
+            fetch.transfer = try client.start(http, progress: http.reportsProgress ? progress : nil,
+                                              spillFile: spillFile) { [unowned self] result in
                 fetch.transfer = nil
                 self.completed(fetch, result)
             }
         } catch {
             fail(fetch, JobError(.invalid, error.message))
+        }
+    }
+
+    /// The temporary file of `fetch`'s plain copy, opened when its body first
+    /// spills out of memory (see ``spoolBytes``); kept across its attempts.
+    private func openFile(_ fetch: Fetch) -> Result<Int32, HTTPFailure> {
+        if let file = fetch.file { return .success(file.descriptor) }
+        do throws(JobError) {
+            let file = try manager.rest.openStateFile(manager.components(of: fetch.key))
+            fetch.file = file
+            return .success(file.descriptor)
+        } catch {
+            return .failure(HTTPFailure(.invalid, error.message))
         }
     }
 
@@ -552,10 +564,13 @@ final class ResourceExecutor: JobExecutor {
         if fetch.remaker == "gunzip", let type = meta.type, ResourceExecutor.isGzipType(type) {
             meta.type = "application/octet-stream"  // the content is no longer gzip; what it is, nobody said
         }
-        if fetch.streams {
-            keepStreamed(fetch, response, meta)
+        if fetch.streams && !response.isSpooled {
+            keepStreamed(fetch, response.bodyBytes, meta)
             return
         }
+        // A body in memory: remade, sealed, or a plain one spooled whole (an earlier
+        // attempt's file, if any, is not used). Written in one piece on the pool.
+        fetch.discardFile()
         var remake: (name: String, remaker: ResourceManager.Remaker, options: JSONValue)?
         if let name = fetch.remaker {
             guard let remaker = manager.remaker(named: name) else {
@@ -588,33 +603,23 @@ final class ResourceExecutor: JobExecutor {
         }
     }
 
-    /// A plain copy for its temporary file: on the thread pool the file
-    /// written (a body the transfer spooled in memory) or its bytes read back
-    /// (one it streamed, only for a memory tier it fits in, or a job that asked
-    /// for them with `as`), and the digest taken; then, on this loop, the
-    /// digest checked and the file put in place and indexed.
-    private func keepStreamed(_ fetch: Fetch, _ response: HTTPResponse, _ meta: Meta) {
+    /// A plain copy streamed to its temporary file: on the thread pool its
+    /// digest taken and its bytes read back (only for a memory tier it fits
+    /// in, or a job that asked for them with `as`); then,
+    /// on this loop, the digest checked and the file put in place and indexed.
+    private func keepStreamed(_ fetch: Fetch, _ received: Int, _ meta: Meta) {
         guard let file = fetch.file else {
             fail(fetch, JobError(.internal, "resource: a streamed copy without its file"))
             return
         }
-        let received = response.bodyBytes
         let wanted = fetch.served.contains { $0.spec.presentation != nil && $0.spec.presentation != .path }
             || (memory.capacity > 0 && received <= memory.capacity)
         let written = file.written
-        let work: @Sendable () -> Result<(String, [UInt8], Int), JobError>
-        if response.isSpooled {
-            // The whole body is here: written and hashed in one piece on the pool, kept from memory.
-            let body = response.body
-            work = { ResourceExecutor.write(body, to: written, keeping: wanted) }
-        } else {
-            // Allocated here, filled on the pool: the bytes the memory tier keeps come
-            // from (and go back to) this thread's malloc arena. Allocated on the pool
-            // threads, they left 5–7 MiB more resident in the 20,000-resource bench row.
-            let readBack = wanted ? ReadBackBuffer(count: received) : nil
-            work = { ResourceExecutor.digest(written, readingBackInto: readBack) }
-        }
-        loop.offload(work) { [self] result in
+        // Allocated here, filled on the pool: the bytes the memory tier keeps come
+        // from (and go back to) this thread's malloc arena. Allocated on the pool
+        // threads, they left 5–7 MiB more resident in the 20,000-resource bench row.
+        let readBack = wanted ? ReadBackBuffer(count: received) : nil
+        loop.offload({ ResourceExecutor.digest(written, readingBackInto: readBack) }) { [self] result in
             guard self.stillWanted(fetch) else { return }
             let digest: String, content: [UInt8], size: Int
             switch result {
@@ -680,17 +685,6 @@ final class ResourceExecutor: JobExecutor {
                 size += piece.count
             }
             return .success((ResourceKey.hex(hash.finalize()), [], size))
-        } catch {
-            return .failure(error)
-        }
-    }
-
-    /// Writes a spooled body to its temporary file and takes its SHA-256;
-    /// returns the digest, the bytes when `keeping`, and the size. Runs on the thread pool.
-    private static func write(_ body: [UInt8], to file: StateFileContents, keeping: Bool) -> Result<(String, [UInt8], Int), JobError> {
-        do throws(JobError) {
-            try file.write(body)
-            return .success((ResourceKey.sha256(body), keeping ? body : [], body.count))
         } catch {
             return .failure(error)
         }
