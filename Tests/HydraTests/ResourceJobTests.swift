@@ -526,6 +526,33 @@ import Testing
         #expect(files().count == 9)
     }
 
+    /// Every path can point at someone else's files: a symbolic link planted
+    /// where the repository's folders go is never followed, for a copy written
+    /// whole from memory as for one streamed as it arrives; the job fails with
+    /// kind `invalid` naming the link, and nothing lands behind it.
+    @Test func aLinkPlantedInTheRepositoryIsNeverFollowed() async throws {
+        let outside = NSTemporaryDirectory() + "hydra-outside-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: outside) }
+        try FileManager.default.createDirectory(atPath: state + "/resources", withIntermediateDirectories: true)
+        for shard in 0..<256 {
+            let name = String(shard, radix: 16)
+            try FileManager.default.createSymbolicLink(atPath: state + "/resources/" + (name.count == 1 ? "0" + name : name),
+                                                       withDestinationPath: outside)
+        }
+        let engine = try HydraEngine(configuration: try Configuration(json: try JSONParser.parse(#"{"resources": {"maxBytes": 8000000}}"#)),
+                                     stateDirectory: state)
+        defer { engine.shutdown() }
+        let n = "l" + UUID().uuidString.prefix(8).lowercased()
+        for size in [1000, 3 << 20] {
+            let done = try await engine.run(spec(#"{"type":"resource","url":"\#(TestServer.url("/resource/\(n)-\(size)?size=\(size)"))"}"#))
+            #expect(done.error?.kind == .invalid && done.error?.message.contains("symbolic link") == true,
+                    "\(size): \(String(describing: done.error))")
+            #expect(!(done.error?.message.contains(outside) ?? true) && !(done.error?.message.contains(state) ?? true))
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside).isEmpty)
+    }
+
     @Test func aFailedRefreshKeepsTheGoodCopy() async throws {
         let config = try Configuration(json: try JSONParser.parse(#"{"resources": {"memoryBytes": 0}}"#))
         let engine = try HydraEngine(configuration: config, stateDirectory: state)
