@@ -608,7 +608,7 @@ final class Transfer {
     func response() -> HTTPResponse {
         var status = 0
         hydra_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
-        var response = HTTPResponse(status: status, headers: headers, body: body, bodyBytes: bodyBytes)
+        var response = HTTPResponse(status: status, headers: headers, body: Transfer.fitted(body), bodyBytes: bodyBytes)
         response.isSpooled = fileBound && !spilled && spoolLimit > 0
         // The effective URL is copied only when a redirect made it differ: most responses need no string.
         var redirects = 0
@@ -619,6 +619,18 @@ final class Transfer {
             response.redirectedURL = pointer.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) }
         }
         return response
+    }
+
+    /// `body`, in a buffer of about its size: room reserved for a declared
+    /// `Content-Length` that was not the decoded size (a peer's number: a
+    /// gzip body may decode to far less), or left by growth, would otherwise
+    /// stay behind every kept copy of it (a result, the memory tier), unaccounted.
+    static func fitted(_ body: [UInt8]) -> [UInt8] {
+        guard body.capacity - body.count > max(4096, body.count / 4) else { return body }
+        return [UInt8](unsafeUninitializedCapacity: body.count) { buffer, count in
+            _ = buffer.initialize(from: body)
+            count = body.count
+        }
     }
 
     /// What a redirect the client follows itself asks for next: nothing (the

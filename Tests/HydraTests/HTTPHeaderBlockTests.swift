@@ -40,3 +40,29 @@ struct HTTPHeaderBlockTests {
         #expect(block.contentTypeRange?.isEmpty == true)
     }
 }
+
+/// A response body is handed back in a buffer of about its size, whatever
+/// room a peer's `Content-Length` made the transfer reserve.
+@Suite struct ResponseBodyFitTests {
+    @Test func aBodyFarSmallerThanItsBufferIsCopiedIntoOneItsSize() {
+        var lied: [UInt8] = []
+        lied.reserveCapacity(1 << 20)  // a declared length of a gzip body that decoded to 10 bytes
+        lied.append(contentsOf: Array("0123456789".utf8))
+        let fitted = Transfer.fitted(lied)
+        #expect(fitted == lied && fitted.capacity < 4096)
+        var grown: [UInt8] = []
+        for _ in 0..<40 { grown.append(contentsOf: [UInt8](repeating: 7, count: 16_384)) }  // 640 KiB in a 1 MiB buffer
+        #expect(grown.capacity >= 1 << 20)
+        let trimmed = Transfer.fitted(grown)
+        #expect(trimmed == grown && trimmed.capacity < grown.count + grown.count / 4)
+    }
+
+    @Test func aBodyThatFillsItsBufferIsNotCopied() {
+        var exact: [UInt8] = []
+        exact.reserveCapacity(65_536)
+        exact.append(contentsOf: [UInt8](repeating: 1, count: 65_536))
+        let fitted = Transfer.fitted(exact)
+        #expect(fitted.withUnsafeBufferPointer { $0.baseAddress } == exact.withUnsafeBufferPointer { $0.baseAddress })
+        #expect(Transfer.fitted([]).isEmpty)
+    }
+}
