@@ -23,8 +23,9 @@ public final class HTTPClient {
     /// at most ten reports a second per direction, plus the last one.
     public typealias Progress = (HTTPProgress) -> Void
     /// Opens the file a spooled body spills to (see ``HTTPRequest/spoolBytes``)
-    /// and returns its descriptor, which stays the caller's. Runs on the loop
-    /// thread, inside the transfer, at most once per request.
+    /// and returns its descriptor, which stays the caller's; the transfer
+    /// empties it and writes from its start. Runs on the loop thread, inside
+    /// the transfer, at most once per request and redirect it follows.
     public typealias SpillFile = () -> Result<Int32, HTTPFailure>
 
     private let loop: EventLoop

@@ -446,7 +446,14 @@ final class Transfer {
                 return false
             }
             switch spillFile() {
-            case .success(let opened): file = opened
+            case .success(let opened):
+                // Written from its start, like a `saveToFile`: what an earlier hop or attempt
+                // spilled there (a redirect's body the client followed itself) must not stay.
+                guard ftruncate(opened, 0) == 0 && lseek(opened, 0, SEEK_SET) == 0 else {
+                    fileError = String(cString: strerror(errno))
+                    return false
+                }
+                file = opened
             case .failure(let failure):
                 fileError = failure.message
                 return false

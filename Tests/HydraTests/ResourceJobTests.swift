@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HydraCore
 import Testing
 
@@ -521,9 +522,66 @@ import Testing
             #expect(try await count("resrange-\(key)") == 1)
             #expect(try await count("resbytes-\(key)") == size)
         }
-        // Decoded by curl: the declared length is the encoded one.
+        // Decoded by curl: the declared length is the encoded one (spilled; and exactly the limit, grown to it).
         try await check("/gzip-bomb/2", [UInt8](repeating: 0, count: 2 << 20))
-        #expect(files().count == 9)
+        try await check("/gzip-bomb/1", [UInt8](repeating: 0, count: limit))
+        // No Content-Length (chunked): grown as it came; empty; exactly the limit.
+        for path in ["/chunked/700", "/large/0", "/large/\(limit)"] {
+            let size = path.hasPrefix("/chunked/") ? 700 * 1024 : Int(path.split(separator: "/").last!)!
+            try await check(path, (0..<size).map { UInt8(truncatingIfNeeded: $0) })
+        }
+        #expect(files().count == 13)
+    }
+
+    /// A copy within the spool limit is received in memory: no temporary file
+    /// exists while it arrives (its file is written whole once it is
+    /// complete); one past the limit has its temporary file from the byte
+    /// that outgrew it on.
+    @Test func onlyACopyPastTheSpoolLimitHasAFileWhileItArrives() async throws {
+        let engine = try HydraEngine(configuration: Configuration(), stateDirectory: state)
+        defer { engine.shutdown() }
+        func temporary() -> Bool { files().contains { $0.contains(".hydra-download-") } }
+        final class Outcome: Sendable { let value = Mutex<JobResult?>(nil) }
+        func arriving(_ path: String) async throws -> (sawFile: Bool, result: JobResult) {
+            let outcome = Outcome()
+            try engine.submit(spec(#"{"type":"resource","url":"\#(TestServer.url(path))"}"#)) { result in
+                outcome.value.withLock { $0 = result }
+            }
+            var sawFile = false
+            while true {
+                if let result = outcome.value.withLock({ $0 }) { return (sawFile, result) }
+                sawFile = sawFile || temporary()
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        let small = try await arriving("/slow-body/300/2")  // 300 KiB over ~0.6 s
+        #expect(small.result.state == .succeeded && small.result.result?["bytes"] == .int(300 * 1024))
+        #expect(!small.sawFile)
+        let large = try await arriving("/slow-body/1300/1")  // 1.3 MiB over ~1.3 s, the last 0.3 MiB after the limit
+        #expect(large.result.state == .succeeded && large.result.result?["bytes"] == .int(1300 * 1024))
+        #expect(large.sawFile)
+        #expect(!temporary() && files().count == 2)
+    }
+
+    /// A redirect the client follows itself (the request carries a credential
+    /// header, which curl would send on to any host): whatever the redirect's
+    /// own body left in the copy's temporary file is gone, and the copy is the
+    /// final body, byte for byte, streamed (over the spool limit) or kept in
+    /// memory, after a small or a large redirect body.
+    @Test func aRedirectsOwnBodyNeverEndsUpInTheCopy() async throws {
+        let config = try Configuration(json: try JSONParser.parse(#"{"resources": {"maxBytes": 64000000}}"#))
+        let engine = try HydraEngine(configuration: config, stateDirectory: state)
+        defer { engine.shutdown() }
+        let limit = ResourceExecutor.spoolBytes
+        for (pad, size) in [(3 * limit, 3 * limit), (3 * limit, 1000), (1000, 3 * limit), (limit + 1, limit)] {
+            let url = TestServer.url("/redirect-to?pad=\(pad)&to=/large/\(size)")
+            let done = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","headers":{"X-Api-Key":"k-12345678"}}"#))
+            let stored = try #require(done.result?["path"]?.stringValue, "\(pad)/\(size): \(String(describing: done.error))")
+            let bytes = [UInt8](try #require(FileManager.default.contents(atPath: state + "/" + stored)))
+            let expected = (0..<size).map { UInt8(truncatingIfNeeded: $0) }
+            #expect(bytes == expected, "\(pad)/\(size): \(bytes.count) bytes, first \(bytes.first.map(String.init) ?? "-")")
+            #expect(done.result?["bytes"] == .int(size) && done.result?["sha256"] == .string(ResourceKey.sha256(expected)))
+        }
     }
 
     /// Every path can point at someone else's files: a symbolic link planted

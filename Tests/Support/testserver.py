@@ -58,6 +58,7 @@ Endpoints (methods GET/POST/PUT/PATCH/DELETE/HEAD/OPTIONS unless noted)
                             empty body; n == 0: 200 {"redirected": true}
 /redirect-to?to=URL         ?status= (default 302) with "Location: URL" (any
                             URL, another origin's or scheme's), empty body
+                            (?pad=N: N bytes of "R")
 /large/<bytes>              200 application/octet-stream, exactly <bytes> bytes
                             of the pattern 0,1,...,255,0,1,... in 64 KiB writes
 /slow-body/<chunks>/<ms>    200 application/octet-stream, Content-Length =
@@ -470,7 +471,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def redirect_to(self):
         code = self._status_code(self.query.get("status", "302"))
-        self._send(code, b"", None, [("Location", self.query.get("to", "/"))])
+        pad = _int(self.query.get("pad", "0"), "pad")
+        if not 0 <= pad <= 16 << 20:
+            raise BadRequest("pad must be 0..16777216")
+        self._send(code, b"R" * pad, None, [("Location", self.query.get("to", "/"))])
 
     def _start_octets(self, length):
         self.send_response(200)
