@@ -17,10 +17,11 @@ import OrderedCollections
 /// transfer completions, retry timers and the index's commit callbacks (hopped
 /// back with `loop.execute`) and the answers of work handed to libuv's thread
 /// pool. On this thread: reading a copy from disk (a disk hit, a revalidated
-/// copy, a new copy's bytes for the memory tier) and streaming a plain body to
-/// its file, bounded by `resources.maxBytes`. On the pool
-/// (``HydraLoop/EventLoop/offload(_:then:)``): a new copy's SHA-256, remakers,
-/// gzip and aes-gcm, and writing such copies (``CopyWriter``). On the chores
+/// copy, a new copy's bytes for the memory tier) and streaming a plain body
+/// larger than ``spoolBytes`` to its file, bounded by `resources.maxBytes`.
+/// On the pool (``HydraLoop/EventLoop/offload(_:then:)``): a new copy's
+/// SHA-256, remakers, gzip and aes-gcm, and writing such copies and the plain
+/// ones kept in memory (``CopyWriter``). On the chores
 /// thread (``ResourceManager/removeCopies(_:reason:since:done:)``): removing a
 /// corrupt copy. Putting a copy in place is announced to the manager's
 /// ``ReplacementWatch`` (whose lock this thread may wait on for one `unlink`).
