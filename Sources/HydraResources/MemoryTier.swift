@@ -10,15 +10,24 @@ import OrderedCollections
 /// held: a dictionary finds the entry and a doubly linked list keeps the order
 /// of use (moving an entry in an ordered dictionary shifts every later one).
 final class MemoryTier {
-    struct Entry {
-        var record: ResourceRecord
-        var content: [UInt8]
+    /// A copy held, shared by reference with every hit (immutable).
+    final class Entry {
+        let record: ResourceRecord
+        let content: [UInt8]
         /// The result of a hit (the stat fields and `source: memory`), built
-        /// once when the copy is kept: a hit shares it, it does not copy it.
-        var result: OrderedDictionary<String, JSONValue>
-        /// `result`'s encoded length, counted once too (the coordinator checks
-        /// every result against `limits.maxResultBytes`).
-        var resultSize: Int
+        /// once when the copy is kept, its encoded length counted once too (the
+        /// coordinator checks every result against `limits.maxResultBytes`):
+        /// a hit shares it, it does not copy it.
+        let result: KeptResult
+        /// The same fields, for a hit that adds the content (`as`).
+        let fields: OrderedDictionary<String, JSONValue>
+
+        init(record: ResourceRecord, content: [UInt8], fields: OrderedDictionary<String, JSONValue>) {
+            self.record = record
+            self.content = content
+            self.fields = fields
+            result = KeptResult(fields)
+        }
     }
 
     /// One entry in the list of use. Ownership: `nodes` holds the only strong
@@ -27,7 +36,7 @@ final class MemoryTier {
     /// a long list never recurses through strong links).
     private final class Node {
         let key: String
-        var entry: Entry
+        let entry: Entry
         unowned(unsafe) var older: Node?
         unowned(unsafe) var newer: Node?
 
@@ -70,8 +79,7 @@ final class MemoryTier {
     func put(_ record: ResourceRecord, content: [UInt8], result: OrderedDictionary<String, JSONValue>) {
         remove(record.key)
         guard content.count <= capacity else { return }
-        let size = JSONValue.object(result).encodedSize(limit: .max) ?? .max
-        let node = Node(key: record.key, entry: Entry(record: record, content: content, result: result, resultSize: size))
+        let node = Node(key: record.key, entry: Entry(record: record, content: content, fields: result))
         nodes[record.key] = node
         append(node)
         bytes += content.count

@@ -853,10 +853,10 @@ final class ResourceExecutor: JobExecutor {
         let withoutContent = waiter.spec.presentation == nil || waiter.spec.presentation == .path
         if let kept {
             if withoutContent {
-                waiter.handle.succeed(building: KeptResult(value: .object(kept.result), size: kept.resultSize))
+                waiter.handle.succeed(building: kept.result)
                 return
             }
-            o = kept.result
+            o = kept.fields
         } else {
             let result = ResourceResult(record: record, source: source, manager: manager)
             if withoutContent {

@@ -21,7 +21,7 @@ import Testing
         let tier = MemoryTier(capacity: 100) { accounted += $0 }
         for key in ["a", "b", "c", "d"] { put(tier, key, bytes: 25) }
         #expect(tier.keysByUse == ["a", "b", "c", "d"] && tier.bytes == 100 && accounted == 100)
-        #expect(tier.get("b")?.result["key"] == "b")  // b is now the newest
+        #expect(tier.get("b")?.fields["key"] == "b")  // b is now the newest
         #expect(tier.get("d") != nil)                  // the newest stays the newest
         #expect(tier.keysByUse == ["a", "c", "b", "d"])
         put(tier, "e", bytes: 40)                      // 140 bytes: a and c go

@@ -307,6 +307,8 @@ import Testing
         let result = try await engine.run(spec(#"{"type":"remote","endpoint":"/v1/hello/:name","pathVars":{"name":"x"}}"#))
         #expect(result.result?["body"] == ["name": "debugPlayer"])
         #expect(log.all.contains { $0.name == "job.skipped" && $0.fields["reason"] == "dummy" && $0.rootJobId == result.jobId })
+        // Skipped inside `start`, finished after the dummy's delay: `job.skipped` follows `job.started`.
+        #expect(log.names(job: result.jobId) == ["job.queued@", "job.started@", "job.skipped@", "job.succeeded@"])
         // A dummy slower than the job's timeout times out, as the network would.
         let late = try await engine.run(spec(#"{"type":"remote","endpoint":"/v1/hello/:name","pathVars":{"name":"x"},"timeoutMs":10}"#))
         #expect(late.error?.kind == .timeout)

@@ -60,7 +60,9 @@ import Testing
         #expect(second.result?["source"] == "memory")
         #expect(second.result?["content"]?.stringValue == body)
         #expect(try await counter(engine, "res-\(n)") == 1)
-        #expect(log.names(job: second.jobId).contains("job.skipped@"))
+        // Answered inside the worker's `start`: one report stands for started, skipped and succeeded,
+        // and the events keep their order (protocol §6, resources.md).
+        #expect(log.names(job: second.jobId) == ["job.queued@", "job.started@", "job.skipped@", "job.succeeded@"])
         #expect(log.all.contains { $0.rootJobId == second.jobId && $0.name == "job.skipped" && $0.fields["reason"] == "resource" })
         // The same file asked with the query in another order is the same resource.
         let a = try await engine.run(resource("/resource/\(n)?size=40&v=1"))

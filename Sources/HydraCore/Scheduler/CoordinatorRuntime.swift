@@ -279,11 +279,13 @@ final class CoordinatorRuntime {
             // The task's own fields only (no step `label`: the names are the sender's to choose).
             emission.issued(bus.emit(emission.name, jobId: node.root.id, rootJobId: node.root.id,
                                      stepPath: node.path) { emission.fields })
-        case .finished(let outcome, let ran):
+        case .finished(let outcome, let ran, let skipped):
             if ran { started(node, worker: workerNames[node.workerIndex]) }
+            if let skipped { emit(EventName.skipped, node) { ["reason": .string(skipped)] } }
             finish(node, outcome)
-        case .succeeded(let result, let ran):
+        case .succeeded(let result, let ran, let skipped):
             if ran { started(node, worker: workerNames[node.workerIndex]) }
+            if let skipped { emit(EventName.skipped, node) { ["reason": .string(skipped)] } }
             // Built only if an event, a reference or a reader needs it (see `StepResult`,
             // `JobResult`); the journal gets it encoded without building it (`EncodedStep`).
             // `finish` takes the result from `deferredResult`; the `.null` is not used.

@@ -13,6 +13,10 @@ public final class TaskHandle {
     /// Whether `job.started` went out; it is sent lazily so a task that finishes
     /// inside `start` costs one message instead of two.
     @exclusivity(unchecked) var announced = false
+    /// A ``skipped(reason:)`` inside `start`, before anything went out: it
+    /// travels with `job.started` (see ``WorkerRuntime/announce(_:)``) or with
+    /// the outcome, so a hit answered at once costs one message instead of three.
+    @exclusivity(unchecked) var pendingSkip: String?
 
     init(task: WorkTask, worker: WorkerRuntime) {
         self.task = task
@@ -45,7 +49,10 @@ public final class TaskHandle {
     /// The job was answered without doing its work (`cache`, `dummy`); a final event follows.
     public func skipped(reason: String) {
         guard !isFinished else { return }
-        worker.announce(self)
+        if !announced {
+            pendingSkip = reason
+            return
+        }
         worker.report(task, .skipped(reason: reason))
     }
 
@@ -61,14 +68,14 @@ public final class TaskHandle {
     public func finish(_ outcome: StepOutcome) {
         guard !isFinished else { return }
         isFinished = true
-        worker.taskFinished(self, succeeded: outcome.isSuccess) { ran in .finished(outcome, ran: ran) }
+        worker.taskFinished(self, succeeded: outcome.isSuccess) { ran in .finished(outcome, ran: ran, skipped: pendingSkip) }
     }
 
     /// The task succeeded; the coordinator builds its result (see ``DeferredResult``). Frees the worker's slot.
     public func succeed(building result: any DeferredResult) {
         guard !isFinished else { return }
         isFinished = true
-        worker.taskFinished(self, succeeded: true) { ran in .succeeded(result, ran: ran) }
+        worker.taskFinished(self, succeeded: true) { ran in .succeeded(result, ran: ran, skipped: pendingSkip) }
     }
 }
 
@@ -83,9 +90,11 @@ public enum WorkerReport: Sendable {
     /// A custom event the task sends (``TaskHandle/emit(_:)``).
     case custom(CustomEmission)
     /// The task's outcome; `ran`: the task also started in this report (it
-    /// completed inside `start`, so one message stands for two).
-    case finished(StepOutcome, ran: Bool)
+    /// completed inside `start`, so one message stands for two); `skipped`:
+    /// it was answered without doing its work (``TaskHandle/skipped(reason:)``
+    /// inside `start`), `job.skipped` goes out between the two.
+    case finished(StepOutcome, ran: Bool, skipped: String?)
     /// Succeeded, with the result to build on the coordinator (see
     /// ``DeferredResult``); `ran` as for `finished`.
-    case succeeded(any DeferredResult, ran: Bool)
+    case succeeded(any DeferredResult, ran: Bool, skipped: String?)
 }

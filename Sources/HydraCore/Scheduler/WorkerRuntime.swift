@@ -71,6 +71,10 @@ final class WorkerRuntime {
         guard !handle.announced else { return }
         handle.announced = true
         report(handle.task, .started)
+        if let reason = handle.pendingSkip {
+            handle.pendingSkip = nil
+            report(handle.task, .skipped(reason: reason))
+        }
     }
 
     /// A task ended; `report(ran)` is its last report, `ran` true when it
