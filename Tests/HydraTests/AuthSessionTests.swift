@@ -211,7 +211,9 @@ import HydraLoop
     /// `failed` until the next login.
     @Test func a401OnAPasswordSessionWithoutARefreshTokenFailsWithKindHTTP() async throws {
         let key = UUID().uuidString
-        let engine = try engine(key, tokenQuery: "&refresh=0", type: "oauth2-password")
+        // An hour's token: what ends it is the revocation below (under ThreadSanitizer
+        // this test once ran past the default minute's refresh point before its first request).
+        let engine = try engine(key, tokenQuery: "&refresh=0&ttl=3600", type: "oauth2-password")
         defer { engine.shutdown() }
         try await engine.login(auth: "svc", username: "alice", password: "wonderland")
         #expect(try await engine.run(guarded(key)).state == .succeeded)
