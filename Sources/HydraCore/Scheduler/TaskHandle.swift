@@ -46,7 +46,9 @@ public final class TaskHandle {
         worker.report(task, .retrying(attempt: attempt, delayMs: delayMs, error: error))
     }
 
-    /// The job was answered without doing its work (`cache`, `dummy`); a final event follows.
+    /// The job was answered without doing its work (`cache`, `dummy`,
+    /// `resource`); a final event follows. Inside `start`, before anything went
+    /// out, it is held (``pendingSkip``) and sent with the next report.
     public func skipped(reason: String) {
         guard !isFinished else { return }
         if !announced {
