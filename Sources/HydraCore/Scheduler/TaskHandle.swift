@@ -51,10 +51,11 @@ public final class TaskHandle {
     /// out, it is held (``pendingSkip``) and sent with the next report.
     public func skipped(reason: String) {
         guard !isFinished else { return }
-        if !announced {
+        if !announced && pendingSkip == nil {
             pendingSkip = reason
             return
         }
+        worker.announce(self)  // (a second one inside `start`: the held one goes out first)
         worker.report(task, .skipped(reason: reason))
     }
 

@@ -66,7 +66,8 @@ final class WorkerRuntime {
         outbox?.post(.report(task, report))
     }
 
-    /// Sends `job.started` for `handle` unless it already went out.
+    /// Sends `job.started` for `handle` unless it already went out, then the
+    /// `job.skipped` it holds, if any (see ``TaskHandle/pendingSkip``).
     func announce(_ handle: TaskHandle) {
         guard !handle.announced else { return }
         handle.announced = true
