@@ -685,7 +685,7 @@ final class ResourceExecutor: JobExecutor {
                 hash.update(data: piece)
                 size += piece.count
             }
-            return .success((ResourceKey.hex(hash.finalize()), [], size))
+            return .success((Hex.string(hash.finalize()), [], size))
         } catch {
             return .failure(error)
         }

@@ -13,7 +13,7 @@ enum ResourceKey {
             // No options and `{}` are one request (the remaker gets `{}` either way).
             if let options, options != .object([:]) { text += " " + JSONWriter.string(options.sortedKeys) }
         }
-        return hex(SHA256.hash(data: Array(text.utf8)))
+        return Hex.string(SHA256.hash(data: Array(text.utf8)))
     }
 
     /// `url` with its query parameters sorted (the fragment dropped: never sent).
@@ -25,9 +25,7 @@ enum ResourceKey {
         return String(base[..<q]) + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
     }
 
-    static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 { Hex.string(digest) }
-
-    static func sha256(_ bytes: [UInt8]) -> String { hex(SHA256.hash(data: bytes)) }
+    static func sha256(_ bytes: [UInt8]) -> String { Hex.string(SHA256.hash(data: bytes)) }
 }
 
 extension JSONValue {
