@@ -8,7 +8,7 @@ import HydraLoop
 /// Auth sessions (rest.md §1) against the test server's OAuth2 token
 /// endpoint (`/oauth/token`) and its bearer-protected `/protected` routes.
 /// Each test keys its tokens and counters apart (`?key=`), so tests run side by side.
-@Suite struct AuthSessionTests {
+@Suite(.ownThreads) struct AuthSessionTests {
     /// An engine whose `svc` session (client credentials) guards the api `guarded`.
     func engine(_ key: String, tokenQuery: String = "", type: String = "oauth2-client-credentials",
                 secret: String? = "s3cret", extraAuth: String = "") throws -> HydraEngine {

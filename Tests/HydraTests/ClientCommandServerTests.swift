@@ -5,7 +5,7 @@ import Testing
 
 /// The client commands against a real `hydra serve`, as a person meets them:
 /// `submit --follow` on a terminal and off one, `--pretty`, a server that dies.
-@Suite struct ClientCommandServerTests {
+@Suite(.ownThreads) struct ClientCommandServerTests {
     let cli = RunCommandTests()
 
     /// Starts the binary with `stdin` written and closed; stdout is a pipe, stderr `stderr`.

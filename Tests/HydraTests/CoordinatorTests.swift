@@ -8,7 +8,7 @@ import Testing
 /// executor (the test says when each step ends and how) and whose clock the
 /// test moves, so timeouts and ordering are checked without waiting and
 /// without a network. Real workers and loops; only the work is scripted.
-@Suite struct CoordinatorTests {
+@Suite(.ownThreads) struct CoordinatorTests {
     /// A step that ended before a restart sends no second final event after
     /// it, whichever: a group's end is not journaled, and its resumed run may
     /// end it otherwise (a black-box crash test saw `job.failed` then

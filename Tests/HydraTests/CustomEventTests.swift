@@ -5,7 +5,7 @@ import Testing
 @testable import HydraRPC
 
 /// Custom events (rest.md §6): `events.emit` and the `emit` local job, over the real server.
-@Suite struct CustomEventTests {
+@Suite(.ownThreads) struct CustomEventTests {
     @Test func emitReachesMatchingSubscribersAndRefusesBadNames() throws {
         let server = try ServerProcess()
         defer { server.terminate() }

@@ -5,11 +5,12 @@ import HydraLoop
 @testable import Hydra
 
 /// Admission limits and graceful stop of the embedded engine.
-@Suite struct EngineLifecycleTests {
+@Suite(.ownThreads) struct EngineLifecycleTests {
     @Test func refusesWorkBeyondMaxQueuedJobs() async throws {
         let engine = try makeEngine(#", "limits": {"maxQueuedJobs": 2}"#)
         defer { engine.shutdown() }
-        let slow = try spec(#"{"type":"local","name":"delay","input":{"ms":300}}"#)
+        // Long enough to stay unfinished however slowly the machine runs this test.
+        let slow = try spec(#"{"type":"local","name":"delay","input":{"ms":60000}}"#)
         let first = try engine.submit(slow)
         _ = try engine.submit(slow)
         let refused = #expect(throws: ValidationError.self) { try engine.submit(slow) }
@@ -18,6 +19,7 @@ import HydraLoop
         // A batch is admitted whole or not at all.
         #expect(throws: ValidationError.self) { try engine.submit(batch: [slow]) { _ in } }
         #expect(engine.scheduler.unfinishedJobs == 2)
+        #expect(await engine.cancel(first) == .cancelled)
         _ = await engine.result(of: first)
         // Room again once a job is final (its completion runs just before result waiters).
         try await waitUntil { engine.scheduler.unfinishedJobs < 2 }

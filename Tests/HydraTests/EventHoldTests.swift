@@ -6,7 +6,7 @@ import Testing
 /// The RPC loop's hold on live events until the store has written them
 /// (``EventHold``): every event goes out, in order, and the writer is asked to
 /// wake the loop whenever some stay held, whatever the interleaving.
-@Suite struct EventHoldTests {
+@Suite(.ownThreads) struct EventHoldTests {
     func event(_ seq: UInt64) -> HydraEvent {
         HydraEvent(seq: seq, name: "job.started", jobId: "j", rootJobId: "j", stepPath: "", time: 0, fields: [:])
     }

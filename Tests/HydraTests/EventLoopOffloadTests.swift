@@ -6,7 +6,7 @@ import HydraLoop
 
 /// `EventLoop.offload`: blocking work on libuv's thread pool, its answer back
 /// on the loop thread, and a loop that does not end before the answer came.
-@Suite struct EventLoopOffloadTests {
+@Suite(.ownThreads) struct EventLoopOffloadTests {
     @Test func workRunsOffTheLoopAndTheAnswerComesBackOnIt() async {
         let loop = EventLoop(name: "offload-test")
         defer { loop.shutdown() }

@@ -3,7 +3,7 @@ import Testing
 
 /// The fuzzers' seed corpora and saved findings stay passing: each target's
 /// folder runs through `hydra-fuzz` built without the fuzzer.
-@Suite struct FuzzCorpusTests {
+@Suite(.ownThreads) struct FuzzCorpusTests {
     @Test(arguments: ["json", "spec", "config", "rpc"])
     func savedInputsPass(target: String) throws {
         let process = ChildProcess()

@@ -8,7 +8,7 @@ import Testing
 /// Every way a job can end, by generated graphs: whatever the shape, the
 /// steps and the timing, every root reaches exactly one final state, and
 /// every step that was queued has exactly one final event.
-@Suite struct GraphPropertyTests {
+@Suite(.ownThreads) struct GraphPropertyTests {
     /// The cases: each step of a group fails while the group starts it.
     @Test func groupsWhoseStepsFailAsTheyStartStillFinish() async throws {
         let engine = try makeEngine()

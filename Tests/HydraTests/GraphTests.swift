@@ -6,7 +6,7 @@ import Testing
 @testable import Hydra
 
 /// Serial and concurrent graphs, references, events, cancellation, priorities, workers.
-@Suite struct GraphTests {
+@Suite(.ownThreads) struct GraphTests {
     @Test func serialStepsUseEarlierResults() async throws {
         let engine = try makeEngine()
         defer { engine.shutdown() }
@@ -214,7 +214,8 @@ import Testing
         defer { engine.shutdown() }
         let local = try await engine.run(spec(#"{"type":"local","name":"delay","input":{"ms":5000},"timeoutMs":100}"#))
         #expect(local.error?.kind == .timeout)
-        let group = try await engine.run(spec(#"{"type":"serial","timeoutMs":150,"steps":[{"type":"local","name":"delay","input":{"ms":50}},{"type":"remote","endpoint":"/delay/3000"}]}"#))
+        // The group's time must cover the first step on a loaded machine and run out in the second.
+        let group = try await engine.run(spec(#"{"type":"serial","timeoutMs":1000,"steps":[{"type":"local","name":"delay","input":{"ms":50}},{"type":"remote","endpoint":"/delay/5000"}]}"#))
         #expect(group.error?.kind == .timeout)
         #expect(group.result?["results"]?[0] == ["ms": 50])
         #expect(group.result?["errors"]?[1]?["kind"] == "cancelled")

@@ -43,7 +43,7 @@ struct HTTPHeaderBlockTests {
 
 /// A response body is handed back in a buffer of about its size, whatever
 /// room a peer's `Content-Length` made the transfer reserve.
-@Suite struct ResponseBodyFitTests {
+@Suite(.ownThreads) struct ResponseBodyFitTests {
     @Test func aBodyFarSmallerThanItsBufferIsCopiedIntoOneItsSize() {
         var lied: [UInt8] = []
         lied.reserveCapacity(1 << 20)  // a declared length of a gzip body that decoded to 10 bytes

@@ -9,7 +9,7 @@ import Testing
 @testable import HydraRPC
 
 /// The service over a real SQLite store, without the RPC server in front.
-@Suite struct HydraServiceTests {
+@Suite(.ownThreads) struct HydraServiceTests {
     /// With a memory window of one job, every other finished job is answered from the
     /// store, including those whose finish is still queued for the writer: none may
     /// read as running or queued once the engine has finished it.

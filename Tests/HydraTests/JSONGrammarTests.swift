@@ -5,7 +5,7 @@ import Testing
 
 /// The JSON parser against RFC 8259's grammar, corner by corner: what it
 /// accepts, what it refuses, and what each accepted text means.
-@Suite struct JSONGrammarTests {
+@Suite(.ownThreads) struct JSONGrammarTests {
     @Test func everyEscape() throws {
         #expect(try JSONParser.parse(#""\"\\\/\b\f\n\r\t""#) == .string("\"\\/\u{08}\u{0C}\n\r\t"))
         #expect(try JSONParser.parse(#""\u0041\u00e9\u4E2D\u0000""#) == .string("Aé中\u{0}"))

@@ -3,7 +3,7 @@ import Testing
 
 @testable import Hydra
 
-@Suite struct JSONTests {
+@Suite(.ownThreads) struct JSONTests {
     /// A line inside a larger buffer parses in place; errors count from the line's start.
     /// `encodedSize` is the writer's length, for generated values full of what
     /// needs escaping, and nil one byte below it.
@@ -90,7 +90,7 @@ import Testing
     }
 }
 
-@Suite struct JSONWriterEscapingTests {
+@Suite(.ownThreads) struct JSONWriterEscapingTests {
     @Test func escapesWhatJSONRequiresAndCopiesTheRest() throws {
         let text = "plain \"quoted\" back\\slash\nnew\rret\ttab \u{01} é 😀 end"
         let written = JSONWriter.string(.string(text))

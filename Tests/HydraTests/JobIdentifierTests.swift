@@ -2,7 +2,7 @@ import Testing
 
 @testable import HydraCore
 
-@Suite struct JobIdentifierTests {
+@Suite(.ownThreads) struct JobIdentifierTests {
     @Test func idsAreShortAndGiveTheirKeyBack() {
         var seen = Set<String>()
         for _ in 0..<2000 {

@@ -9,7 +9,7 @@ import Testing
 /// The journal seam, against a fake of one store slice (``JobStore``): the
 /// coordinator itself tells the journal when a job started, each leaf step it
 /// finished and how it ended, with the final `job.result` already encoded.
-@Suite struct JobJournalTests {
+@Suite(.ownThreads) struct JobJournalTests {
     /// Records what reaches the jobs slice; reads are not part of the seam.
     final class RecordingJobStore: JobStore {
         enum Call: Equatable {

@@ -2,7 +2,7 @@ import Testing
 
 @testable import HydraCore
 
-@Suite struct JobTableTests {
+@Suite(.ownThreads) struct JobTableTests {
     final class Box {
         let n: UInt64
         init(_ n: UInt64) { self.n = n }

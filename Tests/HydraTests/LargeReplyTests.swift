@@ -8,7 +8,7 @@ import Testing
 /// One reply larger than `rpc.maxOutboundBytes` (a big `job.result`) reaches a
 /// client that reads: the cap holds back clients that stop reading, it never
 /// answers a request with a closed connection.
-@Suite struct LargeReplyTests {
+@Suite(.ownThreads) struct LargeReplyTests {
     @Test func aResultLargerThanTheOutboundCapIsAnsweredWhole() throws {
         let server = try ServerProcess(config: #""rpc": {"listen": "127.0.0.1:0", "maxOutboundBytes": 65536, "maxMessageBytes": 16777216}"#)
         defer { server.terminate() }

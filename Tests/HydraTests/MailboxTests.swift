@@ -4,7 +4,7 @@ import Testing
 import HydraLoop
 
 /// `Mailbox`: closed by its owner, then again by its loop's shutdown hook.
-@Suite struct MailboxTests {
+@Suite(.ownThreads) struct MailboxTests {
     /// The coordinator closes its inbox, then shuts its loop down, whose hook
     /// closes the mailbox again. By then libuv has run the close callback and
     /// the handle's memory is free: the second close must not read it (it did,

@@ -5,7 +5,7 @@ import Testing
 
 /// The memory tier's order of use and byte budget, driven directly (the
 /// resource job suites exercise it through real transfers).
-@Suite struct MemoryTierTests {
+@Suite(.ownThreads) struct MemoryTierTests {
     private func record(_ key: String, bytes: Int) -> ResourceRecord {
         ResourceRecord(key: key, url: "http://h/\(key)", bytes: bytes, diskBytes: bytes, contentType: nil,
                        sha256: String(repeating: "a", count: 64), etag: nil, lastModified: nil,

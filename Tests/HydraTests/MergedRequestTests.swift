@@ -4,7 +4,7 @@ import Testing
 @testable import Hydra
 
 /// Merged requests (rest.md §4): identical GETs in flight share one request.
-@Suite struct MergedRequestTests {
+@Suite(.ownThreads) struct MergedRequestTests {
     @Test func identicalRequestsInFlightShareOne() async throws {
         let engine = try makeEngine(#", "apis": {"slow": {"server": "testsvr", "endpoint": "/hits/:k", "coalesce": true}}"#)
         defer { engine.shutdown() }

@@ -4,7 +4,7 @@ import Testing
 @testable import Hydra
 
 /// Polling (rest.md §5): `repeat` against the test server's counters.
-@Suite struct PollingTests {
+@Suite(.ownThreads) struct PollingTests {
     @Test func pollsUntilTheConditionHoldsOrFailsWithCondition() async throws {
         let engine = try makeEngine()
         defer { engine.shutdown() }

@@ -7,7 +7,7 @@ import Testing
 @testable import HydraREST
 
 /// Embedding hooks (rest.md §9) and dummy responses through the dogma, against the test server.
-@Suite struct RESTHooksTests {
+@Suite(.ownThreads) struct RESTHooksTests {
     @Test func preparersSignRequestsGloballyAndPerApi() async throws {
         let engine = try makeEngine()
         defer { engine.shutdown() }

@@ -4,7 +4,7 @@ import Testing
 @testable import Hydra
 
 /// Runs the README's example (RESTReadmeExample.swift) against the test server.
-@Suite struct RESTReadmeExampleTests {
+@Suite(.ownThreads) struct RESTReadmeExampleTests {
     @Test func theReadmeExampleRuns() async throws {
         let key = UUID().uuidString
         let state = NSTemporaryDirectory() + "hydra-readme-\(UUID().uuidString)"

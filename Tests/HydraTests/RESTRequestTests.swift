@@ -4,7 +4,7 @@ import Testing
 @testable import Hydra
 
 /// The fluent typed request builder, and the README's example program.
-@Suite struct RESTRequestTests {
+@Suite(.ownThreads) struct RESTRequestTests {
     struct Item: Codable, Sendable, Equatable {
         let id: Int
         let name: String

@@ -5,7 +5,7 @@ import Testing
 @testable import HydraRPC
 
 /// What a job that was running when the server died tells its clients after the restart.
-@Suite struct RecoveryTests {
+@Suite(.ownThreads) struct RecoveryTests {
     @Test func aResumedJobSaysSoAndKeepsItsStartTime() throws {
         let state = NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
         var server = try ServerProcess(state: state)

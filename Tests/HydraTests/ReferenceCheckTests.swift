@@ -5,7 +5,7 @@ import Testing
 
 /// References that can never resolve are refused at submit, naming the field
 /// (protocol §4 References); those only the run can judge still fail the step.
-@Suite struct ReferenceCheckTests {
+@Suite(.ownThreads) struct ReferenceCheckTests {
     @Test func referencesThatCanNeverResolveAreRefusedAtSubmit() throws {
         let engine = try makeEngine()
         defer { engine.shutdown() }

@@ -4,7 +4,7 @@ import Testing
 @testable import Hydra
 
 /// Remote jobs against the real local test server, through the real engine.
-@Suite struct RemoteJobTests {
+@Suite(.ownThreads) struct RemoteJobTests {
     @Test func getDecodesJSONAndReportsResultShape() async throws {
         let engine = try makeEngine()
         defer { engine.shutdown() }

@@ -8,7 +8,7 @@ import Testing
 
 /// What a remote job's result holds (protocol §4): the dogma a body gets
 /// when none is named, and the effective `url`.
-@Suite struct RemoteResultShapeTests {
+@Suite(.ownThreads) struct RemoteResultShapeTests {
     @Test func theResultSaysWhereTheBodyCameFrom() async throws {
         let engine = try makeEngine()
         defer { engine.shutdown() }

@@ -7,7 +7,7 @@ import Testing
 
 /// The resource-index slice of the SQLite store (``ResourceIndexStore``), on
 /// real files in a fresh folder per test.
-@Suite final class ResourceIndexStoreTests: Sendable {
+@Suite(.ownThreads) final class ResourceIndexStoreTests: Sendable {
     let root = NSTemporaryDirectory() + "hydra-resindex-\(UUID().uuidString)"
 
     deinit { try? FileManager.default.removeItem(atPath: root) }

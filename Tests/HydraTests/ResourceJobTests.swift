@@ -9,7 +9,7 @@ import Testing
 
 /// `resource` jobs (resources.md §1) against the real test server, whose
 /// counters say how many requests and body bytes reached it.
-@Suite final class ResourceJobTests: Sendable {
+@Suite(.ownThreads) final class ResourceJobTests: Sendable {
     let state = NSTemporaryDirectory() + "hydra-res-\(UUID().uuidString)"
 
     deinit { try? FileManager.default.removeItem(atPath: state) }
@@ -272,7 +272,7 @@ import Testing
 }
 
 /// The embedding API (resources.md §5) and the repository's upkeep.
-@Suite final class ResourceEmbeddingTests: Sendable {
+@Suite(.ownThreads) final class ResourceEmbeddingTests: Sendable {
     let state = NSTemporaryDirectory() + "hydra-resemb-\(UUID().uuidString)"
 
     deinit { try? FileManager.default.removeItem(atPath: state) }
@@ -336,7 +336,7 @@ import Testing
 
 /// Transfers that break (resources.md §1, issue 13 §2): nothing partial is
 /// ever visible, and a good copy survives a failed refresh.
-@Suite final class ResourceFaultTests: Sendable {
+@Suite(.ownThreads) final class ResourceFaultTests: Sendable {
     let state = NSTemporaryDirectory() + "hydra-resfault-\(UUID().uuidString)"
 
     deinit { try? FileManager.default.removeItem(atPath: state) }
@@ -638,7 +638,7 @@ import Testing
 }
 
 /// Remakers and gzip at rest (resources.md §1).
-@Suite final class ResourceRemakerTests: Sendable {
+@Suite(.ownThreads) final class ResourceRemakerTests: Sendable {
     let state = NSTemporaryDirectory() + "hydra-resremake-\(UUID().uuidString)"
 
     deinit { try? FileManager.default.removeItem(atPath: state) }
@@ -711,7 +711,7 @@ import Testing
 }
 
 /// The README's Swift example of the resource manager, compiled here, run against the test server.
-@Suite struct ResourceReadmeTests {
+@Suite(.ownThreads) struct ResourceReadmeTests {
     @Test func readmeShowsTheExampleAndItRuns() async throws {
         let root = RunCommandTests.root
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
@@ -726,7 +726,7 @@ import Testing
 }
 
 /// The purge timer (resources.md §4): past `maxBytes`, the least recently used copies go.
-@Suite final class ResourceUpkeepTests: Sendable {
+@Suite(.ownThreads) final class ResourceUpkeepTests: Sendable {
     let state = NSTemporaryDirectory() + "hydra-resupkeep-\(UUID().uuidString)"
 
     deinit { try? FileManager.default.removeItem(atPath: state) }

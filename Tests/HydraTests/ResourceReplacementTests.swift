@@ -43,7 +43,7 @@ final class GatedRemovalIndex: ResourceIndexStore, @unchecked Sendable {
 /// Removals (eviction, purge, `resource.rm`, corrupt drops) racing a new copy
 /// of the same key (a refresh, a 304 renewal): the index and the files agree
 /// afterwards, whichever commits first.
-@Suite final class ResourceReplacementTests: Sendable {
+@Suite(.ownThreads) final class ResourceReplacementTests: Sendable {
     let state = NSTemporaryDirectory() + "hydra-replace-\(UUID().uuidString)"
     deinit { try? FileManager.default.removeItem(atPath: state) }
 

@@ -10,7 +10,7 @@ import Testing
 /// cipher a copy is kept with, `sha256` checks on disk and for jobs sharing a
 /// transfer, the disk LRU right after a hit, Range resume without validators,
 /// the memory tier's share, removals, and peers' numbers.
-@Suite final class ResourceRulesTests: Sendable {
+@Suite(.ownThreads) final class ResourceRulesTests: Sendable {
     let state = NSTemporaryDirectory() + "hydra-resrules-\(UUID().uuidString)"
 
     deinit { try? FileManager.default.removeItem(atPath: state) }

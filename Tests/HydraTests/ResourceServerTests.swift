@@ -6,7 +6,7 @@ import Testing
 
 /// The `resource.*` methods, events and counters (resources.md §2–3) on the
 /// real server binary, its index in the SQLite state store.
-@Suite struct ResourceServerTests {
+@Suite(.ownThreads) struct ResourceServerTests {
     func code(_ client: RPCClient, _ method: String, _ params: JSONValue) -> Int? {
         do {
             _ = try client.call(method, params)
@@ -218,7 +218,7 @@ import Testing
 }
 
 /// `kill -9` in the middle of 100 downloads (issue 13 §2).
-@Suite struct ResourceCrashTests {
+@Suite(.ownThreads) struct ResourceCrashTests {
     @Test func killNineDuringDownloads() throws {
         let state = NSTemporaryDirectory() + "hydra-rescrash-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: state) }

@@ -5,7 +5,7 @@ import Testing
 
 /// `limits.maxResultBytes` (protocol §4 Size limits): held while references
 /// resolve, for every leaf's result and a group's collected results.
-@Suite struct ResultSizeTests {
+@Suite(.ownThreads) struct ResultSizeTests {
     private static let limits = #", "limits": {"maxResultBytes": 65536}"#
 
     @Test func aReferenceBombStopsAtTheLimitNotAtTheMachinesMemory() async throws {

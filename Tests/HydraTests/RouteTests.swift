@@ -5,7 +5,7 @@ import Testing
 @testable import HydraREST
 
 /// Routes of rest.md §8: endpoint segments with defaults.
-@Suite struct RouteTests {
+@Suite(.ownThreads) struct RouteTests {
     @Test func segmentDefaultsFillInOrGoAway() async throws {
         let engine = try makeEngine(#", "apis": {"mine": {"server": "testsvr", "endpoint": "/echo/:who=me/items/:page="}}"#)
         defer { engine.shutdown() }

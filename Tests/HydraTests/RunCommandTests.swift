@@ -4,7 +4,7 @@ import Testing
 @testable import Hydra
 
 /// `hydra run` as users run it: the real binary, its stdout, stderr and exit status.
-@Suite struct RunCommandTests {
+@Suite(.ownThreads) struct RunCommandTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 

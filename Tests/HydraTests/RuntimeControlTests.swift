@@ -5,7 +5,7 @@ import Testing
 @testable import HydraRPC
 
 /// Runtime control of dummy responses (rest.md §6), over the real server.
-@Suite struct RuntimeControlTests {
+@Suite(.ownThreads) struct RuntimeControlTests {
     @Test func dummySetAndEnableChangeTheNextRequests() throws {
         let server = try ServerProcess()
         defer { server.terminate() }

@@ -7,7 +7,7 @@ import Testing
 @testable import HydraStore
 
 /// The SQLite state store, on real files in a fresh folder per test (removed after it).
-@Suite final class SQLiteStoreTests: Sendable {
+@Suite(.ownThreads) final class SQLiteStoreTests: Sendable {
     static let key = "a passphrase of 16+ chars"
 
     /// This test's folder; each store gets a subfolder of its own.

@@ -8,7 +8,7 @@ import HydraCore
 /// against a plain Swift search, on the cases glibc's own memmem tests stress
 /// (empty and one-byte needles, matches at either end, near-misses that share
 /// a long prefix, periodic text) and on generated ones either side of the limits.
-@Suite struct SecretMaskingTests {
+@Suite(.ownThreads) struct SecretMaskingTests {
     /// `bytes` with every non-overlapping `secret`, left to right, replaced by `***`.
     static func expected(_ bytes: [UInt8], _ secret: [UInt8]) -> [UInt8]? {
         guard !secret.isEmpty, secret.count <= bytes.count else { return nil }

@@ -7,7 +7,7 @@ import Testing
 /// No byte of an aes-gcm shared value lands in clear in the database, its
 /// WAL, an event or a log, whatever a job does with it; a key keeps its cipher
 /// unless `shared.set` names another.
-@Suite struct SecretSharedDataTests {
+@Suite(.ownThreads) struct SecretSharedDataTests {
     private static let plaintext = "pl41nt3xt-Of-A-Secret"
 
     /// A step that reads a secret hands it on to the next in clear (`${prev…}`,

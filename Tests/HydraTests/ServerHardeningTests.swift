@@ -7,9 +7,9 @@ import Testing
 @testable import Hydra
 
 /// The RPC server's limits and edge cases of issue 11, against the real
-/// binary over real sockets (part of ``ServerTests``, so it runs serialized
-/// with the rest of them).
-extension ServerTests {
+/// binary over real sockets. Serialized like ``ServerTests`` (each test
+/// loads the server hard), beside it: the two suites run in parallel.
+@Suite(.serialized, .ownThreads) struct ServerHardeningTests {
     // MARK: - Subscriptions
 
     @Test func subscriptionsPerConnectionAreCappedByMaxSubscriptions() throws {

@@ -7,7 +7,7 @@ import Testing
 /// `hydra.stats` over the wire: protocol §5's counters (jobs by state,
 /// requests, cache hits/misses, retries, connections), each where a client
 /// looks first, counted from real requests to the test server.
-@Suite struct ServerStatsTests {
+@Suite(.ownThreads) struct ServerStatsTests {
     @Test func statsNameEveryCounterOfTheProtocol() throws {
         let server = try ServerProcess(config: #""apis": {"counted": {"server": "testsvr", "endpoint": "/hits/:k", "cacheTTL": 60}}"#)
         defer { server.terminate() }

@@ -8,7 +8,7 @@ import Testing
 @testable import HydraResources
 
 /// `hydra serve` as clients see it: the real binary over TCP and Unix sockets.
-@Suite(.serialized) struct ServerTests {
+@Suite(.serialized, .ownThreads) struct ServerTests {
     @Test func pingSubmitStatusResultAndList() throws {
         let server = try ServerProcess()
         defer { server.terminate() }
@@ -625,6 +625,10 @@ import Testing
         // Long enough to still be running when the second submit arrives, even on a loaded machine
         // (with 500 ms, one full-suite run in a dozen saw the server already gone: a closed connection).
         let job = try client.call("job.submit", ["job": ["type": "remote", "endpoint": "/delay/2000"]])
+        // Running before the signal (a job still queued then waits for the next start).
+        try waitUntilBlocking(timeout: .seconds(10)) {
+            (try? client.call("job.status", ["jobId": job["jobId"]!]))?["state"] == "running"
+        }
         let other = try server.client()
         kill(server.process.processIdentifier, SIGTERM)
         try waitUntilShuttingDown(other)
@@ -639,7 +643,8 @@ import Testing
             }
         }
         // Queries still work during the grace period.
-        #expect(try late.call("job.status", ["jobId": job["jobId"]!])["state"] == "running")
+        let state = try late.call("job.status", ["jobId": job["jobId"]!])["state"]
+        #expect(state == "running", "\(String(describing: state))")
         let (status, _) = server.waitForExit()  // (not a second signal: that would end the grace period)
         #expect(status == 0)
         // The job that was running finished and its result was kept.

@@ -3,7 +3,7 @@ import Testing
 
 @testable import Hydra
 
-@Suite struct SpecTests {
+@Suite(.ownThreads) struct SpecTests {
     func error(_ text: String) -> String? {
         do {
             _ = try spec(text)

@@ -5,7 +5,7 @@ import Testing
 @testable import HydraLoop
 
 /// TCP and Unix-socket line streams on a real loop, with the blocking client.
-@Suite struct StreamTests {
+@Suite(.ownThreads) struct StreamTests {
     @Test func parsesAddresses() {
         #expect(SocketAddress(parsing: "127.0.0.1:7400") == .tcp(host: "127.0.0.1", port: 7400))
         #expect(SocketAddress(parsing: "localhost:1") == .tcp(host: "127.0.0.1", port: 1))
@@ -97,9 +97,7 @@ import Testing
     }
 
     @Test func clientErrorsNameTheAddress() throws {
-        let server = try EchoServer(.tcp(host: "127.0.0.1", port: 0))
-        let port = server.port!
-        server.stop()
+        let port = TestServer.closedPort
         do {
             _ = try LineClient(connectingTo: .tcp(host: "127.0.0.1", port: port))
             Issue.record("connected to a closed port")

@@ -8,7 +8,7 @@ import Testing
 /// with `openssl` at test time, the test server's routes over HTTPS
 /// (Tests/Support/tlsserver.py, with and without a required client
 /// certificate), and Debian's `tinyproxy` on a loopback port.
-@Suite(.serialized) struct TLSProxyTests {
+@Suite(.serialized, .ownThreads) struct TLSProxyTests {
     /// A CA, a server certificate for 127.0.0.1 and a client certificate, made once per test process.
     struct Certificates: Sendable {
         let folder: String

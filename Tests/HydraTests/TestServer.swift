@@ -48,7 +48,9 @@ enum TestServer {
 
     static func url(_ path: String) -> String { base + path }
 
-    /// A port where nothing listens (bound then closed).
+    /// A port where nothing listens: bound and never listened on, for the
+    /// whole test process. Held rather than closed, so no server a test
+    /// starts in parallel (on port 0) can be given it: connecting is refused.
     static let closedPort: Int = {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
@@ -62,7 +64,6 @@ enum TestServer {
         _ = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
-        close(fd)
         return Int(UInt16(bigEndian: address.sin_port))
     }()
 }

@@ -4,7 +4,7 @@ import Testing
 
 /// The byte test behind every request's scheme check (routing refuses other
 /// schemes; the transfer waits for multiplexing on https).
-@Suite struct URLSchemeTests {
+@Suite(.ownThreads) struct URLSchemeTests {
     @Test func httpAndHTTPSOnlyWithTheirSlashes() {
         #expect(URLScheme(of: "http://h/p") == .http)
         #expect(URLScheme(of: "https://h") == .https)

@@ -7,7 +7,7 @@ import Testing
 /// Uploads (rest.md §2): multipart forms and raw bodies streamed from files
 /// under the state folder, parsed on the server side by Python's `email`
 /// parser (`/upload`), with `Content-MD5` and gzip checked there.
-@Suite struct UploadTests {
+@Suite(.ownThreads) struct UploadTests {
     /// A state folder with `uploads/a.bin` (`size` random bytes); returns the folder and the file's SHA-256.
     func stateWithFile(size: Int) throws -> (String, String) {
         let folder = NSTemporaryDirectory() + "hydra-upload-\(UUID().uuidString)"

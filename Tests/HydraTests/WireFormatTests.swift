@@ -5,7 +5,7 @@ import Testing
 
 /// The hand-written formatters of wire text (times, hex digests) against
 /// Foundation's `String(format:)`, which they replace on hot paths.
-@Suite struct WireFormatTests {
+@Suite(.ownThreads) struct WireFormatTests {
     /// The reference: what ``HydraEvent/format(_:)`` wrote with `String(format:)`.
     private static func reference(_ time: Double) -> String {
         let time = time.isNaN ? 0 : min(max(time, 0), 253_402_300_799.999)
