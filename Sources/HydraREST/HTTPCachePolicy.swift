@@ -29,13 +29,19 @@ enum HTTPCachePolicy {
     }
 
     /// The freshness lifetime in seconds the response gives itself: `s-maxage`,
-    /// else `max-age`, else `Expires` minus `Date` (or minus `now`); 0 for
-    /// `no-cache` (stored, but revalidated before each use); nil when it says
-    /// nothing (then it is not stored) or must not be stored.
+    /// else `max-age`, else `Expires` minus `Date` (or minus `now`); nil when
+    /// it says nothing (then it is not stored, rest.md §3, `no-cache` alone
+    /// included) or must not be stored. `no-cache` with a lifetime makes it 0:
+    /// stored, but revalidated before each use.
     static func lifetime(_ headers: JSONValue?, now: Double) -> Double? {
         let d = directives(headers)
         if d["no-store"] != nil || d["private"] != nil { return nil }
-        if d["no-cache"] != nil { return 0 }
+        guard let given = givenLifetime(d, headers, now: now) else { return nil }
+        return d["no-cache"] != nil ? 0 : given
+    }
+
+    /// The lifetime `Cache-Control` or `Expires` states, nil when neither does.
+    private static func givenLifetime(_ d: [String: String], _ headers: JSONValue?, now: Double) -> Double? {
         for name in ["s-maxage", "max-age"] {
             if let text = d[name] {
                 guard let seconds = Int(text), seconds >= 0 else { return 0 }  // a malformed age is stale (RFC 9111 §4.2.1)

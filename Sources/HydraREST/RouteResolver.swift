@@ -141,7 +141,9 @@ final class RouteResolver: Sendable {
             url = RouteResolver.join(server.url, filled)
         }
         guard URLScheme(of: url) != nil else {
-            throw JobError(.invalid, "url must start with http:// or https://: \(url)")
+            // Named by its scheme only: the rest may hold a user and password
+            // (a URL from a reference is checked here, not at submit).
+            throw JobError(.invalid, "url: expected an http:// or https:// URL, got \(RouteResolver.schemeForError(url))")
         }
         if !spec.query.isEmpty {
             let query = RouteResolver.encodeQuery(spec.query)
@@ -405,6 +407,17 @@ final class RouteResolver: Sendable {
     /// and percent-decoded, and the Basic credentials curl makes of it. Not the
     /// password alone: masking searches raw bytes, and a password such as `json`
     /// or `1234` would rewrite a response's own text (a content type, a body).
+    /// How an error names a URL it refused: its scheme, quoted, or "no
+    /// scheme"; never the rest of it.
+    static func schemeForError(_ url: String) -> String {
+        guard let end = url.range(of: "://")?.lowerBound else { return "no scheme" }
+        let scheme = url[..<end]
+        let allowed = scheme.utf8.allSatisfy { b in
+            (b >= 0x61 && b <= 0x7a) || (b >= 0x41 && b <= 0x5a) || (b >= 0x30 && b <= 0x39) || b == 0x2b || b == 0x2d || b == 0x2e
+        }
+        return allowed && !scheme.isEmpty && scheme.utf8.count <= 16 ? "\"\(scheme)://\"" : "no scheme"
+    }
+
     static func secrets(ofUserinfo userinfo: Substring) -> [String] {
         let raw = String(userinfo)
         let decoded = raw.removingPercentEncoding ?? raw

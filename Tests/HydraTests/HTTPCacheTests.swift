@@ -9,7 +9,7 @@ import Testing
 /// The HTTP cache (rest.md §3): lifetimes from the response, revalidation
 /// with 304, offline answers from stale responses, `cache.get`. Against the
 /// test server's `/cacheable` route, with the server's store-backed cache.
-@Suite struct HTTPCacheTests {
+@Suite(.ownThreads) struct HTTPCacheTests {
     // Lifetimes are an hour where a test needs a response to stay fresh: under
     // TSan the whole suite once stalled for over a minute between two requests.
     /// A service (for its store-backed response cache) whose `c` api caches with `cacheTTL` `ttl`.
@@ -44,6 +44,8 @@ import Testing
         let cases: [(JSONValue, Bool)] = [
             (["cc": "max-age=3600"], true), (["cc": "public, s-maxage=3600, max-age=0"], true), (["expires": 3600], true),
             (["cc": "no-store, max-age=3600"], false), (["cc": "private, max-age=3600"], false), ([:], false),
+            // no-cache alone gives no lifetime: not stored (rest.md §3).
+            (["cc": "no-cache"], false),
         ]
         for (query, cached) in cases {
             let key = UUID().uuidString
@@ -53,6 +55,12 @@ import Testing
             #expect(second.result?["fromCache"] == .bool(cached), "\(query)")
             #expect(second.result?["body"]?["n"] == (cached ? 1 : 2), "\(query)")
             #expect(try await counter(service, "cacheable:\(key)") == (cached ? 1 : 2))
+            // Not stored at all, not merely stale (cache.get looks without the network).
+            let url = try #require(first.result?["url"]?.stringValue)
+            let stored = await withCheckedContinuation { done in
+                service.cachedResponse(url: url, key: nil) { done.resume(returning: (try? $0.get()) != nil) }
+            }
+            #expect(stored == cached, "\(query)")
         }
         // A fixed lifetime honours no-store too.
         let (fixed, _) = try self.service(ttl: "60")
@@ -328,6 +336,18 @@ import Testing
             + log.all.map { JSONWriter.string($0.json) }.joined()
         for secret in ["url-Secret", "Secret-pw", Data("usr:url-Secret-pw".utf8).base64EncodedString()] {
             #expect(!text.contains(secret), "\(secret) came back")
+        }
+        // A URL from a reference is checked once resolved: its refusal names the scheme, not the password.
+        let refused = try await service.engine.run(spec(#"{"type":"serial","steps":[{"type":"local","name":"echo","input":{"u":"ftp://usr:url-Secret-pw@\#(host)/x"}},{"type":"remote","url":"${prev.u}"}]}"#))
+        #expect(refused.state == .failed && refused.error?.kind == .invalid)
+        #expect(refused.error?.message.contains("got \"ftp://\"") == true, "\(String(describing: refused.error))")
+        let noScheme = try await service.engine.run(spec(#"{"type":"serial","steps":[{"type":"local","name":"echo","input":{"u":"usr:url-Secret-pw@\#(host)/x"}},{"type":"remote","url":"${prev.u}"}]}"#))
+        #expect(noScheme.error?.message.contains("got no scheme") == true, "\(String(describing: noScheme.error))")
+        // (The echo step's own result holds the URL it was given: only the remote step's failure is checked.)
+        let failures = log.all.filter { $0.name == "job.failed" && $0.stepPath == "1" && [refused.jobId, noScheme.jobId].contains($0.rootJobId) }
+        #expect(failures.count == 2)
+        for failure in [refused.error?.message ?? "", noScheme.error?.message ?? ""] + failures.map({ JSONWriter.string($0.json) }) {
+            #expect(!failure.contains("Secret"), "\(failure)")
         }
         // cache.get and cache.remove find a user's entry by its URL, credentials and all, and only that user's.
         let got = try await withCheckedThrowingContinuation { done in
