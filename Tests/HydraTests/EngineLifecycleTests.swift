@@ -82,13 +82,11 @@ import HydraLoop
         // on it. The time bound is loose: the whole suite shares 2 cores, and
         // under ThreadSanitizer (make test-tsan) it stalls for tens of seconds.
         // (Once, in a fresh-clone CI run, this shutdown took 21.2 s against a
-        // usual 0.3 s. The likely cause is the test process, not the engine:
-        // Swift's cooperative pool has one thread per core (two here), and tests
-        // that block theirs (processes waited for, `usleep` polling) hold it; an
-        // awaited continuation then resumes late. In a full run of 2026-11-26,
-        // 30 tests of a few milliseconds each all reported "passed after
-        // 20.761 seconds" together. The bound catches a shutdown that waits for
-        // the transfer, not a late resumption.)
+        // usual 0.3 s: the test process, not the engine. Tests then ran on
+        // Swift's cooperative pool, one thread per core, and tests blocking
+        // theirs delayed every awaited resumption; they run on their own
+        // threads now, see ``OwnThreads``. The bound catches a shutdown that
+        // waits for the transfer.)
         // Its own time limit is longer than the transfer: only the shutdown may end it.
         let abandoned = try engine.submit(spec(#"{"type":"remote","endpoint":"/delay/600000","timeoutMs":1200000}"#))
         let started = ContinuousClock.now
