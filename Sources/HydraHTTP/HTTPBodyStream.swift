@@ -55,6 +55,8 @@ public final class HTTPBodyReader {
     private lazy var deflated = [UInt8](repeating: 0, count: 64 << 10)
     /// Why the last read failed (a file that shrank or could not be read).
     public private(set) var failure: String?
+    /// The bytes handed out since the start (compressed ones for gzip).
+    public private(set) var handedOut: Int64 = 0
 
     public init(_ stream: HTTPBodyStream) {
         self.stream = stream
@@ -70,11 +72,18 @@ public final class HTTPBodyReader {
         pendingStart = 0
         finished = false
         failure = nil
+        handedOut = 0
         endDeflate()
     }
 
     /// Copies the next bytes into `buffer`: how many (0 at the end), or -1 on a failure (see ``failure``).
     public func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        let n = next(into: buffer)
+        if n > 0 { handedOut += Int64(n) }
+        return n
+    }
+
+    private func next(into buffer: UnsafeMutableRawBufferPointer) -> Int {
         guard buffer.count > 0 else { return 0 }
         guard stream.gzip else { return readRaw(into: buffer) }
         while pendingStart == pending.count && !finished {

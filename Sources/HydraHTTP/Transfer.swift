@@ -609,7 +609,18 @@ final class Transfer {
     func outcome(_ code: CURLcode) -> Result<HTTPResponse, HTTPFailure> {
         guard code == CURLE_OK else { return .failure(failure(for: code)) }
         guard headersEnded else { return .failure(HTTPFailure(.network, "the connection closed inside the response's headers")) }
+        endUploadProgress()
         return .success(response())
+    }
+
+    /// A streamed body of unknown size (gzip-compressed on the way out) never
+    /// reaches a total curl knows, so its reports never said it ended: once
+    /// the transfer succeeded, one last report gives the body's bytes sent
+    /// (without the chunked framing curl's own count includes).
+    private func endUploadProgress() {
+        guard progress != nil, let bodyReader, lastUpload != UInt64.max else { return }
+        let sent = curl_off_t(bodyReader.handedOut)
+        reportProgress(upload: true, sent, sent)
     }
 
     func response() -> HTTPResponse {

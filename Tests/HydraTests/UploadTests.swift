@@ -50,7 +50,15 @@ import Testing
         let (state, sha) = try stateWithFile(size: 1_000_000)
         let engine = try makeEngine(state: state)
         defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        /// The last upload progress of a job: (bytes, totalBytes).
+        func lastUpload(_ job: JobResult) -> (JSONValue?, JSONValue?) {
+            let last = log.all.last { $0.rootJobId == job.jobId && $0.name == "job.progress" && $0.fields["upload"] == true }
+            return (last?.fields["bytes"], last?.fields["totalBytes"])
+        }
         let plain = try await engine.run(spec(#"{"type":"remote","method":"PUT","endpoint":"/upload","bodyFile":"uploads/a.bin"}"#))
+        #expect(lastUpload(plain) == (1_000_000, 1_000_000))
         #expect(plain.result?["body"]?["sha256"] == .string(sha) && plain.result?["body"]?["method"] == "PUT")
         // Through a 307 the body is sent again from its first byte, whoever follows the
         // redirect (a credential header makes Hydra's client follow it, not curl).
@@ -69,6 +77,8 @@ import Testing
         let body = try #require(packed.result?["body"])
         #expect(body["contentEncoding"] == "gzip" && body["md5ok"] == true && body["sha256"] == .string(sha))
         #expect(body["contentType"] == "application/x-test")
+        // Compressed on the way out, its size unknown beforehand: the last report still says all of it went.
+        #expect(lastUpload(packed).0 == body["bytes"] && lastUpload(packed).1 == body["bytes"], "\(lastUpload(packed)) \(String(describing: body["bytes"]))")
         // A JSON body too: gzip and Content-MD5 of what is sent.
         let small = try await engine.run(spec(#"{"type":"remote","method":"POST","endpoint":"/upload","body":{"x":1},"gzipBody":true,"contentMD5":true}"#))
         #expect(small.result?["body"]?["md5ok"] == true && small.result?["body"]?["contentEncoding"] == "gzip")
