@@ -59,6 +59,15 @@ public final class HydraEngine: Sendable {
                            authTokens: authTokens, sharedKey: sharedKey)
         resources = ResourceManager(rest: rest, index: resourceIndex ?? MemoryResourceIndex(),
                                     stateDirectory: self.stateDirectory, sharedKey: sharedKey)
+        if resourceIndex == nil {
+            // An index in memory starts empty: every copy an earlier run left in
+            // the repository is unknown to it, and would stay on disk uncounted
+            // by `maxBytes` for ever. They go now, with any partial download.
+            // (A persistent index is reconciled by whoever owns it: `hydra
+            // serve` at startup, or an embedder through `resources.reconcile()`.)
+            _ = try? resources.reconcile()
+            RESTManager.removeLeftoverDownloads(in: resources.repositoryPath)
+        }
         localJobs = LocalJobRegistry()
         var environment: [String: String] = [:]
         let processEnvironment = ProcessInfo.processInfo.environment

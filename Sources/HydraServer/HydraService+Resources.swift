@@ -7,20 +7,26 @@ import Hydra
 /// (``StoreReads``) or the repository's chores thread: they read the index and
 /// files, which never happens on the RPC loop.
 extension HydraService {
-    /// Which copy a call names: `key`, else the key of `url`.
+    /// Which copy `resource.stat` or `resource.read` names: `key`, else the
+    /// key of `url`. A text that cannot be a key names no copy: `-32002`, as
+    /// resources.md §2 answers for any copy that is not there, with the
+    /// reason saying what a key looks like.
     public func resourceKey(key: String?, url: String?) throws(ServiceError) -> String {
         if key != nil, url != nil { throw ServiceError.invalidParams(field: "key", "give url or key, not both") }
-        if let key { return try Self.checkedKey(key) }
+        if let key {
+            guard let lowered = Self.lowercasedKey(key) else {
+                throw ServiceError.notFound(field: "key", "not in repository (a resource key is 64 hex digits)")
+            }
+            return lowered
+        }
         if let url { return engine.resources.key(forURL: url) }
         throw ServiceError.invalidParams(field: "url", "required (or key)")
     }
 
-    /// A key as given (either case), lowercased; a text that cannot be a key is
-    /// refused rather than reported missing.
-    static func checkedKey(_ key: String) throws(ServiceError) -> String {
+    /// A key as given (either case), lowercased; nil for a text that cannot be one.
+    static func lowercasedKey(_ key: String) -> String? {
         let lowered = key.lowercased()
-        guard ResourceManager.isKey(lowered) else { throw ServiceError.invalidParams(field: "key", "expected a resource key: 64 hex digits") }
-        return lowered
+        return ResourceManager.isKey(lowered) ? lowered : nil
     }
 
     /// `resource.stat`.
@@ -83,12 +89,15 @@ extension HydraService {
     /// `resource.remove`.
     public func resourceRemove(key: String?, url: String?, prefix: String?,
                                reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
-        let checked: String?
-        do throws(ServiceError) {
-            checked = try key.map(Self.checkedKey)
-        } catch {
-            reply(.failure(error))
-            return
+        // A removal is not a lookup: a text that cannot be a key is a typo to
+        // point out, not "nothing removed".
+        var checked: String?
+        if let key {
+            guard let lowered = Self.lowercasedKey(key) else {
+                reply(.failure(.invalidParams(field: "key", "expected a resource key: 64 hex digits")))
+                return
+            }
+            checked = lowered
         }
         engine.resources.remove(key: checked, url: url, prefix: prefix) { reply($0.mapError(ServiceError.init)) }
     }

@@ -307,6 +307,24 @@ import Testing
         }
     }
 
+    /// An embedded engine without a persistent index starts with an empty
+    /// repository: what an earlier run left (copies its index no longer
+    /// knows, a partial download) is removed, not left uncounted on disk.
+    @Test func anEngineWithTheIndexInMemoryStartsWithAnEmptyRepository() async throws {
+        let first = try HydraEngine(configuration: Configuration(), stateDirectory: state)
+        let copy = try await first.fetchResource(TestServer.url("/resource/m\(UUID().uuidString.prefix(8).lowercased())"))
+        let path = state + "/" + (try #require(copy["path"]?.stringValue))
+        let partial = (path as NSString).deletingLastPathComponent + "/.hydra-download-1f2e3d"
+        #expect(FileManager.default.createFile(atPath: partial, contents: Data("partial".utf8)))
+        _ = await first.shutdown(gracePeriod: .seconds(5))
+        #expect(FileManager.default.fileExists(atPath: path))
+        let second = try HydraEngine(configuration: Configuration(), stateDirectory: state)
+        defer { second.shutdown() }
+        #expect(!FileManager.default.fileExists(atPath: path))
+        #expect(!FileManager.default.fileExists(atPath: partial))
+        #expect(try second.statResource(copy["url"]!.stringValue!) == nil)
+    }
+
     @Test func startupReconciliationMakesFilesAndIndexAgree() async throws {
         let store = try SQLiteStore(directory: state)
         defer { store.close() }

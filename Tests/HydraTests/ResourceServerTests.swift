@@ -16,6 +16,15 @@ import Testing
         }
     }
 
+    func message(_ client: RPCClient, _ method: String, _ params: JSONValue) -> String? {
+        do {
+            _ = try client.call(method, params)
+            return nil
+        } catch {
+            return error.message
+        }
+    }
+
     @Test func everyMethodAndEvent() throws {
         let server = try ServerProcess()
         defer { _ = server.terminate() }
@@ -43,13 +52,16 @@ import Testing
         #expect(try client.call("resource.stat", ["key": .string(keys[1])])["url"] == .string(urlB))
         #expect(code(client, "resource.stat", ["url": .string(TestServer.url("/resource/never"))]) == -32002)
         #expect(code(client, "resource.stat", [:]) == -32602)
-        // A key is 64 hex digits, in either case; what cannot be one is refused, not "not found".
+        // A key is 64 hex digits, in either case. What cannot be one names no copy: stat
+        // and read answer -32002 as for any missing copy (resources.md §2), saying what a
+        // key looks like; a removal refuses it (a typo, not "nothing removed").
         #expect(try client.call("resource.stat", ["key": .string(keys[1].uppercased())])["key"] == .string(keys[1]))
-        for bad: JSONValue in [.string(String(repeating: "z", count: 64)), "../../hydra", .string(String(keys[1].prefix(10)))] {
-            #expect(code(client, "resource.stat", ["key": bad]) == -32602, "\(bad)")
-            #expect(code(client, "resource.read", ["key": bad]) == -32602, "\(bad)")
+        for bad: JSONValue in [.string(String(repeating: "z", count: 64)), "../../hydra", "nonexistent", .string(String(keys[1].prefix(10)))] {
+            #expect(code(client, "resource.stat", ["key": bad]) == -32002, "\(bad)")
+            #expect(code(client, "resource.read", ["key": bad]) == -32002, "\(bad)")
             #expect(code(client, "resource.remove", ["key": bad]) == -32602, "\(bad)")
         }
+        #expect(message(client, "resource.stat", ["key": "nonexistent"])?.contains("64 hex digits") == true)
         #expect(code(client, "resource.stat", ["url": .string(urlA), "key": .string(keys[1])]) == -32602)
 
         let read = try client.call("resource.read", ["url": .string(urlA), "as": "text", "offset": 9, "length": 4])

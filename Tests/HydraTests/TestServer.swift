@@ -108,7 +108,9 @@ func makeEngine(_ extra: String = "", jobs: String? = nil, state: String? = nil,
          "defaults": {"server": "testsvr", "timeoutMs": 10000}}
         """
     let config = try Configuration(json: try mergedConfiguration(base, extra), environment: environment)
-    return try HydraEngine(configuration: config, stateDirectory: state ?? NSTemporaryDirectory() + "hydra-tests",
+    // A state folder of its own: an engine starts by clearing what an earlier
+    // one left in its repository (its index is in memory).
+    return try HydraEngine(configuration: config, stateDirectory: state ?? NSTemporaryDirectory() + "hydra-tests-\(UUID().uuidString)",
                            jobsDirectory: jobs)
 }
 
