@@ -268,6 +268,8 @@ import Testing
                 #expect(error.path == field, "\(text): \(error)")
             }
         }
+        // What a resource job does anyway may be said (`only`: it ends at once, not in the repository).
+        _ = try engine.submit(json: try JSONParser.parse(#"{"type":"resource","url":"\#(url)","method":"GET","mode":"only"}"#))
     }
 }
 

@@ -77,6 +77,9 @@ import Testing
         let page = try client.call("resource.list", ["prefix": .string(TestServer.url("/resource/\(n)")), "limit": 1])
         #expect(page["resources"]?.arrayValue?.count == 1 && page["next"] == .string(keys[1]))
         #expect(code(client, "resource.list", ["after": "garbage"]) == -32602)
+        // A limit past a page's 1,000 is a full page, not an error.
+        #expect(try client.call("resource.list", ["prefix": .string(TestServer.url("/resource/\(n)")), "limit": 5000])["resources"]?.arrayValue?.count == 2)
+        #expect(code(client, "resource.list", ["limit": 0]) == -32602)
 
         let stats = try client.call("resource.stats")
         #expect(stats["count"] == 2 && stats["hits"]?["memory"] == 1 && stats["misses"] == 2)

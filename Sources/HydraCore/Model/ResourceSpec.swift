@@ -29,7 +29,8 @@ public struct ResourceSpec: Sendable {
     static let refusedRemoteFields = ["method", "body", "bodyEncoding", "dogma", "cache", "saveAs", "bodyFile", "contentMD5", "gzipBody"]
 
     init(reader r: inout FieldReader) throws(ValidationError) {
-        for name in ResourceSpec.refusedRemoteFields where r.value(name) != nil {
+        // `"method": "GET"` says what a resource job does anyway: allowed.
+        for name in ResourceSpec.refusedRemoteFields where r.value(name) != nil && !(name == "method" && r.value(name) == "GET") {
             throw ValidationError(path: r.path(name), "not allowed in a resource job (a resource is fetched with GET)").refusingKey()
         }
         var mode = Mode.use

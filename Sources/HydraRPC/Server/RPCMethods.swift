@@ -203,7 +203,8 @@ extension RPCServerRuntime {
 
             case "resource.list":
                 try params.only(["prefix", "limit", "after"])
-                service.resourceList(prefix: try params.string("prefix"), limit: try params.int("limit", min: 1, max: 1000) ?? 100,
+                // A page holds at most 1,000 (a larger `limit` gets that many and `next`).
+                service.resourceList(prefix: try params.string("prefix"), limit: min(try params.int("limit", min: 1) ?? 100, 1000),
                                      after: try params.string("after"), reply: later)
 
             case "resource.remove":
