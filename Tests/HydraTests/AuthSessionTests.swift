@@ -550,6 +550,72 @@ import HydraLoop
         #expect(all["sessions"]?.arrayValue?.count == 1)
     }
 
+    /// rest.md §1: without `HYDRA_SHARED_KEY` tokens live in memory only. The
+    /// real server, logged in and then restarted on the same state folder, has
+    /// forgotten the session: `auth.status` says `none`, a job of the session is
+    /// "not logged in", and no token ever reached the disk.
+    /// Would catch: tokens kept at rest without a key (in clear, or sealed under
+    /// a key of the server's own making): the restarted server would say `valid`.
+    @Test func withoutASharedKeyARestartedServerLogsInAgain() throws {
+        let key = UUID().uuidString
+        let auth = #""auth": {"user": {"type": "oauth2-password", "tokenUrl": "\#(TestServer.base)/oauth/token?key=\#(key)&ttl=3600", "clientId": "app", "clientSecret": "s3cret"}}"#
+        // (ServerProcess takes HYDRA_SHARED_KEY out of the server's environment.)
+        let server = try ServerProcess(config: auth)
+        let client = try server.client()
+        #expect(try client.call("auth.login", ["name": "user", "username": "alice", "password": "wonderland"])["ok"] == true)
+        #expect(try client.call("auth.status", ["name": "user"])["state"] == "valid")
+        let job: JSONValue = ["type": "remote", "endpoint": "/protected/x", "query": ["key": .string(key)], "auth": "user"]
+        let id = try client.call("job.submit", ["job": job])["jobId"]!
+        #expect(try client.call("job.result", ["jobId": id, "waitMs": 10_000])["state"] == "succeeded")
+        #expect(server.terminate().status == 0)
+        for file in ["hydra.db", "hydra.db-wal"] {
+            guard let bytes = FileManager.default.contents(atPath: server.stateDirectory + "/" + file) else { continue }
+            #expect(bytes.range(of: Data("tok-".utf8)) == nil && bytes.range(of: Data("ref-".utf8)) == nil, "a token in \(file)")
+        }
+
+        let again = try ServerProcess(config: auth, state: server.stateDirectory)
+        defer { again.terminate() }
+        let client2 = try again.client()
+        let status = try client2.call("auth.status", ["name": "user"])
+        #expect(status["state"] == "none" && status["expiresAt"] == nil, "\(status)")
+        let id2 = try client2.call("job.submit", ["job": job])["jobId"]!
+        let refused = try client2.call("job.result", ["jobId": id2, "waitMs": 10_000])
+        #expect(refused["state"] == "failed" && refused["error"]?["kind"] == "auth", "\(refused)")
+        #expect(refused["error"]?["message"]?.stringValue?.contains("not logged in") == true, "\(refused)")
+        // The one password grant was the login: nothing logged in again by itself.
+        let count = try client2.call("job.submit", ["job": ["type": "remote", "endpoint": .string("/count/token:\(key)")]])["jobId"]!
+        #expect(try client2.call("job.result", ["jobId": count, "waitMs": 10_000])["result"]?["body"]?["count"] == 1)
+    }
+
+    /// rest.md §1: "one token request, never one per job", when the waiting
+    /// jobs run on two remote workers (each with its own loop and connection
+    /// pool): a slow token endpoint keeps them all waiting for the one request.
+    /// Would catch: a token fetch per worker (or per job) while one is in flight:
+    /// the token endpoint would count 2 (or more) requests.
+    @Test func jobsOnTwoRemoteWorkersWaitForOneTokenRequest() async throws {
+        let key = UUID().uuidString
+        // An hour's token (the 300 ms delay keeps every job waiting for the first fetch).
+        let engine = try makeEngine("""
+            , "workers": [{"name": "local", "kind": "local"}, {"name": "rest", "kind": "remote"}, {"name": "rest2", "kind": "remote"}],
+              "auth": {"svc": {"type": "oauth2-client-credentials", "tokenUrl": "\(TestServer.base)/oauth/token?key=\(key)&delayMs=300&ttl=3600",
+                               "clientId": "app", "clientSecret": "s3cret"}}
+            """)
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let steps = (0..<20).map { i in
+            #"{"type":"remote","endpoint":"/protected/x","query":{"key":"\#(key)"},"auth":"svc","worker":"\#(i % 2 == 0 ? "rest" : "rest2")"}"#
+        }
+        let fan = try await engine.run(spec(#"{"type":"concurrent","steps":[\#(steps.joined(separator: ","))]}"#))
+        #expect(fan.state == .succeeded, "\(String(describing: fan.error))")
+        // Both workers ran jobs of the session.
+        let started = log.all.filter { $0.rootJobId == fan.jobId && $0.name == "job.started" && !$0.stepPath.isEmpty }
+        #expect(Set(started.compactMap { $0.fields["worker"]?.stringValue }) == ["rest", "rest2"], "\(started.map(\.fields))")
+        #expect(try await counter(engine, "token:\(key)") == 1)
+        #expect(try await counter(engine, "protected:\(key)") == 20)
+        #expect(try engine.authStatus("svc").tokenRequests == 1)
+    }
+
     /// Merged jobs of a session share a request only when they carry the same
     /// token: a job holding a newer token (the old one revoked meanwhile) that
     /// joined a request sent with the old one masked only its own, and the old

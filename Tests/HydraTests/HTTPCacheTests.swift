@@ -133,6 +133,85 @@ import Testing
         #expect(offline.state == .failed && offline.error?.kind == .network)
     }
 
+    /// rest.md §3 at job level: `"cache": {"ttlSec": "http"}` on a job without an
+    /// api (so no `cacheTTL` applies) takes the lifetime from the response:
+    /// `max-age=120` stores it for 120 s and the next job is answered from the
+    /// cache; a response that gives no lifetime is not stored.
+    /// Would catch: a job's `"http"` ignored or read as no lifetime (nothing
+    /// stored: the second job would reach the server), a fixed lifetime used
+    /// instead of the response's (`expiresAt` would not be 120 s after
+    /// `storedAt`), and a response without a lifetime stored anyway.
+    @Test func aJobsHTTPLifetimeComesFromTheResponse() async throws {
+        let (service, _) = try service()
+        defer { service.engine.shutdown() }
+        func run(_ key: String, _ query: JSONValue) async throws -> JobResult {
+            let done = try await service.engine.run(JobSpec(json: [
+                "type": "remote", "endpoint": .string("/cacheable/\(key)"), "query": query, "cache": ["ttlSec": "http"],
+            ]))
+            service.store.flush()
+            #expect(done.state == .succeeded, "\(String(describing: done.error))")
+            return done
+        }
+        let key = UUID().uuidString
+        let first = try await run(key, ["cc": "max-age=120"])
+        let second = try await run(key, ["cc": "max-age=120"])
+        #expect(first.result?["fromCache"] == false)
+        #expect(second.result?["fromCache"] == true && second.result?["body"]?["n"] == 1, "\(String(describing: second.result))")
+        #expect(try await counter(service, "cacheable:\(key)") == 1)
+        let url = try #require(first.result?["url"]?.stringValue)
+        let stored = try await withCheckedThrowingContinuation { done in
+            service.cachedResponse(url: url, key: nil) { done.resume(with: $0.mapError { $0 as Error }) }
+        }
+        let storedAt = try #require(wireTime(stored["storedAt"]), "\(stored)")
+        let expiresAt = try #require(wireTime(stored["expiresAt"]), "\(stored)")
+        #expect(abs(expiresAt - storedAt - 120) < 1.5, "\(stored)")
+
+        // No lifetime in the response: nothing stored, each job goes to the server.
+        let bare = UUID().uuidString
+        _ = try await run(bare, [:])
+        #expect(try await run(bare, [:]).result?["fromCache"] == false)
+        #expect(try await counter(service, "cacheable:\(bare)") == 2)
+    }
+
+    /// rest.md §3 at job level: `"cache": {"ttlSec": "http", "staleIfErrorSec": N}`
+    /// on a job without an api: when the server fails (a 503), the stored
+    /// response past its lifetime answers, `fromCache` and `stale`, after a
+    /// `job.skipped` with reason `stale`; the same job without `staleIfErrorSec`
+    /// fails with the 503.
+    /// Would catch: a job's `staleIfErrorSec` ignored (only the api's read: the
+    /// job would fail with the 503), the stale answer given without being asked
+    /// for, and a stale answer without its marks or its `job.skipped` event.
+    @Test func aJobsStaleIfErrorSecAnswersWhenTheServerFails() async throws {
+        let (service, _) = try service()
+        defer { service.engine.shutdown() }
+        let log = EventLog()
+        _ = service.engine.subscribe(sink: log)
+        for staleIfErrorSec in [3600, nil] {
+            let key = UUID().uuidString
+            var cache: JSONValue = ["ttlSec": "http"]
+            if let staleIfErrorSec { cache = ["ttlSec": "http", "staleIfErrorSec": .int(staleIfErrorSec)] }
+            // max-age=0: stored, and stale at once; every request after the first answers 503.
+            let job = try JobSpec(json: ["type": "remote", "endpoint": .string("/cacheable/\(key)"),
+                                         "query": ["cc": "max-age=0", "fail": "503"], "cache": cache])
+            let first = try await service.engine.run(job)
+            service.store.flush()
+            #expect(first.state == .succeeded && first.result?["fromCache"] == false, "\(String(describing: first.error))")
+            let failing = try await service.engine.run(job)
+            #expect(try await counter(service, "cacheable:\(key)") == 2)  // the second job did ask the server
+            guard staleIfErrorSec != nil else {
+                #expect(failing.state == .failed && failing.error?.kind == .http && failing.error?.status == 503,
+                        "answered without staleIfErrorSec: \(String(describing: failing.result))")
+                continue
+            }
+            #expect(failing.state == .succeeded, "\(String(describing: failing.error))")
+            #expect(failing.result?["fromCache"] == true && failing.result?["stale"] == true && failing.result?["body"]?["n"] == 1,
+                    "\(String(describing: failing.result))")
+            let names = log.all.filter { $0.rootJobId == failing.jobId }.map(\.name)
+            #expect(names.suffix(2) == ["job.skipped", "job.succeeded"], "\(names)")
+            #expect(log.all.first { $0.rootJobId == failing.jobId && $0.name == "job.skipped" }?.fields["reason"] == "stale")
+        }
+    }
+
     /// `cache.get {url}` finds what requests of that URL stored under other
     /// keys: a session's variant (`GET URL session=NAME`), and an api's entry
     /// stored without the query (`cacheIgnoreQuery`); `cache.remove {url}`

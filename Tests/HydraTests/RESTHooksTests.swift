@@ -84,6 +84,43 @@ import Testing
         #expect(plain.error?.message == "HTTP 410")
     }
 
+    /// rest.md §9: response processors and error mappers, like preparers, run
+    /// on the loop of the worker that runs the job: with two remote workers, a
+    /// job sent to `rest2` has its processor and its error mapper called on
+    /// `rest2`'s loop thread, one sent to `rest` on `rest`'s. The thread is
+    /// told by the loop itself (`inEventLoop`), not by its name: on Linux a
+    /// thread started from a loop inherits the loop thread's name.
+    /// Would catch: processors or the error mapper called on another thread (the
+    /// coordinator's, a dispatch queue, a thread of their own, a Swift task,
+    /// another worker's loop).
+    @Test func processorsAndErrorMappersRunOnTheWorkersLoop() async throws {
+        let engine = try makeEngine(#", "workers": [{"name":"local","kind":"local"},{"name":"rest","kind":"remote"},{"name":"rest2","kind":"remote"}]"#)
+        defer { engine.shutdown() }
+        // "processor JOBID" / "mapper JOBID" -> the workers whose loop thread it ran on.
+        let threads = Locked<[String: Set<String>]>([:])
+        let loops = engine.workers.map { ($0.name, $0.loop) }
+        #expect(loops.map(\.0).sorted() == ["local", "rest", "rest2"])
+        @Sendable func record(_ hook: String, _ context: RESTHookContext) {
+            let worker = loops.first { $0.1.inEventLoop }?.0 ?? "off every worker's loop"
+            threads.withLock { _ = $0["\(hook) \(context.jobId)", default: []].insert(worker) }
+        }
+        try engine.rest.addResponseProcessor { _, context in record("processor", context) }
+        try engine.rest.setErrorMapper { _, context in
+            record("mapper", context)
+            return nil
+        }
+        for worker in ["rest", "rest2"] {
+            let ok = try await engine.run(spec(#"{"type":"remote","endpoint":"/items","worker":"\#(worker)"}"#))
+            #expect(ok.state == .succeeded, "\(String(describing: ok.error))")
+            let failed = try await engine.run(spec(#"{"type":"remote","endpoint":"/status/404","worker":"\#(worker)"}"#))
+            #expect(failed.error?.kind == .http && failed.error?.status == 404, "\(String(describing: failed.error))")
+            let seen = threads.withLock { $0 }
+            #expect(seen["processor \(ok.jobId)"] == [worker], "\(seen)")
+            #expect(seen["processor \(failed.jobId)"] == [worker], "\(seen)")
+            #expect(seen["mapper \(failed.jobId)"] == [worker], "\(seen)")
+        }
+    }
+
     /// HJ's behaviour: a dummy response is decoded by the api's dogma like a network one.
     @Test func aDummyResponseGoesThroughTheDogma() async throws {
         let engine = try makeEngine("""

@@ -45,6 +45,42 @@ import Testing
         #expect(try run(items)["result"]?["status"] == 200)
     }
 
+    /// rest.md §6: `dummy.set` replaces a runtime list that is asked before the
+    /// config's `dummy.responses`: with an entry for the same endpoint in both,
+    /// the runtime one answers; `dummy.set []` hands that endpoint back to the
+    /// config's entry (which never went away).
+    /// Would catch: the runtime list asked after the config's (the config's entry
+    /// would go on answering after `dummy.set`); `dummy.set` replacing or hiding
+    /// the config's list (nothing would answer after `dummy.set []`, or the network would);
+    /// an empty list not replacing the previous one (the runtime entry would stay).
+    @Test func theRuntimeListIsAskedBeforeTheConfigsAndAnEmptyOneHandsBack() throws {
+        let server = try ServerProcess(config: """
+            "dummy": {"enabled": true, "responses": [
+              {"server": "testsvr", "endpoint": "/items", "status": 201, "body": {"from": "config"}}]}
+            """)
+        defer { server.terminate() }
+        let client = try server.client()
+        func run() throws -> JSONValue {
+            let id = try client.call("job.submit", ["job": ["type": "remote", "api": "items"]])["jobId"]!
+            let done = try client.call("job.result", ["jobId": id, "waitMs": 10_000])
+            #expect(done["state"] == "succeeded", "\(done)")
+            return done["result"] ?? .null
+        }
+        let configured = try run()
+        #expect(configured["status"] == 201 && configured["body"] == ["from": "config"], "\(configured)")
+
+        let set = try client.call("dummy.set", ["responses": [
+            ["server": "testsvr", "endpoint": "/items", "status": 202, "body": ["from": "runtime"]],
+        ]])
+        #expect(set["count"] == 1)
+        let runtime = try run()
+        #expect(runtime["status"] == 202 && runtime["body"] == ["from": "runtime"], "\(runtime)")
+
+        #expect(try client.call("dummy.set", ["responses": []])["count"] == 0)
+        let back = try run()
+        #expect(back["status"] == 201 && back["body"] == ["from": "config"], "\(back)")
+    }
+
     /// `worker.configure` changes a worker's limits for its next tasks: with
     /// `maxActive` 1, slow requests run one at a time.
     @Test func workerConfigureChangesTheLimitsLive() throws {

@@ -41,4 +41,26 @@ import Testing
         #expect(jobs["succeeded"] == 3 && jobs["failed"] == 1 && jobs["cancelled"] == 0)
         _ = try other.call("hydra.ping")
     }
+
+    /// rest.md §4 over the wire: `hydra.stats` counts `requests.merged`. Five
+    /// identical `coalesce` GETs in flight together (the steps of one concurrent
+    /// group, the server answering after 2 s): one request on the network,
+    /// four merged into it.
+    /// Would catch: merged requests missing from `hydra.stats` (the counter not
+    /// wired to the server's stats: 0), or counted as requests sent.
+    @Test func statsCountMergedRequests() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let client = try server.client()
+        let key = UUID().uuidString
+        let step: JSONValue = ["type": "remote", "endpoint": .string("/hits/\(key)"), "query": ["ms": 2000], "coalesce": true]
+        let id = try client.call("job.submit", ["job": ["type": "concurrent", "steps": .array(Array(repeating: step, count: 5))]])["jobId"]!
+        let done = try client.call("job.result", ["jobId": id, "waitMs": 20_000])
+        #expect(done["state"] == "succeeded", "\(done)")
+        // Every step got the one response: the server counted one hit.
+        #expect(done["result"]?["results"]?.arrayValue?.allSatisfy { $0["body"]?["hits"] == 1 } == true, "\(done)")
+        let stats = try client.call("hydra.stats")
+        #expect(stats["requests"]?["merged"] == 4, "\(stats)")
+        #expect(stats["requests"]?["sent"] == 1, "\(stats)")
+    }
 }

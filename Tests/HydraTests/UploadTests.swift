@@ -93,6 +93,53 @@ import Testing
         #expect(retried.state == .succeeded && retried.result?["attempts"] == 2)
     }
 
+    /// rest.md §1 and §2: a streamed body (`bodyFile`, and a multipart form with
+    /// a file part) that gets a 401 is sent again whole with the new token. The
+    /// provider revokes the session's token before each upload, so the first
+    /// request (its body read in full by the server) gets a 401; the session gets
+    /// a new token and the same request goes again, from the body's first byte.
+    /// Would catch: a re-send after the 401 that carries no body, or the rest of a
+    /// body already read (the digests would not match the file), files closed
+    /// after the first request (the job would fail), and the re-send counted as
+    /// an attempt.
+    @Test func aStreamedBodyIsSentAgainWholeAfterA401() async throws {
+        let (state, sha) = try stateWithFile(size: 300_000)
+        let key = UUID().uuidString
+        // An hour's token: what ends each one is the revocation.
+        let engine = try makeEngine("""
+            , "auth": {"svc": {"type": "oauth2-client-credentials", "tokenUrl": "\(TestServer.base)/oauth/token?key=\(key)&ttl=3600",
+                               "clientId": "app", "clientSecret": "s3cret"}}
+            """, state: state)
+        defer { engine.shutdown() }
+        func count(_ name: String) async throws -> JSONValue? {
+            try await engine.run(spec(#"{"type":"remote","endpoint":"/count/\#(name)"}"#)).result?["body"]?["count"]
+        }
+        let primed = try await engine.run(spec(#"{"type":"remote","endpoint":"/protected/x","query":{"key":"\#(key)"},"auth":"svc"}"#))
+        #expect(primed.state == .succeeded, "\(String(describing: primed.error))")
+        let bodies = [
+            #""bodyFile":"uploads/a.bin""#,
+            #""bodyEncoding":"multipart","body":{"parts":[{"name":"meta","value":{"a":1}},{"name":"file","file":"uploads/a.bin"}]}"#,
+        ]
+        for (i, body) in bodies.enumerated() {
+            _ = try await engine.run(spec(#"{"type":"remote","endpoint":"/oauth/revoke","query":{"key":"\#(key)"}}"#))
+            let sent = try await engine.run(spec(
+                #"{"type":"remote","method":"POST","endpoint":"/upload","query":{"auth":"\#(key)"},"auth":"svc",\#(body)}"#))
+            #expect(sent.state == .succeeded, "\(body): \(String(describing: sent.error))")
+            #expect(sent.result?["attempts"] == 1, "\(body)")
+            #expect(try await count("upload-401:\(key)") == .int(i + 1), "\(body): no 401 came first")
+            let answer = try #require(sent.result?["body"], "\(body)")
+            if i == 0 {
+                #expect(answer["bytes"] == 300_000 && answer["sha256"] == .string(sha), "\(answer)")
+            } else {
+                let parts = try #require(answer["parts"]?.arrayValue, "\(answer)")
+                #expect(parts.count == 2 && parts[0]["text"] == #"{"a":1}"#, "\(parts)")
+                #expect(parts.last?["bytes"] == 300_000 && parts.last?["sha256"] == .string(sha), "\(parts)")
+            }
+        }
+        #expect(try await count("upload:\(key)") == 2)
+        #expect(try await count("token:\(key)") == 3)  // the first token, then one per 401
+    }
+
     @Test func uploadPathsStayInsideTheStateFolder() async throws {
         let (state, _) = try stateWithFile(size: 10)
         try FileManager.default.createSymbolicLink(atPath: state + "/uploads/passwd", withDestinationPath: "/etc/passwd")

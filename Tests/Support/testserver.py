@@ -115,7 +115,12 @@ Endpoints (methods GET/POST/PUT/PATCH/DELETE/HEAD/OPTIONS unless noted)
                             "sha256" (of the body after gunzip when
                             Content-Encoding is gzip), "parts" (multipart only:
                             [{"name", "filename", "contentType", "bytes",
-                            "sha256", "text" (first 200 characters)}])}
+                            "sha256", "text" (first 200 characters)}])}.
+                            ?auth=K: only with "Authorization: Bearer <token>"
+                            of a live /oauth/token token (as /protected); else,
+                            once the body is read, 401 with "WWW-Authenticate:
+                            Bearer" (counter "upload-401:K"; accepted uploads
+                            count "upload:K")
 /sink                       reads the body as it comes (Content-Length or
                             chunked) without keeping it: 200 {"bytes", "sha256"}
 /cacheable/<key>            counter "cacheable:<key>" += 1; 200 {"n": count,
@@ -810,11 +815,25 @@ def _oauth(self, action):
     self._json(200, answer)
 
 
+def _live_bearer(self) -> bool:
+    """True when the request carries "Authorization: Bearer <t>" with a live /oauth/token token."""
+    auth = self.headers.get("Authorization", "")
+    token = auth[7:] if auth.startswith("Bearer ") else ""
+    with _TOKENS_LOCK:
+        return token in _TOKENS and _TOKENS[token][0] > time.time()
+
+
 def _upload(self):
     import base64
     import hashlib
     from email.parser import BytesParser
     from email import policy
+    if "auth" in self.query:
+        # The body was read in full before this (_dispatch): a refused upload consumed it.
+        if not _live_bearer(self):
+            _increment("upload-401:" + self.query["auth"])
+            return self._json(401, {"error": "unauthorized"}, [("WWW-Authenticate", "Bearer")])
+        _increment("upload:" + self.query["auth"])
     raw = self.body
     md5 = self.headers.get("Content-MD5")
     md5ok = None if md5 is None else base64.b64encode(hashlib.md5(raw).digest()).decode() == md5
@@ -899,10 +918,7 @@ def _cacheable(self, key):
 
 def _protected(self):
     auth = self.headers.get("Authorization", "")
-    token = auth[7:] if auth.startswith("Bearer ") else ""
-    with _TOKENS_LOCK:
-        live = token in _TOKENS and _TOKENS[token][0] > time.time()
-    if not live:
+    if not _live_bearer(self):
         _increment("protected-401:" + self.query.get("key", ""))
         return self._json(401, {"error": "unauthorized"}, [("WWW-Authenticate", "Bearer")])
     _increment("protected:" + self.query.get("key", ""))
