@@ -82,6 +82,51 @@ import Testing
         #expect(try await counter(engine, "res-\(n)") == 1)
     }
 
+    /// resources.md §1: "A job served from memory or disk emits job.skipped
+    /// with reason resource, then its final event", the disk half (the memory
+    /// half is `fetchesOnceThenServesFromMemory`). Would catch a disk hit that
+    /// finishes without `job.skipped`, sends it after its final event, or with
+    /// another reason; and a fetch from the network that sends one.
+    @Test func aDiskHitEmitsSkippedThenItsFinalEvent() async throws {
+        let engine = try engine(#"{"memoryBytes": 0}"#)
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let n = name()
+        let fetched = try await engine.run(resource("/resource/\(n)"))
+        #expect(fetched.result?["source"] == "network")
+        let hit = try await engine.run(resource("/resource/\(n)"))
+        #expect(hit.result?["source"] == "disk", "\(hit.json)")
+        engine.bus.waitForEmits()
+        #expect(!log.names(job: fetched.jobId).contains("job.skipped@") && log.names(job: fetched.jobId).last == "job.succeeded@")
+        #expect(log.names(job: hit.jobId) == ["job.queued@", "job.started@", "job.skipped@", "job.succeeded@"])
+        let skipped = log.all.filter { $0.rootJobId == hit.jobId && $0.name == "job.skipped" }
+        #expect(skipped.count == 1 && skipped.first?.fields["reason"] == "resource", "\(skipped)")
+    }
+
+    /// resources.md §1: without the job's `maxAgeSec`, a copy is fresh for
+    /// `resources.maxAgeSec` (here 1 s): served from the repository (memory,
+    /// or disk with the tier off) at once, revalidated once older than that,
+    /// and fresh again after the 304. Would catch a default freshness taken
+    /// from anywhere but the configuration (the built-in 86400 s: the copy
+    /// would still be served after 1 s; none: the second job would go out).
+    @Test(arguments: [67_108_864, 0])
+    func theDefaultFreshnessIsResourcesMaxAgeSec(memoryBytes: Int) async throws {
+        let engine = try engine(#"{"maxAgeSec": 1, "purgeIntervalSec": 3600, "memoryBytes": \#(memoryBytes)}"#)
+        defer { engine.shutdown() }
+        let tier: JSONValue = memoryBytes > 0 ? "memory" : "disk"
+        let n = name()
+        #expect(try await engine.run(resource("/resource/\(n)")).result?["source"] == "network")
+        #expect(try await engine.run(resource("/resource/\(n)")).result?["source"] == tier)
+        try await Task.sleep(for: .milliseconds(1200))
+        let stale = try await engine.run(resource("/resource/\(n)", #","as":"text""#))
+        #expect(stale.result?["source"] == "revalidated", "\(stale.json)")
+        #expect(stale.result?["content"] == .string("resource \(n) v1"))
+        #expect(try await engine.run(resource("/resource/\(n)")).result?["source"] == tier)
+        #expect(try await counter(engine, "res-\(n)") == 2)
+        #expect(try await counter(engine, "res304-\(n)") == 1)
+    }
+
     @Test func revalidatesAStaleCopyWithoutTheBody() async throws {
         let engine = try engine()
         defer { engine.shutdown() }
@@ -434,6 +479,37 @@ import Testing
         #expect(try await count("resrange-\(n)") == 1)
         #expect(engine.resources.stats.resumed == 1)
         #expect(files().count == 1)
+    }
+
+    /// The other half of resources.md's resume rule ("and starts over
+    /// otherwise"): a transfer cut by a server that does not answer
+    /// `Accept-Ranges: bytes` is fetched again whole, without `Range`, and the
+    /// copy is the body byte for byte, held in memory (under the spool limit)
+    /// or streamed to its file (over it). Would catch a resume the server
+    /// never offered (the test server answers a `Range` anyway and counts it
+    /// in `resrange-`), and a whole body written after the cut attempt's bytes.
+    @Test func aCutTransferWithoutAcceptRangesStartsOver() async throws {
+        let engine = try HydraEngine(configuration: Configuration(), stateDirectory: state)
+        defer { engine.shutdown() }
+        func count(_ key: String) async throws -> Int {
+            try await engine.run(spec(#"{"type":"remote","url":"\#(TestServer.url("/count/" + key))"}"#)).result?["body"]?["count"]?.intValue ?? -1
+        }
+        for size in [200_000, 3 * ResourceExecutor.spoolBytes] {
+            let n = "w" + UUID().uuidString.prefix(8).lowercased()
+            let url = TestServer.url("/resource/\(n)?size=\(size)&cut=first&ranges=0")
+            let done = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","retry":{"maxAttempts":2,"backoffMs":1}}"#))
+            let path = try #require(done.result?["path"]?.stringValue, "\(size): \(String(describing: done.error))")
+            let bytes = [UInt8](try #require(FileManager.default.contents(atPath: state + "/" + path)))
+            let head = Array("resource \(n) v1".utf8)
+            let expected = head + Array(repeating: UInt8(ascii: "."), count: size - head.count)
+            #expect(bytes == expected, "\(size): \(bytes.count) bytes")
+            #expect(done.result?["bytes"] == .int(size) && done.result?["sha256"] == .string(ResourceKey.sha256(expected)))
+            #expect(try await count("resrange-\(n)") == 0, "\(size): the retry sent Range")
+            #expect(try await count("res-\(n)") == 2)
+            #expect(try await count("resbytes-\(n)") == size / 2 + size)  // the cut half, then the whole body
+        }
+        #expect(engine.resources.stats.resumed == 0)
+        #expect(files().count == 2)
     }
 
     /// A resumed attempt that times out after writing some of the rest leaves

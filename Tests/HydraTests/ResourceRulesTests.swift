@@ -134,6 +134,64 @@ import Testing
         #expect(try engine.resources.stat(key: keys[0]) != nil && engine.resources.stat(key: keys[2]) != nil)
     }
 
+    /// resources.md §2 `resource.purge`: "oldest-used first until both bounds
+    /// hold". Three copies unused for 1 s, then three used since (the first
+    /// of them stored as long ago): with `olderThanSec` doing more than
+    /// `maxBytes`, the old ones go and no other; with `maxBytes` doing more,
+    /// copies go in order of use until it holds. Would catch a purge that
+    /// applies one bound only when both are given, stops once either holds,
+    /// or ages copies by `storedAt` rather than `lastUsedAt` (README).
+    @Test func aPurgeWithBothBoundsGoesUntilBothHold() async throws {
+        let engine = try engine(#"{"memoryBytes": 0}"#)
+        defer { engine.shutdown() }
+        let n = name()
+        func fetch(_ name: String) async throws -> String {
+            let result = try await engine.fetchResource(TestServer.url("/resource/\(n)\(name)?size=100"))
+            try await Task.sleep(for: .milliseconds(20))  // distinct times of use
+            return try #require(result["key"]?.stringValue)
+        }
+        let old = [try await fetch("o1"), try await fetch("o2"), try await fetch("o3")]
+        let reused = try await fetch("f1")
+        try await Task.sleep(for: .milliseconds(1000))
+        #expect(try await engine.fetchResource(TestServer.url("/resource/\(n)f1?size=100"))["source"] == "disk")
+        try await Task.sleep(for: .milliseconds(20))
+        let newer = [try await fetch("f2"), try await fetch("f3")]
+        func kept(_ key: String) throws -> Bool { try engine.resources.stat(key: key) != nil }
+
+        // 600 bytes; maxBytes alone would take o1 and o2; olderThanSec takes o3 too, and only those.
+        let first = try await engine.purgeResources(olderThanSec: 0.6, maxBytes: 450)
+        #expect(first == ["removed": 3, "bytes": 300], "\(first)")
+        #expect(try old.allSatisfy { try !kept($0) })
+        #expect(try kept(reused) && newer.allSatisfy(kept), "a copy stored 1 s ago but used since stays")
+        // Nothing is old now; maxBytes takes the least recently used until it holds.
+        let second = try await engine.purgeResources(olderThanSec: 0.6, maxBytes: 100)
+        #expect(second == ["removed": 2, "bytes": 200], "\(second)")
+        #expect(try !kept(reused) && !kept(newer[0]) && kept(newer[1]))
+    }
+
+    /// resources.md §4's defaults, as the configuration parses them when the
+    /// config gives no `resources`, an empty one, or one setting only, and as
+    /// the engine's repository takes them. Would catch a default changed (or
+    /// lost when another setting is given) in any of those places.
+    @Test func theResourcesSettingsDefaultToTheSpecs() throws {
+        func defaults(_ r: Configuration.Resources, except: String? = nil) -> Bool {
+            (r.path == "resources" || except == "path") && r.memoryBytes == 67_108_864 && r.maxBytes == 1_073_741_824
+                && (r.maxAgeSec == 86_400 || except == "maxAgeSec") && r.purgeIntervalSec == 3_600
+        }
+        #expect(defaults(Configuration().resources))
+        for text in ["{}", #"{"resources": {}}"#] {
+            #expect(defaults(try Configuration(json: try JSONParser.parse(text)).resources), "\(text)")
+        }
+        let one = try Configuration(json: try JSONParser.parse(#"{"resources": {"maxAgeSec": 5}}"#)).resources
+        #expect(defaults(one, except: "maxAgeSec") && one.maxAgeSec == 5)
+        let moved = try Configuration(json: try JSONParser.parse(#"{"resources": {"path": "elsewhere"}}"#)).resources
+        #expect(defaults(moved, except: "path") && moved.path == "elsewhere")
+        let engine = try HydraEngine(configuration: try Configuration(json: try JSONParser.parse("{}")), stateDirectory: state)
+        defer { engine.shutdown() }
+        #expect(defaults(engine.resources.settings))
+        #expect(engine.resources.repositoryPath.hasSuffix("/resources"))
+    }
+
     /// resources.md: resume "when the server answered `Accept-Ranges: bytes`",
     /// with or without a validator for `If-Range`.
     @Test func aCutTransferWithoutValidatorsIsResumedToo() async throws {
@@ -353,6 +411,34 @@ import Testing
         let stored = try #require(FileManager.default.contents(atPath: state + "/" + (done.result?["path"]?.stringValue ?? "?")))
         #expect([UInt8](stored) == body(n, size: 200_000))
         #expect(try await counter(engine, "res-\(n)") == 2)
+    }
+
+    /// resources.md §1: "The job runs on a remote worker (the first one unless
+    /// `worker` names another)". With a local worker listed first and two
+    /// remote ones, jobs without `worker` start on the first remote one (their
+    /// `job.started` says so, and they share its memory tier); one that names
+    /// the second runs there (its tier is empty: served from disk). Would catch
+    /// jobs spread over the remote workers, or sent to the last one.
+    @Test func aResourceJobWithoutWorkerRunsOnTheFirstRemoteWorker() async throws {
+        let engine = try engine(workers: #"[{"name":"l","kind":"local"},{"name":"zeta","kind":"remote"},{"name":"alpha","kind":"remote"}]"#)
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let url = TestServer.url("/resource/\(name())")
+        var ids: [String] = []
+        for expected: JSONValue in ["network", "memory", "memory"] {
+            let done = try await engine.run(try job(url))
+            #expect(done.result?["source"] == expected, "\(done.json)")
+            ids.append(done.jobId)
+        }
+        let named = try await engine.run(try job(url, #","worker":"alpha""#))
+        #expect(named.result?["source"] == "disk", "\(named.json)")
+        engine.bus.waitForEmits()
+        func worker(_ id: String) -> [JSONValue?] {
+            log.all.filter { $0.rootJobId == id && $0.name == "job.started" }.map { $0.fields["worker"] }
+        }
+        for id in ids { #expect(worker(id) == ["zeta"], "\(id)") }
+        #expect(worker(named.jobId) == ["alpha"])
     }
 
     /// Jobs of one key on different remote workers (`worker` names them) make

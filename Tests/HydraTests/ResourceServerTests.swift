@@ -108,6 +108,149 @@ import Testing
         #expect(seen == ["resource.stored network", "resource.stored network", "resource.removed remove", "resource.removed purge"])
     }
 
+    /// A counter of the test server, read through the server under test.
+    func counter(_ client: RPCClient, _ key: String) throws -> Int {
+        let id = try client.call("job.submit", ["job": ["type": "remote", "url": .string(TestServer.url("/count/" + key))]])["jobId"]!
+        return try client.call("job.result", ["jobId": id, "waitMs": 10_000])["result"]?["body"]?["count"]?.intValue ?? -1
+    }
+
+    /// Runs a resource job with `extra` members and returns its result object (or its error).
+    func resourceJob(_ client: RPCClient, _ url: String, _ extra: [String: JSONValue] = [:]) throws -> JSONValue {
+        var job: JSONValue = ["type": "resource", "url": .string(url)]
+        if case .object(var members) = job {
+            for (name, value) in extra { members[name] = value }
+            job = .object(members)
+        }
+        let id = try client.call("job.submit", ["job": job])["jobId"]!
+        let done = try client.call("job.result", ["jobId": id, "waitMs": 10_000])
+        return done["result"] ?? done["error"] ?? .null
+    }
+
+    /// The `resource.*` events `watcher` receives within `seconds`, until `count` came.
+    func resourceEvents(_ watcher: RPCClient, count: Int, seconds: Double = 5) throws -> [JSONValue] {
+        var events: [JSONValue] = []
+        let deadline = Date().addingTimeInterval(seconds)
+        while events.count < count, Date() < deadline {
+            guard let note = try watcher.nextNotification(timeout: .milliseconds(200)), let event = note["params"],
+                  event["event"]?.stringValue?.hasPrefix("resource.") == true else { continue }
+            events.append(event)
+        }
+        return events
+    }
+
+    /// resources.md §2 `resource.purge {olderThanSec}` over the wire: the
+    /// copies unused for that long go (their entries, files and a
+    /// `resource.removed` with reason `purge` each), the others stay, among
+    /// them one stored as long ago but used since (README: `olderThanSec`
+    /// counts from `lastUsedAt`). Would catch `olderThanSec` ignored, or
+    /// counted from `storedAt`.
+    @Test func purgeOlderThanRemovesOnlyCopiesUnusedThatLong() throws {
+        let server = try ServerProcess()
+        defer { _ = server.terminate() }
+        let client = try server.client()
+        let watcher = try server.client()
+        _ = try watcher.call("events.subscribe", ["events": ["resource.removed"]])
+        let n = "p" + UUID().uuidString.prefix(8).lowercased()
+        func url(_ name: String) -> String { TestServer.url("/resource/\(n)\(name)?size=100") }
+        var keys: [String: String] = [:]
+        for name in ["o1", "o2", "used"] {
+            keys[name] = try #require(try resourceJob(client, url(name))["key"]?.stringValue)
+        }
+        Thread.sleep(forTimeInterval: 1.3)
+        #expect(try resourceJob(client, url("used"))["source"] == "memory")
+        keys["new"] = try #require(try resourceJob(client, url("new"))["key"]?.stringValue)
+
+        let purged = try client.call("resource.purge", ["olderThanSec": 1])
+        #expect(purged == ["removed": 2, "bytes": 200], "\(purged)")
+        for name in ["o1", "o2"] {
+            let key = keys[name]!
+            #expect(code(client, "resource.stat", ["key": .string(key)]) == -32002, "\(name)")
+            #expect(!FileManager.default.fileExists(atPath: server.stateDirectory + "/resources/\(key.prefix(2))/\(key).bin"))
+        }
+        for name in ["used", "new"] {
+            #expect(try client.call("resource.stat", ["key": .string(keys[name]!)])["url"] == .string(url(name)), "\(name)")
+        }
+        let removed = try resourceEvents(watcher, count: 2)
+        #expect(Set(removed.compactMap { $0["key"]?.stringValue }) == [keys["o1"]!, keys["o2"]!], "\(removed)")
+        #expect(removed.allSatisfy { $0["reason"] == "purge" }, "\(removed)")
+        // Nothing else has gone unused for a second.
+        #expect(try client.call("resource.purge", ["olderThanSec": 1]) == ["removed": 0, "bytes": 0])
+    }
+
+    /// resources.md §1: "304 keeps the bytes and renews storedAt": after a
+    /// revalidation `resource.stat` shows a later `storedAt` and the same
+    /// copy, and the body crossed the wire once. Would catch a 304 that leaves
+    /// `storedAt` as it was (a stale copy would then be revalidated at every use).
+    @Test func a304RenewsStoredAtInResourceStat() throws {
+        let server = try ServerProcess()
+        defer { _ = server.terminate() }
+        let client = try server.client()
+        let n = "t" + UUID().uuidString.prefix(8).lowercased()
+        let url = TestServer.url("/resource/\(n)?size=500")
+        #expect(try resourceJob(client, url)["source"] == "network")
+        let before = try client.call("resource.stat", ["url": .string(url)])
+        Thread.sleep(forTimeInterval: 0.05)
+        #expect(try resourceJob(client, url, ["mode": "refresh"])["source"] == "revalidated")
+        let after = try client.call("resource.stat", ["url": .string(url)])
+        let (was, now) = (try #require(wireTime(before["storedAt"])), try #require(wireTime(after["storedAt"])))
+        #expect(now > was, "storedAt \(String(describing: before["storedAt"])) then \(String(describing: after["storedAt"]))")
+        for field in ["key", "bytes", "sha256", "etag", "path"] {
+            #expect(after[field] == before[field] && after[field] != nil, "\(field)")
+        }
+        #expect(try counter(client, "res304-\(n)") == 1)
+        #expect(try counter(client, "resbytes-\(n)") == 500)
+    }
+
+    /// resources.md §3 over `events.subscribe`, field by field:
+    /// `resource.stored` (`key`, `url`, `bytes`, `source`) for a copy from
+    /// the network and for one a 304 renewed, and `resource.removed` with
+    /// reason `corrupt` (`key`, `url`) when a job finds a byte of the file
+    /// changed on disk (memory tier off), before the copy is fetched again.
+    /// Would catch a field missing or carrying another value, and a corrupt
+    /// copy dropped without its event or under another reason.
+    @Test func storedAndCorruptRemovedEventsCarryTheirFields() throws {
+        let server = try ServerProcess(config: #""resources": {"memoryBytes": 0}"#)
+        defer { _ = server.terminate() }
+        let client = try server.client()
+        let watcher = try server.client()
+        _ = try watcher.call("events.subscribe", ["events": ["resource.stored", "resource.removed"]])
+        let n = "v" + UUID().uuidString.prefix(8).lowercased()
+        let url = TestServer.url("/resource/\(n)?size=300")
+        let content = "resource \(n) v1" + String(repeating: ".", count: 300 - "resource \(n) v1".utf8.count)
+        let digest = ResourceKeyDigest.sha256(Array(content.utf8))
+        let first = try resourceJob(client, url)
+        let key = try #require(first["key"]?.stringValue, "\(first)")
+        func fields(_ event: JSONValue?, _ names: [String]) -> [String: JSONValue] {
+            Dictionary(uniqueKeysWithValues: names.map { ($0, event?[$0] ?? .null) })
+        }
+        let stored = try resourceEvents(watcher, count: 1)
+        #expect(stored.first?["event"] == "resource.stored")
+        #expect(fields(stored.first, ["key", "url", "bytes", "source"])
+                == ["key": .string(key), "url": .string(url), "bytes": 300, "source": "network"], "\(stored)")
+
+        // A flipped byte on disk: the next job drops the copy (corrupt) and fetches it again.
+        let path = server.stateDirectory + "/" + (try #require(first["path"]?.stringValue))
+        var bytes = try #require(FileManager.default.contents(atPath: path))
+        bytes[bytes.count / 2] ^= 1
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let again = try resourceJob(client, url, ["sha256": .string(digest), "as": "text"])
+        #expect(again["source"] == "network" && again["content"] == .string(content), "\(again)")
+        let events = try resourceEvents(watcher, count: 2)
+        let removed = events.first { $0["event"] == "resource.removed" }
+        #expect(fields(removed, ["key", "url", "reason"]) == ["key": .string(key), "url": .string(url), "reason": "corrupt"], "\(events)")
+        let restored = events.first { $0["event"] == "resource.stored" }
+        #expect(fields(restored, ["key", "url", "bytes", "source"])
+                == ["key": .string(key), "url": .string(url), "bytes": 300, "source": "network"], "\(events)")
+        #expect(try counter(client, "res-\(n)") == 2)
+
+        // A 304 renews the copy: announced with source revalidated.
+        #expect(try resourceJob(client, url, ["mode": "refresh"])["source"] == "revalidated")
+        let renewed = try resourceEvents(watcher, count: 1)
+        #expect(fields(renewed.first, ["key", "url", "bytes", "source"])
+                == ["key": .string(key), "url": .string(url), "bytes": 300, "source": "revalidated"], "\(renewed)")
+        #expect(try resourceEvents(watcher, count: 1, seconds: 0.3).isEmpty)
+    }
+
     @Test func badResourceJobsAreRefusedNamingTheField() throws {
         let server = try ServerProcess()
         defer { _ = server.terminate() }

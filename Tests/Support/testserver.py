@@ -135,6 +135,17 @@ Endpoints (methods GET/POST/PUT/PATCH/DELETE/HEAD/OPTIONS unless noted)
 /abort                      resets the connection (RST) without answering
 /cut-headers                "HTTP/1.1 200 OK" and one header line, then closes
                             (FIN) before the blank line that ends the headers
+/resource/<key>             a cacheable file for the resource manager's tests:
+                            body "resource <key> v1" padded with "." to ?size=,
+                            ETag, Last-Modified and "Accept-Ranges: bytes"; 304,
+                            206 (Range), cut bodies and counters "res-<key>",
+                            "res304-<key>", "resrange-<key>", "resbytes-<key>".
+                            Its options are listed in Handler.resource's
+                            docstring; among them ?ranges=0 leaves
+                            "Accept-Ranges" out of every answer (a server that
+                            does not offer resumption; a Range it is sent
+                            anyway is still answered, and counted, so a test
+                            sees whether the client sent one)
 anything else               404 {"error": "not found", "path": <path>}
 
 A malformed number in a path or query answers 400 {"error": ...}.
@@ -634,6 +645,10 @@ class Handler(BaseHTTPRequestHandler):
         `Range: bytes=N-` (with a matching `If-Range` or none) answers 206
         with the rest (counter `resrange-<key>`); a cut sends half of that.
         `?lie304=1` answers any `If-None-Match` with 304 and another ETag.
+        `?ranges=0` sends no `Accept-Ranges` header in any answer (the server
+        does not say it takes ranges; a `Range` request is still answered
+        with 206 and counted in `resrange-<key>`, so a client that sends one
+        anyway shows).
         `?short206=1` answers a Range request with a 206 whose Content-Range
         (and body) covers only half of the rest; `?norange=1` answers it with
         200 and the whole body (Accept-Ranges notwithstanding).
@@ -676,6 +691,8 @@ class Handler(BaseHTTPRequestHandler):
             unchanged = match is not None and match == etag
         else:
             unchanged = self.headers.get("If-Modified-Since") == modified
+        if self.query.get("ranges", "1") == "0":
+            headers = [h for h in headers if h[0] != "Accept-Ranges"]  # no resumption offered
         if self.query.get("lie304") == "1" and self.headers.get("If-None-Match"):
             _increment(f"res304-{key}")
             self._send(304, b"", None, [("ETag", '"another"')])
