@@ -1,6 +1,6 @@
 import CSpawn
 import Foundation
-import Synchronization
+import HydraLoop
 
 /// A child process of the tests (the `hydra` binary, the test servers,
 /// tinyproxy, a shell): the part of Foundation's `Process` the tests use,
@@ -27,7 +27,7 @@ final class ChildProcess: @unchecked Sendable {
         /// The raw `waitpid` status once reaped.
         var status: Int32?
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     var processIdentifier: pid_t { state.withLock { $0.pid } }
 

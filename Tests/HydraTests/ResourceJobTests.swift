@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import HydraCore
+import HydraLoop
 import Testing
 
 @testable import Hydra
@@ -640,7 +641,7 @@ import Testing
         let engine = try HydraEngine(configuration: Configuration(), stateDirectory: state)
         defer { engine.shutdown() }
         func temporary() -> Bool { files().contains { $0.contains(".hydra-download-") } }
-        final class Outcome: Sendable { let value = Mutex<JobResult?>(nil) }
+        final class Outcome: Sendable { let value = Locked<JobResult?>(nil) }
         /// Polled on this thread, not with `Task.sleep`: the file lives a fraction of a
         /// second, and a task's sleep may resume late while other tests hold the
         /// (two-thread) cooperative pool (under ThreadSanitizer it missed the window).

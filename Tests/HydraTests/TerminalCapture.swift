@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import HydraLoop
 
 /// A pseudo-terminal for a child process's stderr, so the real binary draws
 /// what it draws for a person (progress lines) while the test reads it.
@@ -8,8 +8,8 @@ final class TerminalCapture: Sendable {
     private let master: Int32
     /// The terminal side, to hand to the child; close it in the parent once the child runs.
     let terminal: FileHandle
-    private let buffer = Mutex(Data())
-    private let finished = Mutex(false)
+    private let buffer = Locked(Data())
+    private let finished = Locked(false)
 
     init() throws {
         // posix_openpt and friends are not visible from Swift on glibc: the same by
