@@ -403,10 +403,6 @@ final class RouteResolver: Sendable {
         return best?.key
     }
 
-    /// The texts a URL's `user:password` part can come back as: whole, as written
-    /// and percent-decoded, and the Basic credentials curl makes of it. Not the
-    /// password alone: masking searches raw bytes, and a password such as `json`
-    /// or `1234` would rewrite a response's own text (a content type, a body).
     /// How an error names a URL it refused: its scheme, quoted, or "no
     /// scheme"; never the rest of it.
     static func schemeForError(_ url: String) -> String {
@@ -418,6 +414,10 @@ final class RouteResolver: Sendable {
         return allowed && !scheme.isEmpty && scheme.utf8.count <= 16 ? "\"\(scheme)://\"" : "no scheme"
     }
 
+    /// The texts a URL's `user:password` part can come back as: whole, as written
+    /// and percent-decoded, and the Basic credentials curl makes of it. Not the
+    /// password alone: masking searches raw bytes, and a password such as `json`
+    /// or `1234` would rewrite a response's own text (a content type, a body).
     static func secrets(ofUserinfo userinfo: Substring) -> [String] {
         let raw = String(userinfo)
         let decoded = raw.removingPercentEncoding ?? raw
