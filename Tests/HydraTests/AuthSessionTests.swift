@@ -534,10 +534,7 @@ import HydraLoop
 
         // Restart with the same key: the sealed token is still there, and never in clear on disk.
         #expect(server.terminate().status == 0)
-        for file in ["hydra.db", "hydra.db-wal"] {
-            guard let bytes = FileManager.default.contents(atPath: server.stateDirectory + "/" + file) else { continue }
-            #expect(bytes.range(of: Data("tok-".utf8)) == nil && bytes.range(of: Data("ref-".utf8)) == nil, "\(file)")
-        }
+        expectNoTokenOnDisk(in: server.stateDirectory)
         let again = try ServerProcess(config: auth, state: server.stateDirectory, environment: ["HYDRA_SHARED_KEY": sharedKey])
         defer { again.terminate() }
         let client2 = try again.client()
@@ -548,6 +545,15 @@ import HydraLoop
         #expect(try client2.call("auth.status", ["name": "user"])["state"] == "none")
         let all = try client2.call("auth.status", [:])
         #expect(all["sessions"]?.arrayValue?.count == 1)
+    }
+
+    /// No access or refresh token of the test token endpoint (`tok-…`, `ref-…`)
+    /// in the server's database or its write-ahead log, in clear.
+    func expectNoTokenOnDisk(in stateDirectory: String) {
+        for file in ["hydra.db", "hydra.db-wal"] {
+            guard let bytes = FileManager.default.contents(atPath: stateDirectory + "/" + file) else { continue }
+            #expect(bytes.range(of: Data("tok-".utf8)) == nil && bytes.range(of: Data("ref-".utf8)) == nil, "a token in \(file)")
+        }
     }
 
     /// rest.md §1: without `HYDRA_SHARED_KEY` tokens live in memory only. The
@@ -568,10 +574,7 @@ import HydraLoop
         let id = try client.call("job.submit", ["job": job])["jobId"]!
         #expect(try client.call("job.result", ["jobId": id, "waitMs": 10_000])["state"] == "succeeded")
         #expect(server.terminate().status == 0)
-        for file in ["hydra.db", "hydra.db-wal"] {
-            guard let bytes = FileManager.default.contents(atPath: server.stateDirectory + "/" + file) else { continue }
-            #expect(bytes.range(of: Data("tok-".utf8)) == nil && bytes.range(of: Data("ref-".utf8)) == nil, "a token in \(file)")
-        }
+        expectNoTokenOnDisk(in: server.stateDirectory)
 
         let again = try ServerProcess(config: auth, state: server.stateDirectory)
         defer { again.terminate() }

@@ -7,23 +7,17 @@ import Testing
 /// The `resource.*` methods, events and counters (resources.md §2–3) on the
 /// real server binary, its index in the SQLite state store.
 @Suite(.ownThreads) struct ResourceServerTests {
-    func code(_ client: RPCClient, _ method: String, _ params: JSONValue) -> Int? {
+    /// The error a call answers with, nil when it succeeds.
+    func failure(_ client: RPCClient, _ method: String, _ params: JSONValue) -> RPCClientError? {
         do {
             _ = try client.call(method, params)
             return nil
         } catch {
-            return error.code
+            return error
         }
     }
 
-    func message(_ client: RPCClient, _ method: String, _ params: JSONValue) -> String? {
-        do {
-            _ = try client.call(method, params)
-            return nil
-        } catch {
-            return error.message
-        }
-    }
+    func code(_ client: RPCClient, _ method: String, _ params: JSONValue) -> Int? { failure(client, method, params)?.code }
 
     @Test func everyMethodAndEvent() throws {
         let server = try ServerProcess()
@@ -61,7 +55,7 @@ import Testing
             #expect(code(client, "resource.read", ["key": bad]) == -32002, "\(bad)")
             #expect(code(client, "resource.remove", ["key": bad]) == -32602, "\(bad)")
         }
-        #expect(message(client, "resource.stat", ["key": "nonexistent"])?.contains("64 hex digits") == true)
+        #expect(failure(client, "resource.stat", ["key": "nonexistent"])?.message.contains("64 hex digits") == true)
         #expect(code(client, "resource.stat", ["url": .string(urlA), "key": .string(keys[1])]) == -32602)
 
         let read = try client.call("resource.read", ["url": .string(urlA), "as": "text", "offset": 9, "length": 4])
