@@ -713,7 +713,8 @@ import Testing
         for id in ids { _ = try client.call("job.result", ["jobId": id, "waitMs": 10_000]) }
         try waitUntilBlocking(timeout: .seconds(10)) { seen.withLock { $0 } == 128 }
         #expect(seen.withLock { $0 } == 128)
-        #expect(ContinuousClock.now - started < .seconds(20))
+        // (A sanitized build runs every part of this several times slower: 26 s once under ASan.)
+        #expect(ContinuousClock.now - started < (BuiltProducts.sanitized ? .seconds(120) : .seconds(20)))
         let stats = try client.call("hydra.stats")
         #expect(stats["subscriptions"] == 1)  // the stalled client's subscription was dropped
         // When the stalled client reads at last, it finds the drop notice.
