@@ -18,7 +18,10 @@ public final class EventLoop: @unchecked Sendable {
 
     // Written once on the loop thread before `ready` is signalled, then read-only.
     private var loopPointer: UnsafeMutablePointer<uv_loop_t>!
-    private var threadID: pthread_t = pthread_t()
+    /// The loop thread's id while it runs, 0 before and after: the C library
+    /// gives an ended thread's id to the next thread it starts, which must not
+    /// pass for this loop's thread (``inEventLoop``) once the loop has ended.
+    private let threadID = Atomic<UInt>(0)
 
     private let inbox: Mailbox<@Sendable () -> Void>.Storage
     private let ready = DispatchSemaphore(value: 0)
@@ -46,7 +49,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// True when called on this loop's thread.
     public var inEventLoop: Bool {
-        pthread_equal(pthread_self(), threadID) != 0
+        pthread_self() == threadID.load(ordering: .relaxed)
     }
 
     /// Stops with a named failure when called off the loop thread: the check
@@ -123,7 +126,7 @@ public final class EventLoop: @unchecked Sendable {
     // MARK: - Loop thread
 
     private func threadMain() {
-        threadID = pthread_self()
+        threadID.store(pthread_self(), ordering: .relaxed)
         nameCurrentThread(name)
         let loop = UnsafeMutablePointer<uv_loop_t>.allocate(capacity: 1)
         precondition(uv_loop_init(loop) == 0, "uv_loop_init failed")
@@ -140,6 +143,7 @@ public final class EventLoop: @unchecked Sendable {
         uv_run(loop, UV_RUN_DEFAULT)
         uv_loop_close(loop)
         loop.deallocate()
+        threadID.store(0, ordering: .relaxed)
         state.withLock { $0 = .stopped }
         finished.signal()
     }
