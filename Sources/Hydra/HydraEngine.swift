@@ -30,6 +30,8 @@ public final class HydraEngine: Sendable {
     public let stateDirectory: String
     /// The streams ``events(_:bufferingPolicy:)`` handed out, by bus subscription: finished at shutdown.
     private let streams = Locked<[UInt64: AsyncStream<HydraEvent>.Continuation]>([:])
+    /// The state folder's lock, while this engine owns the folder (see `init`); released at shutdown.
+    private let folderLock = Locked<StateFolderLock?>(nil)
 
     /// Starts the engine's threads.
     /// - Parameters:
@@ -59,12 +61,16 @@ public final class HydraEngine: Sendable {
                            authTokens: authTokens, sharedKey: sharedKey)
         resources = ResourceManager(rest: rest, index: resourceIndex ?? MemoryResourceIndex(),
                                     stateDirectory: self.stateDirectory, sharedKey: sharedKey)
-        if resourceIndex == nil {
+        if resourceIndex == nil, FileManager.default.fileExists(atPath: self.stateDirectory),
+           let lock = try? StateFolderLock(folder: self.stateDirectory) {
             // An index in memory starts empty: every copy an earlier run left in
             // the repository is unknown to it, and would stay on disk uncounted
-            // by `maxBytes` for ever. They go now, with any partial download.
+            // by `maxBytes` for ever. They go now, with any partial download, but
+            // only in a folder this engine owns: in one a server (or another
+            // engine) holds, they are its copies and its transfers under way.
             // (A persistent index is reconciled by whoever owns it: `hydra
             // serve` at startup, or an embedder through `resources.reconcile()`.)
+            folderLock.withLock { $0 = lock }
             _ = try? resources.reconcile()
             RESTManager.removeLeftoverDownloads(in: resources.repositoryPath)
         }
@@ -189,6 +195,7 @@ public final class HydraEngine: Sendable {
         resources.stopUpkeep()
         scheduler.shutdown()
         finishStreams()
+        folderLock.withLock { $0 = nil }
     }
 
     /// The event streams end with the engine (a `for await` loop over one returns).
@@ -205,6 +212,7 @@ public final class HydraEngine: Sendable {
         resources.stopUpkeep()
         scheduler.shutdown()
         finishStreams()
+        folderLock.withLock { $0 = nil }
         return drained
     }
 

@@ -78,7 +78,13 @@ final class SocketWatch {
         }
         var flags: Int32 = 0
         if status < 0 {
-            flags = CURL_CSELECT_ERR
+            // libuv reports POLLERR/POLLHUP as an error status; curl's own poll
+            // reads them as "readable" (and keeps CURL_CSELECT_ERR for POLLNVAL),
+            // so that it recv()s, sees the reset or the close itself, and retries
+            // a request it sent on a kept-alive connection the server had just
+            // closed. CURL_CSELECT_ERR would fail the transfer on the spot
+            // ("select/poll returned error").
+            flags = CURL_CSELECT_IN | CURL_CSELECT_OUT
         } else {
             if events & Int32(UV_READABLE.rawValue) != 0 { flags |= CURL_CSELECT_IN }
             if events & Int32(UV_WRITABLE.rawValue) != 0 { flags |= CURL_CSELECT_OUT }

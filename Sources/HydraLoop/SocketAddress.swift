@@ -8,7 +8,8 @@ public enum SocketAddress: Sendable, Equatable, CustomStringConvertible {
     case unix(path: String)
 
     /// Parses `HOST:PORT`, `[V6]:PORT` or `unix:PATH`; nil when malformed
-    /// (no port, a port outside 0...65535, an empty host or path).
+    /// (no port, a port that is not plain digits or outside 0...65535, an
+    /// empty host or path, a host with spaces or control characters).
     public init?(parsing text: String) {
         if text.hasPrefix("unix:") {
             let path = String(text.dropFirst(5))
@@ -30,7 +31,11 @@ public enum SocketAddress: Sendable, Equatable, CustomStringConvertible {
             portText = text[text.index(after: colon)...]
             if host.contains(":") { return nil }  // bare IPv6 needs brackets
         }
-        guard !host.isEmpty, let port = Int(portText), (0...65535).contains(port) else { return nil }
+        if host.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }) { return nil }
+        // Digits only, without leading zeros: "+80" and "080" are typos, not ports.
+        guard !host.isEmpty, !portText.isEmpty, portText.utf8.allSatisfy({ (48...57).contains($0) }),
+              portText == "0" || !portText.hasPrefix("0"),
+              let port = Int(portText), (0...65535).contains(port) else { return nil }
         self = .tcp(host: host == "localhost" ? "127.0.0.1" : String(host), port: port)
     }
 

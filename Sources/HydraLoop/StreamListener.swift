@@ -15,14 +15,26 @@ public final class StreamListener {
     private var connections: [ObjectIdentifier: StreamConnection] = [:]
     /// The bound TCP port (useful with port 0); nil for a Unix socket.
     public private(set) var port: Int?
+    /// While false, connections wait in the kernel's backlog and none is
+    /// accepted: a server listens early, so that an address it cannot have
+    /// stops it before it does any work, and opens once it is ready.
+    /// Setting it true accepts the connections that waited.
+    public var accepting: Bool {
+        didSet { if accepting && connectionWaits { connectionWaits = false; acceptOne() } }
+    }
+    /// A connection arrived while not accepting (libuv then stops watching the
+    /// socket until it is accepted).
+    private var connectionWaits = false
 
     /// Binds and listens. Errors name the address: `cannot listen on
-    /// 127.0.0.1:7400: address already in use`.
-    public init(loop: EventLoop, address: SocketAddress, backlog: Int32 = 511,
+    /// 127.0.0.1:7400: address already in use`. With `accepting` false,
+    /// connections wait until ``accepting`` is set.
+    public init(loop: EventLoop, address: SocketAddress, backlog: Int32 = 511, accepting: Bool = true,
                 onConnection: @escaping (StreamConnection) -> Void) throws(StreamError) {
         loop.preconditionInEventLoop()
         self.loop = loop
         self.address = address
+        self.accepting = accepting
         self.onConnection = onConnection
         func failure(_ status: Int32) -> StreamError {
             StreamError("cannot listen on \(address): \(uvErrorString(status))")
@@ -40,6 +52,12 @@ public final class StreamListener {
             }
             if status < 0 { closeHandle(); throw failure(status) }
         case .unix(let path):
+            // The kernel reads at most 107 bytes of a socket's path and stops at a NUL: a
+            // longer path would be bound (through the private folder) where no client can reach.
+            if path.utf8.count > 107 {
+                throw StreamError("cannot listen on \(address): the path is \(path.utf8.count) bytes long; a Unix socket's path is at most 107")
+            }
+            if path.utf8.contains(0) { throw StreamError("cannot listen on \(address): the path contains a NUL byte") }
             // (bind would say "permission denied" or "no such file": name the folder instead.)
             let folder = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
             var info = stat()
@@ -57,7 +75,7 @@ public final class StreamListener {
         let status = uv_listen(handle, backlog) { server, status in
             guard status >= 0 else { return }
             let me = Unmanaged<StreamListener>.fromOpaque(server!.pointee.data).takeUnretainedValue()
-            me.acceptOne()
+            if me.accepting { me.acceptOne() } else { me.connectionWaits = true }
         }
         if status < 0 {
             closeHandle()

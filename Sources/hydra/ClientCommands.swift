@@ -209,9 +209,10 @@ struct ResultCommand: ParsableCommand {
               hydra result JOB_ID --wait 30000 --pretty   (waits up to 30 s)
             """)
     @Argument(help: "The job id.") var jobId: String
-    @Option(help: "Wait up to this many milliseconds for the job to finish.") var wait = 0
+    @Option(help: "Wait up to this many milliseconds for the job to finish (at most 3600000).") var wait = 0
     @Flag(help: "Indented JSON, for people rather than scripts.") var pretty = false
     @OptionGroup var connection: ConnectOptions
+    func validate() throws { try validateWait(wait) }
     func run() throws {
         let result = call(connection.client(), "job.result", ["jobId": .string(jobId), "waitMs": .int(wait)],
                           timeout: .milliseconds(wait + 10_000))
@@ -468,6 +469,8 @@ struct CacheCommand: ParsableCommand {
             if all && (api != nil || url != nil || prefix != nil) {
                 throw ArgumentParser.ValidationError("--all removes every cached response: give it alone")
             }
+            // An empty value (an unset shell variable) would match every response, or none.
+            try refuseEmpty(["--api": api, "--url": url, "--prefix": prefix])
         }
         func run() {
             var params: OrderedJSON = [:]

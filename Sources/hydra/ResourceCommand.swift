@@ -42,8 +42,9 @@ struct ResourceCommand: ParsableCommand {
         @Argument(help: "The resource's URL.") var url: String
         @Option(name: .customLong("as"), help: "path, text, json or base64.") var presentation = "path"
         @Flag(help: "Go to the network (conditionally) even for a fresh copy.") var refresh = false
-        @Option(help: "Give up waiting after this many milliseconds.") var wait = 60_000
+        @Option(help: "Give up waiting after this many milliseconds (at most 3600000).") var wait = 60_000
         @OptionGroup var connection: ConnectOptions
+        func validate() throws { try validateWait(wait) }
         func run() throws {
             let client = connection.client()
             var job: OrderedJSON = ["type": "resource", "url": .string(url), "as": .string(presentation)]
@@ -111,6 +112,10 @@ struct ResourceCommand: ParsableCommand {
         @Option(help: "The resource's key.") var key: String?
         @Option(help: "Every URL starting with this.") var prefix: String?
         @OptionGroup var connection: ConnectOptions
+        func validate() throws {
+            // An empty prefix (an unset shell variable) would remove every copy.
+            try refuseEmpty(["URL": url, "--key": key, "--prefix": prefix])
+        }
         func run() {
             var params: OrderedJSON = [:]
             if let url { params["url"] = .string(url) }

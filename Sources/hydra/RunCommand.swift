@@ -55,6 +55,7 @@ struct RunCommand: AsyncParsableCommand {
             exitInvalid(error)
         }
 
+        if state?.isEmpty == true { exitInvalid("--state: must not be empty (a folder; \".\" for the current one)") }
         let engine: HydraEngine
         do {
             engine = try HydraEngine(configuration: configuration, stateDirectory: state)

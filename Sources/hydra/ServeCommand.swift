@@ -128,12 +128,19 @@ struct ServeCommand: AsyncParsableCommand {
             do { try service.engine.rest.checkConfiguredDogmas() } catch {
                 exitInvalid("\(configurationSource(config)): \(error)")
             }
-            recovered = try service.recover()
-            server = try RPCServer(service: service, addresses: addresses, options: configuration.rpc)
+            // The addresses first: a server that cannot have them stops here, before
+            // it resumes (and sends again) any unfinished job. Clients wait until then.
+            server = try RPCServer(service: service, addresses: addresses, options: configuration.rpc,
+                                   accepting: false)
+            do { recovered = try service.recover() } catch {
+                server.shutdown()
+                throw error
+            }
         } catch {
             store.close()
             exitInvalid(error)
         }
+        server.startAccepting()
 
         let retention = Double(configuration.retentionHours) * 3600
         store.prune(before: Date().timeIntervalSince1970 - retention)
@@ -167,10 +174,19 @@ struct ServeCommand: AsyncParsableCommand {
 /// The configuration: `--config`, else config/hydra.json when present, else the defaults.
 func loadConfiguration(_ path: String?) throws -> Configuration {
     if let path { return try Configuration.load(path: path) }
-    if FileManager.default.fileExists(atPath: "config/hydra.json") {
+    if defaultConfigurationPresent {
         return try Configuration.load(path: "config/hydra.json")
     }
     return Configuration()
+}
+
+/// Whether anything is at config/hydra.json, a dangling symbolic link included:
+/// a configuration on a volume that is not mounted must stop the server (the
+/// read fails, naming the file), not start it on the defaults, without its
+/// secret or its limits.
+var defaultConfigurationPresent: Bool {
+    var info = stat()
+    return lstat("config/hydra.json", &info) == 0
 }
 
 /// Names the configuration in use on stderr once startup succeeded (`hydra: config PATH`, or
@@ -180,7 +196,7 @@ func announceConfiguration(_ path: String?) {
     let line: String
     if let path {
         line = "hydra: config \(path)"
-    } else if FileManager.default.fileExists(atPath: "config/hydra.json") {
+    } else if defaultConfigurationPresent {
         line = "hydra: config config/hydra.json"
     } else {
         line = "hydra: no config file found (looked for config/hydra.json); using defaults"
@@ -191,7 +207,7 @@ func announceConfiguration(_ path: String?) {
 /// The file `loadConfiguration(path)` reads, or "the built-in defaults", for messages.
 func configurationSource(_ path: String?) -> String {
     if let path { return path }
-    return FileManager.default.fileExists(atPath: "config/hydra.json") ? "config/hydra.json" : "the built-in defaults"
+    return defaultConfigurationPresent ? "config/hydra.json" : "the built-in defaults"
 }
 
 /// `path` made absolute against the current directory.

@@ -83,6 +83,51 @@ import Testing
         #expect(counted["result"]?["body"]?["count"] == 4, "the origin saw every attempt: \(counted)")
     }
 
+    /// A server that cannot have its address stops before it resumes anything:
+    /// a start that fails does not send an unfinished job's request again
+    /// (under a supervisor that restarts it, every failed start did), and the
+    /// next start that succeeds runs it.
+    @Test func aStartThatCannotListenResumesNothing() throws {
+        let state = NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
+        let key = "nolisten-\(UUID().uuidString.prefix(8))"
+        var server = try ServerProcess(state: state)
+        let client = try server.client()
+        let job = try client.call("job.submit", ["job": [
+            "type": "remote", "url": .string(TestServer.url("/count-status/\(key)/503")),
+            "retry": ["maxAttempts": 2, "backoffMs": 60_000, "maxBackoffMs": 60_000]]])["jobId"]!
+        let watcher = try server.client()
+        _ = try watcher.call("events.subscribe", ["jobId": job, "events": ["job.retrying"], "fromSeq": 0])
+        #expect(try watcher.nextNotification(timeout: .seconds(10)) != nil)
+        server.kill9()
+
+        // Another server holds a port (and counts the origin's requests for the test).
+        let other = try ServerProcess()
+        defer { other.terminate() }
+        let counter = try other.client()
+        func count() throws -> JSONValue? {
+            let id = try counter.call("job.submit", ["job": ["type": "remote", "url": .string(TestServer.url("/count/\(key)"))]])["jobId"]!
+            return try counter.call("job.result", ["jobId": id, "waitMs": 10_000])["result"]?["body"]?["count"]
+        }
+        #expect(try count() == 1)
+        guard case .tcp(_, let port)? = other.address else { Issue.record("no TCP address"); return }
+        let refused = try RunCommandTests().hydra(["serve", "--config", server.configPath, "--state", state,
+                                                   "--listen", "127.0.0.1:\(port)"])
+        #expect(refused.status == 2 && refused.err.contains("address already in use"), "\(refused.err)")
+        usleep(500_000)
+        #expect(try count() == 1, "a start that could not listen sent the unfinished job's request")
+
+        server = try ServerProcess(state: state)
+        defer { server.terminate() }
+        var seen: JSONValue? = nil
+        for _ in 0..<100 where seen != 2 {
+            seen = try count()
+            if seen != 2 { usleep(100_000) }
+        }
+        #expect(seen == 2, "the next start resumed the job")
+        // Its last attempt (the crash came in its backoff) has run: the job ends.
+        #expect(try server.client().call("job.result", ["jobId": job, "waitMs": 10_000])["state"] == "failed")
+    }
+
     /// A result nested deeper than a request may be (groups wrap their steps'
     /// results) is read back after a restart: `job.list`, `job.result` and a
     /// replay of its events work (the store refused it as corrupt, which broke

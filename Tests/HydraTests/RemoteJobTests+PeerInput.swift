@@ -9,6 +9,25 @@ import Testing
 /// numbers never trap, bodies kept in memory stop at `defaults.maxBodyBytes`,
 /// header fields never carry a line break to curl.
 extension RemoteJobTests {
+    // MARK: - Connections a server closes
+
+    /// A server may close a kept-alive connection after a response without
+    /// saying so (no `Connection: close`). The redirect's next request, sent on
+    /// that connection, then meets a reset: libuv reports it as a poll error,
+    /// which the worker handed curl as `CURL_CSELECT_ERR`, and curl failed the
+    /// job ("select/poll returned error", 1 run in 4) instead of reading the
+    /// reset and retrying on a new connection, as its own poll does.
+    @Test func aRedirectOnAConnectionTheServerClosedSucceeds() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        for _ in 0..<40 {
+            let done = try await engine.run(spec(#"{"type":"remote","endpoint":"/redirect-to?to=/text&close=1"}"#))
+            #expect(done.state == .succeeded, "\(String(describing: done.error))")
+            #expect(done.result?["body"] == "hello, hydra")
+            if done.state != .succeeded { break }
+        }
+    }
+
     // MARK: - Retry-After
 
     /// `Retry-After: 9999999999999999` overflowed `seconds * 1000` and killed the

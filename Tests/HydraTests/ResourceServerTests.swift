@@ -202,6 +202,35 @@ import Testing
     /// changed on disk (memory tier off), before the copy is fetched again.
     /// Would catch a field missing or carrying another value, and a corrupt
     /// copy dropped without its event or under another reason.
+    /// `hydra run` in the folder of a running server (both on `var` by default):
+    /// its engine, whose index is in memory, cleared every copy it did not know
+    /// from the repository at startup, the server's included. It clears only
+    /// in a folder whose lock it takes; the server's copies stay.
+    @Test func hydraRunInAServedFolderLeavesTheServersCopiesAlone() throws {
+        let server = try ServerProcess(config: #""resources": {"memoryBytes": 0}"#)
+        defer { _ = server.terminate() }
+        let client = try server.client()
+        let n = "w" + UUID().uuidString.prefix(8).lowercased()
+        let first = try resourceJob(client, TestServer.url("/resource/\(n)?size=300"))
+        let path = server.stateDirectory + "/" + (try #require(first["path"]?.stringValue))
+        #expect(FileManager.default.fileExists(atPath: path))
+        let run = try RunCommandTests().hydra(["run", "-", "--state", server.stateDirectory],
+                                              stdin: #"{"type":"local","name":"echo","input":1}"#)
+        #expect(run.status == 0, "\(run.err)")
+        #expect(FileManager.default.fileExists(atPath: path), "hydra run removed the server's copy")
+        let again = try resourceJob(client, TestServer.url("/resource/\(n)?size=300"))
+        #expect(again["source"] == "disk", "\(again)")
+        // In a folder of its own it does clear what an earlier run left (its index starts empty).
+        let own = NSTemporaryDirectory() + "hydra-run-state-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: own) }
+        let fetched = try RunCommandTests().hydra(["run", "-", "--state", own],
+                                                  stdin: #"{"type":"resource","url":"\#(TestServer.url("/resource/\(n)?size=300"))"}"#)
+        let left = own + "/" + (try #require(JSONParser.parse(fetched.out.split(separator: "\n").last.map(String.init) ?? "")["result"]?["path"]?.stringValue, "\(fetched)"))
+        #expect(FileManager.default.fileExists(atPath: left))
+        #expect(try RunCommandTests().hydra(["run", "-", "--state", own], stdin: #"{"type":"local","name":"echo","input":1}"#).status == 0)
+        #expect(!FileManager.default.fileExists(atPath: left))
+    }
+
     @Test func storedAndCorruptRemovedEventsCarryTheirFields() throws {
         let server = try ServerProcess(config: #""resources": {"memoryBytes": 0}"#)
         defer { _ = server.terminate() }

@@ -229,6 +229,38 @@ import Testing
         #expect(stopped.stderr.contains("hydra: resources: removed 0 file(s) without an index entry and 0 entry(ies) without a file\n"))
     }
 
+    /// A config/hydra.json that is there but cannot be read (a link to a volume
+    /// not mounted) stops the command: the defaults would start a server
+    /// without its secret, apis and limits.
+    @Test func aDanglingDefaultConfigurationStops() throws {
+        let folder = NSTemporaryDirectory() + "hydra-dangling-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder + "/config", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try FileManager.default.createSymbolicLink(atPath: folder + "/config/hydra.json", withDestinationPath: folder + "/nowhere.json")
+        let run = try hydra(["run", "-"], stdin: #"{"type":"local","name":"echo","input":1}"#, directory: folder)
+        #expect(run.status == 2 && run.err.contains("config/hydra.json"), "\(run.err)")
+        let serve = try hydra(["serve", "--listen", "127.0.0.1:0", "--state", folder + "/state"], directory: folder)
+        #expect(serve.status == 2 && serve.err.contains("config/hydra.json"), "\(serve.err)")
+    }
+
+    /// Options that would overflow, or widen a removal to everything, are refused before anything is sent.
+    @Test func clientOptionsThatCannotMeanWhatTheySayAreRefused() throws {
+        for arguments in [["result", "j1", "--wait", "9223372036854775807"], ["result", "j1", "--wait", "3600001"],
+                          ["resource", "get", "http://127.0.0.1:1/x", "--wait", "9223372036854775807"]] {
+            let refused = try hydra(arguments + ["--connect", "127.0.0.1:1"])
+            #expect(refused.status == 2 && refused.err.contains("--wait: expected milliseconds from 0 to 3600000"), "\(arguments): \(refused.err)")
+            #expect(!refused.err.contains("Fatal error") && !refused.err.contains("arithmetic overflow"), "\(refused.err)")
+        }
+        // An unset shell variable (`--prefix "$URL"`) must not empty the cache or the repository.
+        for arguments in [["cache", "rm", "--prefix", ""], ["cache", "rm", "--api", ""], ["cache", "rm", "--url", ""],
+                          ["resource", "rm", "--prefix", ""], ["resource", "rm", ""], ["resource", "rm", "--key", ""]] {
+            let refused = try hydra(arguments + ["--connect", "127.0.0.1:1"])
+            #expect(refused.status == 2 && refused.err.contains("must not be empty"), "\(arguments): \(refused.err)")
+        }
+        let emptyState = try hydra(["run", "-", "--state", ""], stdin: #"{"type":"local","name":"echo","input":1}"#)
+        #expect(emptyState.status == 2 && emptyState.err.contains("--state: must not be empty"), "\(emptyState.err)")
+    }
+
     @Test func jsonSyntaxErrorsNameLineAndColumn() throws {
         let folder = NSTemporaryDirectory() + "hydra-syntax-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)

@@ -588,7 +588,7 @@ import Testing
         // One server per state folder: a second one on the running server's folder stops at once.
         let twin = try RunCommandTests().hydra(["serve", "--listen", "127.0.0.1:0", "--state", server.stateDirectory])
         #expect(twin.status == 2)
-        #expect(twin.err.contains("state.path") && twin.err.contains("in use by another hydra serve (pid "), "\(twin.err)")
+        #expect(twin.err.contains("state.path") && twin.err.contains("in use by another hydra process (pid "), "\(twin.err)")
         // An empty secret in the environment is a mistake, as an empty rpc.secret is.
         let emptySecret = try RunCommandTests().hydra(["serve", "--listen", "127.0.0.1:0", "--state", state],
                                                       environment: ["HYDRA_RPC_SECRET": ""])

@@ -95,6 +95,18 @@ import Testing
         (#"{"servers":{"s":"http://h"},"dummy":{"responses":[{"server":"s","endpoint":"/","method":"GE T"}]}}"#, "dummy.responses[0].method"),
         (#"{"allowEnv":[""]}"#, "allowEnv[0]"),
         (#"{"allowEnv":["HOME","HOME"]}"#, "allowEnv[1]"),
+        // Names a shell could not set, and the server's own secrets (a job would print them).
+        (#"{"allowEnv":["x y"]}"#, "allowEnv[0]"), (#"{"allowEnv":["*"]}"#, "allowEnv[0]"),
+        (#"{"allowEnv":["1A"]}"#, "allowEnv[0]"), (#"{"allowEnv":["A\u0000B"]}"#, "allowEnv[0]"),
+        (#"{"allowEnv":["HYDRA_SHARED_KEY"]}"#, "allowEnv[0]"), (#"{"allowEnv":["HOME","HYDRA_RPC_SECRET"]}"#, "allowEnv[1]"),
+        // A NUL cuts a path short where the system reads it; an escape sequence in a name rewrites terminals.
+        (#"{"rpc":{"unixSocket":"/tmp/a\u0000b.sock"}}"#, "rpc.unixSocket"),
+        ("{\"rpc\":{\"unixSocket\":\"/tmp/\(String(repeating: "s", count: 110))\"}}", "rpc.unixSocket"),
+        (#"{"state":{"path":"a\u0000b"}}"#, "state.path"),
+        (#"{"jobs":{"path":"j\u0007"}}"#, "jobs.path"),
+        (#"{"workers":[{"name":"l\n\u001b[31mX","kind":"local"}]}"#, "workers[0].name"),
+        (#"{"rpc":{"maxSubscriptions":1000000000000}}"#, "rpc.maxSubscriptions"),
+        (#"{"rpc":{"listen":"127.0.0.1:+7400"}}"#, "rpc.listen"),
     ])
     func configurationRejectsValuesThatCannotWork(text: String, path: String) throws {
         do {

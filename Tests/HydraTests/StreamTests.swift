@@ -11,7 +11,10 @@ import Testing
         #expect(SocketAddress(parsing: "localhost:1") == .tcp(host: "127.0.0.1", port: 1))
         #expect(SocketAddress(parsing: "[::1]:80") == .tcp(host: "::1", port: 80))
         #expect(SocketAddress(parsing: "unix:/tmp/x.sock") == .unix(path: "/tmp/x.sock"))
-        for bad in ["127.0.0.1", "host:99999", ":80", "unix:", "::1:80", "h:x"] {
+        #expect(SocketAddress(parsing: "127.0.0.1:0") == .tcp(host: "127.0.0.1", port: 0))
+        // A port is plain digits (no sign, no leading zero); a host has no spaces.
+        for bad in ["127.0.0.1", "host:99999", ":80", "unix:", "::1:80", "h:x", "127.0.0.1:+80", "127.0.0.1:080",
+                    "127.0.0.1:", " 127.0.0.1:80", "127.0.0.1 :80", "h\u{0}x:80"] {
             #expect(SocketAddress(parsing: bad) == nil, "\(bad)")
         }
         #expect(SocketAddress(parsing: "0.0.0.0:1")?.isLoopback == false)

@@ -58,7 +58,9 @@ Endpoints (methods GET/POST/PUT/PATCH/DELETE/HEAD/OPTIONS unless noted)
                             empty body; n == 0: 200 {"redirected": true}
 /redirect-to?to=URL         ?status= (default 302) with "Location: URL" (any
                             URL, another origin's or scheme's), empty body
-                            (?pad=N: N bytes of "R")
+                            (?pad=N: N bytes of "R"); ?close=1 closes the
+                            connection after it without "Connection: close"
+                            (legal, and a kept-alive client learns it late)
 /large/<bytes>              200 application/octet-stream, exactly <bytes> bytes
                             of the pattern 0,1,...,255,0,1,... in 64 KiB writes
 /slow-body/<chunks>/<ms>    200 application/octet-stream, Content-Length =
@@ -491,6 +493,8 @@ class Handler(BaseHTTPRequestHandler):
         if not 0 <= pad <= 16 << 20:
             raise BadRequest("pad must be 0..16777216")
         self._send(code, b"R" * pad, None, [("Location", self.query.get("to", "/"))])
+        if self.query.get("close") == "1":
+            self.close_connection = True
 
     def _start_octets(self, length):
         self.send_response(200)

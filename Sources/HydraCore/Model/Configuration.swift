@@ -254,8 +254,16 @@ extension Configuration {
                 throw ValidationError(path: o.path("listen"), "\"\(rpc.listen)\" is not HOST:PORT")
             }
             rpc.unixSocket = try o.string("unixSocket")
-            if rpc.unixSocket?.isEmpty == true {
-                throw ValidationError(path: o.path("unixSocket"), "must not be empty (a socket path, or null for none)")
+            if let socket = rpc.unixSocket {
+                if socket.isEmpty {
+                    throw ValidationError(path: o.path("unixSocket"), "must not be empty (a socket path, or null for none)")
+                }
+                try Configuration.checkPlainText(socket, path: o.path("unixSocket"))
+                // sun_path holds 108 bytes with the terminating NUL; a relative path is checked again once made absolute.
+                if socket.utf8.count > Configuration.maxUnixSocketPath {
+                    throw ValidationError(path: o.path("unixSocket"),
+                                          "\(socket.utf8.count) bytes long: a Unix socket's path is at most \(Configuration.maxUnixSocketPath)")
+                }
             }
             rpc.secret = try o.string("secret")
             if rpc.secret?.isEmpty == true {
@@ -265,13 +273,13 @@ extension Configuration {
             rpc.maxMessageBytes = try o.int("maxMessageBytes", min: 256, max: RPC.maxByteLimit) ?? rpc.maxMessageBytes
             rpc.maxOutboundBytes = try o.int("maxOutboundBytes", min: 1024, max: RPC.maxByteLimit) ?? rpc.maxOutboundBytes
             rpc.maxConnections = try o.int("maxConnections", min: 1, max: Worker.maxLimit) ?? rpc.maxConnections
-            rpc.maxSubscriptions = try o.int("maxSubscriptions", min: 1) ?? rpc.maxSubscriptions
+            rpc.maxSubscriptions = try o.int("maxSubscriptions", min: 1, max: Worker.maxLimit) ?? rpc.maxSubscriptions
             rpc.firstMessageTimeoutMs = try o.int("firstMessageTimeoutMs", min: 100, max: 86_400_000) ?? rpc.firstMessageTimeoutMs
             try o.rejectUnknownKeys()
         }
         if var o = try r.object("state") {
             state.path = try o.string("path") ?? state.path
-            if state.path.isEmpty { throw ValidationError(path: o.path("path"), "must not be empty (a folder)") }
+            try Configuration.checkPlainText(state.path, path: o.path("path"))
             if state.path.isEmpty { throw ValidationError(path: o.path("path"), "must not be empty (a folder; \".\" for the current one)") }
             if let sync = try o.string("sync") {
                 guard let s = State.Sync(rawValue: sync) else {
@@ -289,6 +297,8 @@ extension Configuration {
                 var w = try FieldReader(item, path: "workers[\(i)]")
                 let name = try w.requiredString("name")
                 guard !name.isEmpty else { throw ValidationError(path: w.path("name"), "must not be empty") }
+                // Names reach logs, events and terminals: no control characters (escape sequences).
+                try Configuration.checkPlainText(name, path: w.path("name"))
                 guard names.insert(name).inserted else { throw ValidationError(path: w.path("name"), "duplicate worker '\(name)'") }
                 let kindText = try w.requiredString("kind")
                 guard let kind = JobKind(rawValue: kindText) else {
@@ -409,6 +419,7 @@ extension Configuration {
         if var o = try r.object("jobs") {
             jobsPath = try o.string("path") ?? jobsPath
             if jobsPath.isEmpty { throw ValidationError(path: o.path("path"), "must not be empty (a folder)") }
+            try Configuration.checkPlainText(jobsPath, path: o.path("path"))
             try o.rejectUnknownKeys()
         }
         if var o = try r.object("limits") {
@@ -422,8 +433,13 @@ extension Configuration {
         }
         allowEnv = try r.stringArray("allowEnv") ?? []
         for (i, name) in allowEnv.enumerated() {
-            guard !name.isEmpty, !name.contains("=") else {
-                throw ValidationError(path: r.path("allowEnv") + "[\(i)]", "expected the name of an environment variable")
+            guard Configuration.isEnvironmentName(name) else {
+                throw ValidationError(path: r.path("allowEnv") + "[\(i)]",
+                                      "expected the name of an environment variable (letters, digits and _, not first a digit)")
+            }
+            // `${env.NAME}` puts the value in results and events: never a secret of the server's own.
+            guard !Configuration.secretVariables.contains(name) else {
+                throw ValidationError(path: r.path("allowEnv") + "[\(i)]", "\(name) is the server's secret: it may not be read by jobs")
             }
             guard allowEnv.firstIndex(of: name) == i else {
                 throw ValidationError(path: r.path("allowEnv") + "[\(i)]", "duplicate '\(name)'")
@@ -463,6 +479,30 @@ extension Configuration {
     }
 
     /// A file the server must read (a CA bundle, a certificate, a key).
+    /// The longest Unix socket path (`sun_path` less its terminating NUL).
+    public static let maxUnixSocketPath = 107
+
+    /// The environment variables that hold the server's secrets.
+    public static let secretVariables: Set<String> = ["HYDRA_RPC_SECRET", "HYDRA_SHARED_KEY"]
+
+    /// A portable environment variable name: `[A-Za-z_][A-Za-z0-9_]*`.
+    static func isEnvironmentName(_ name: String) -> Bool {
+        guard let first = name.utf8.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else { return false }
+        return name.utf8.allSatisfy { byte in
+            byte == UInt8(ascii: "_") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+        }
+    }
+
+    /// Refuses control characters (a NUL cuts a path short where the system reads
+    /// it; an escape sequence in a name rewrites the terminal that prints it).
+    static func checkPlainText(_ text: String, path: String) throws(ValidationError) {
+        if let bad = text.unicodeScalars.first(where: { $0.properties.generalCategory == .control }) {
+            let hex = String(bad.value, radix: 16, uppercase: true)
+            throw ValidationError(path: path, "must not contain control characters (U+\(String(repeating: "0", count: max(0, 4 - hex.count)) + hex))")
+        }
+    }
+
     private static func checkReadable(_ file: String, path: String) throws(ValidationError) {
         guard FileManager.default.isReadableFile(atPath: file) else {
             throw ValidationError(path: path, "cannot read \(file.debugDescription)")

@@ -48,7 +48,7 @@ extension RPCServerRuntime {
             case "job.result":
                 try params.only(["jobId", "waitMs"])
                 let jobId = try params.requiredString("jobId")
-                let waitMs = try params.int("waitMs", min: 0, max: 3_600_000) ?? 0
+                let waitMs = try params.int("waitMs", min: 0, max: RPCLimits.maxWaitMs) ?? 0
                 guard waitMs > 0 else {
                     service.result(of: jobId, reply: later)
                     return

@@ -26,15 +26,19 @@ public final class RPCServer: Sendable {
     private let service: HydraService
 
     /// Listens on `addresses` (TCP and/or Unix). Errors name the address:
-    /// `cannot listen on 127.0.0.1:7400: address already in use`.
-    public init(service: HydraService, addresses: [SocketAddress], options: Configuration.RPC) throws {
+    /// `cannot listen on 127.0.0.1:7400: address already in use`. With
+    /// `accepting` false, connections wait (in the kernel's backlog) until
+    /// ``startAccepting()``: `hydra serve` claims its addresses before it
+    /// resumes unfinished jobs, and serves once they are resumed.
+    public init(service: HydraService, addresses: [SocketAddress], options: Configuration.RPC,
+                accepting: Bool = true) throws {
         self.service = service
         let loop = EventLoop(name: "hydra-rpc")
         self.loop = loop
         let made: Result<(LoopBound<RPCServerRuntime>, Mailbox<HydraEvent>), StreamError> = loop.submitAndWait {
             let runtime = RPCServerRuntime(loop: loop, service: service, options: options)
             do throws(StreamError) {
-                try runtime.listen(on: addresses)
+                try runtime.listen(on: addresses, accepting: accepting)
             } catch {
                 runtime.closeAll()
                 return .failure(error)
@@ -57,6 +61,12 @@ public final class RPCServer: Sendable {
         service.store.whenEventsStored { seq in
             if stored.store(seq) { _ = loop.execute { weakRuntime.value.runtime?.releaseStored() } }
         }
+    }
+
+    /// Accepts connections, those that waited first (see `init`'s `accepting`).
+    public func startAccepting() {
+        let runtime = self.runtime
+        loop.submitAndWait(ifStopped: ()) { runtime.value.startAccepting() }
     }
 
     /// Where the server listens, as printed at startup (`127.0.0.1:7400`, `unix:/path`).
@@ -134,13 +144,17 @@ final class RPCServerRuntime {
 
     // MARK: - Listening
 
-    func listen(on addresses: [SocketAddress]) throws(StreamError) {
+    func listen(on addresses: [SocketAddress], accepting: Bool) throws(StreamError) {
         for address in addresses {
-            let listener = try StreamListener(loop: loop, address: address) { [unowned self] connection in
-                self.accept(connection)
+            let listener = try StreamListener(loop: loop, address: address, accepting: accepting) {
+                [unowned self] connection in self.accept(connection)
             }
             listeners.append((listener, address))
         }
+    }
+
+    func startAccepting() {
+        for (listener, _) in listeners { listener.accepting = true }
     }
 
     var listeningDescriptions: [String] {
