@@ -3,7 +3,12 @@ import CZlib
 /// Why gzip failed; the message never holds the data.
 public struct GzipError: Error, Sendable, CustomStringConvertible {
     public let description: String
-    init(_ description: String) { self.description = description }
+    /// The content would pass the limit once decompressed (a bomb), rather than being corrupt.
+    public let isTooLarge: Bool
+    init(_ description: String, isTooLarge: Bool = false) {
+        self.description = description
+        self.isTooLarge = isTooLarge
+    }
 }
 
 /// gzip (RFC 1952 framing) through zlib, for shared values and resources at
@@ -57,7 +62,7 @@ public enum Gzip {
                 output.append(contentsOf: chunk[..<produced])
             } while status == Z_OK && output.count <= limit
         }
-        guard output.count <= limit else { throw GzipError("gzip: the content passes \(limit) bytes once decompressed") }
+        guard output.count <= limit else { throw GzipError("gzip: the content passes \(limit) bytes once decompressed", isTooLarge: true) }
         guard status == Z_STREAM_END else { throw GzipError("gzip: the data is truncated or corrupt (zlib status \(status))") }
         return output
     }

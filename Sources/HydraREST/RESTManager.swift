@@ -150,8 +150,11 @@ public final class RESTManager: JobManager {
         if remote.url == nil && remote.server == nil && remote.api == nil && resolver.configuration.defaults.server == nil {
             throw ValidationError(path: at("server"), "required with endpoint when defaults.server is not set")
         }
-        if let url = remote.url, !Template.containsReference(url), !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
-            throw ValidationError(path: at("url"), "expected an http:// or https:// URL")
+        if let url = remote.url, !Template.containsReference(url) {
+            guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
+                throw ValidationError(path: at("url"), "expected an http:// or https:// URL")
+            }
+            if let problem = URLSyntax.problem(in: url) { throw ValidationError(path: at("url"), "not a URL: \(problem)") }
         }
         if let endpoint {
             for name in RouteResolver.pathVariables(in: endpoint) where remote.pathVars[name] == nil {

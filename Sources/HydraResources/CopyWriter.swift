@@ -44,7 +44,9 @@ struct CopyWriter: Sendable {
             do {
                 content = [UInt8](try remake.remaker(Data(body), remake.options))
             } catch {
-                return .failure(JobError(.invalid, "remaker: \(remake.name) failed: \(error)"))
+                // A bomb is too large, like a derived copy past the limit below; anything else is invalid input.
+                let kind: JobError.Kind = (error as? GzipError)?.isTooLarge == true ? .tooLarge : .invalid
+                return .failure(JobError(kind, "remaker: \(remake.name) failed: \(error)"))
             }
             guard content.count <= manager.inMemoryLimit else {
                 return .failure(JobError(.tooLarge, "remaker: the derived resource is larger than \(manager.inMemoryLimit) bytes (a remade copy is made in memory: defaults.maxBodyBytes, or resources.maxBytes when smaller)"))

@@ -88,9 +88,8 @@ extension ResourceManager {
     /// Reads `record`'s file and checks it (size and SHA-256 of the file at
     /// rest, and for aes-gcm its tag). Blocking file I/O.
     func load(_ record: ResourceRecord) -> Loaded {
-        guard let data = FileManager.default.contents(atPath: absolutePath(of: record.key)) else { return .unreadable }
-        let stored = [UInt8](data)
-        guard stored.count == record.diskBytes else { return .unreadable }
+        guard let path = plainPath(of: record.key), let stored = ResourceManager.readPlainFile(path, expecting: record.diskBytes)
+        else { return .unreadable }
         switch record.cipher {
         case .none:
             guard ResourceKey.sha256(stored) == record.sha256 else { return .unreadable }
@@ -281,7 +280,7 @@ extension ResourceManager {
             let (gone, error) = outcome.withLock { $0 }
             for copy in gone {
                 _ = replacements.unlinkUnlessReplaced(copy.key, since: chosenAt, removed: copy.storedAt) {
-                    try? FileManager.default.removeItem(atPath: absolutePath(of: copy.key))
+                    if let path = plainPath(of: copy.key) { unlink(path) }
                 }
                 emit(EventName.resourceRemoved, ["key": .string(copy.key), "url": .string(copy.url), "reason": .string(reason)])
             }
@@ -290,5 +289,30 @@ extension ResourceManager {
             syncMemoryTiers()
             done(error.map { .failure($0) } ?? .success(()))
         }
+    }
+}
+
+extension ResourceManager {
+    /// The bytes of the regular file at `path`, when it has exactly `count` of
+    /// them; nil for anything else (missing, another size, a symbolic link: the
+    /// file is opened with `O_NOFOLLOW`). Blocking.
+    static func readPlainFile(_ path: String, expecting count: Int) -> [UInt8]? {
+        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var info = Glibc.stat()
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, Int(info.st_size) == count else { return nil }
+        var complete = true
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            var done = 0
+            while done < count {
+                let n = Glibc.read(descriptor, buffer.baseAddress! + done, count - done)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { complete = false; break }
+                done += n
+            }
+            initialized = done
+        }
+        return complete ? bytes : nil
     }
 }

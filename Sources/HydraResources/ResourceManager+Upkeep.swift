@@ -21,10 +21,12 @@ extension ResourceManager {
         let fm = FileManager.default
         // Only names the repository gives are touched (`ab/ab….bin`): a file of
         // anyone else's in the folder is left where it is.
-        for folder in (try? fm.contentsOfDirectory(atPath: repositoryPath)) ?? [] where ResourceManager.isFolderName(folder) {
+        // Never through a symbolic link (the repository's writes never follow one: it was
+        // planted, and what it points at is outside the state folder): not taken as a folder.
+        let root = plainFolder(settings.path.split(separator: "/").map(String.init))
+        for folder in root.flatMap({ try? fm.contentsOfDirectory(atPath: $0) }) ?? [] where ResourceManager.isFolderName(folder) {
             let path = repositoryPath + "/" + folder
-            var isFolder: ObjCBool = false
-            guard fm.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue else { continue }
+            guard plainFolder(settings.path.split(separator: "/").map(String.init) + [folder]) != nil else { continue }
             for name in (try? fm.contentsOfDirectory(atPath: path)) ?? [] {
                 guard name.hasSuffix(".bin"), ResourceManager.isKey(String(name.dropLast(4))) else { continue }
                 let key = String(name.dropLast(4))

@@ -24,6 +24,8 @@ public final class ResourceManager: JobManager {
     let atRestKey: AtRestKey?
     /// The repository folder, absolute.
     public let repositoryPath: String
+    /// The state folder, without a trailing `/`.
+    let stateBase: String
     let statistics = ResourceStatistics()
     /// Where `resource.stored` / `resource.removed` go (the engine's bus, set once it exists).
     private let bus = Locked<EventBus?>(nil)
@@ -72,6 +74,7 @@ public final class ResourceManager: JobManager {
         self.index = index
         settings = rest.configuration.resources
         let base = stateDirectory.hasSuffix("/") ? String(stateDirectory.dropLast()) : stateDirectory
+        stateBase = base
         repositoryPath = base + "/" + settings.path
     }
 
@@ -116,6 +119,27 @@ public final class ResourceManager: JobManager {
     }
 
     func absolutePath(of key: String) -> String { repositoryPath + "/" + key.prefix(2) + "/" + key + ".bin" }
+
+    /// The path of `key`'s copy when every folder on the way from the state
+    /// folder is a folder and not a symbolic link: the repository's own writes
+    /// never follow one (``RESTManager/writeStateFile(_:bytes:)``), so a link
+    /// there was planted, and a copy is neither read nor removed through it
+    /// (it would reach outside the state folder). nil otherwise. Blocking.
+    func plainPath(of key: String) -> String? {
+        plainFolder(components(of: key).dropLast()).map { $0 + "/" + key + ".bin" }
+    }
+
+    /// The path of `folders` under the state folder when each is a folder and
+    /// not a symbolic link (`lstat`); nil otherwise. Blocking.
+    func plainFolder(_ folders: some Sequence<String>) -> String? {
+        var path = stateBase
+        var info = Glibc.stat()
+        for folder in folders {
+            path += "/" + folder
+            guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else { return nil }
+        }
+        return path
+    }
 
     public func validate(_ spec: JobSpec, path: String) throws(ValidationError) {
         guard case .resource(let resource) = spec.body else { return }

@@ -28,6 +28,30 @@ extension RemoteJobTests {
         }
     }
 
+    // MARK: - URLs
+
+    /// A URL that is not one is refused at submit naming the field (curl
+    /// refused it only when the job ran); a NUL, which curl's C string would
+    /// end the URL at, is refused at submit and, from a reference, when the
+    /// job runs (the request went to the URL cut short, and succeeded).
+    @Test func aMalformedURLIsRefusedNamingTheField() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        for (url, reason) in [("http://127.0.0.1:99999/x", "the port is not a number"), ("http://h:+80/x", "the port"),
+                              ("http://host/x y", "contains a space"), ("http://[::1/x", "closing ]"),
+                              ("http://", "no host"), ("http://user:pw@/x", "no host"), ("http://h/a\\u0000b", "NUL")] {
+            let refused = engine.refusal(#"{"type":"serial","steps":[{"type":"remote","url":"\#(url)"}]}"#)
+            #expect(refused?.0 == "steps[0].url" && refused?.1.contains(reason) == true, "\(url): \(String(describing: refused))")
+            #expect(refused?.1.contains("pw") != true)
+        }
+        for url in ["http://127.0.0.1:8080/x?q=1#f", "https://[::1]:443/", "http://u:p@h/x", "http://h:/x"] {
+            #expect(engine.refusal(#"{"type":"remote","url":"\#(url)"}"#) == nil, "\(url)")
+        }
+        let cut = try await engine.run(spec(#"{"type":"remote","url":"${input}"}"#), input: .string(TestServer.url("/echo\u{0}/x")))
+        #expect(cut.state == .failed && cut.error?.kind == .invalid && cut.error?.message == "url: contains a NUL byte",
+                "\(String(describing: cut.error))")
+    }
+
     // MARK: - Retry-After
 
     /// `Retry-After: 9999999999999999` overflowed `seconds * 1000` and killed the

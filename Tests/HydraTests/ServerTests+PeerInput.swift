@@ -84,6 +84,85 @@ extension ServerTests {
     /// 512 MiB of zeros in half a MiB of gzip, with `defaults.maxBodyBytes` 1 MiB:
     /// the job fails with kind tooLarge and the server's peak memory stays far
     /// below the inflated size (before, the whole body was inflated in memory).
+    /// The peak resident memory of process `pid` (`VmHWM`, KiB).
+    static func peakMemory(of pid: pid_t) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+        return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "0") ?? 0
+    }
+
+    /// A line of `job.result`s of one large result (3,000 in a 260 KB request)
+    /// made the server hold every answer, gigabytes, only to
+    /// replace them by errors once all were in. The batch's budget now holds
+    /// as the answers come: the same answer, and memory stays near the limit.
+    @Test func aBatchOfLargeAnswersKeepsItsBudgetAsTheyCome() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let client = try server.client()
+        let big = String(repeating: "A", count: 900_000)
+        let job = try client.call("job.submit", ["job": ["type": "local", "name": "echo", "input": .string(big)]])["jobId"]!
+        #expect(try client.call("job.result", ["jobId": job, "waitMs": 10_000])["state"] == "succeeded")
+        let before = Self.peakMemory(of: server.process.processIdentifier)
+        let replies = try client.callBatch(Array(repeating: (method: "job.result", params: ["jobId": job] as JSONValue), count: 300),
+                                           timeout: .seconds(120))
+        let after = Self.peakMemory(of: server.process.processIdentifier)
+        #expect(replies.count == 300)
+        var kept = 0
+        for reply in replies {
+            switch reply {
+            case .success(let value): kept += 1; #expect(value["result"]?.stringValue?.count == 900_000)
+            case .failure(let error): #expect(error.code == -32600 && error.message.contains("too large for a batch answer"), "\(error)")
+            }
+        }
+        #expect(kept >= 1 && kept <= 9, "rpc.maxOutboundBytes (8 MiB) holds at most nine: \(kept)")
+        #expect(after - before < 100_000, "the peak memory grew by \(after - before) KiB (all 300 answers: 270 MB)")
+    }
+
+    /// One client's thousand `job.list`s (here pipelined) no longer stand in
+    /// the store's one reader ahead of another client's: each connection has
+    /// at most two such reads under way.
+    @Test func oneClientsListsDoNotHoldUpAnothers() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let client = try server.client()
+        _ = try client.callBatch(Array(repeating: (method: "job.submit", params: ["job": ["type": "local", "name": "echo", "input": 1]] as JSONValue),
+                                       count: 2_000))
+        let flood = try server.raw()
+        let line = Array(#"{"jsonrpc":"2.0","id":1,"method":"job.list","params":{"limit":2000}}"#.utf8) + [10]
+        try flood.send(raw: Array([[UInt8]](repeating: line, count: 1_500).joined()))
+        usleep(200_000)  // the flood is under way
+        let other = try server.client()
+        let start = ContinuousClock.now
+        #expect(try other.call("job.list", ["limit": 1])["jobs"]?[0] != nil)
+        let waited = ContinuousClock.now - start
+        #expect(waited < .seconds(3), "another client's job.list waited \(waited)")
+        flood.close()
+    }
+
+    /// With a secret, a connection that never authenticates is closed after
+    /// `rpc.firstMessageTimeoutMs` however busy it keeps with `hydra.ping`:
+    /// such connections held every slot of rpc.maxConnections for ever.
+    @Test func anUnauthenticatedConnectionIsClosedEvenWhileItPings() throws {
+        let server = try ServerProcess(config: #""rpc": {"secret": "s3cret-for-tests", "firstMessageTimeoutMs": 600}"#)
+        defer { server.terminate() }
+        let idle = try server.raw()
+        var closedWith: JSONValue?
+        for _ in 0..<20 {
+            try? idle.send(Array(#"{"jsonrpc":"2.0","id":1,"method":"hydra.ping"}"#.utf8))
+            while let line = try? idle.readLine(timeout: .milliseconds(100)) {
+                let message = try JSONParser.parse(line)
+                if message["id"] == .null { closedWith = message }
+            }
+            if closedWith != nil { break }
+        }
+        #expect(closedWith?["error"]?["message"]?.stringValue?.contains("not authenticated (rpc.auth) within 600 ms") == true,
+                "\(String(describing: closedWith))")
+        // One that authenticates stays, pings or not.
+        let client = try server.client(secret: "s3cret-for-tests")
+        usleep(900_000)
+        #expect(try client.call("hydra.ping")["version"] != nil)
+    }
+
     @Test func aGzipBombStopsAtMaxBodyBytes() throws {
         let server = try ServerProcess(config: #""defaults": {"server": "testsvr", "timeoutMs": 60000, "maxBodyBytes": 1048576}"#)
         defer { server.terminate() }

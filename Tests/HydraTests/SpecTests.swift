@@ -107,6 +107,7 @@ import Testing
         (#"{"workers":[{"name":"l\n\u001b[31mX","kind":"local"}]}"#, "workers[0].name"),
         (#"{"rpc":{"maxSubscriptions":1000000000000}}"#, "rpc.maxSubscriptions"),
         (#"{"rpc":{"listen":"127.0.0.1:+7400"}}"#, "rpc.listen"),
+        (#"{"servers":{"s":"http://user:pw@host:99999/"}}"#, "servers.s"),
     ])
     func configurationRejectsValuesThatCannotWork(text: String, path: String) throws {
         do {

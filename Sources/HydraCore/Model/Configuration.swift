@@ -568,6 +568,7 @@ extension Configuration {
         guard let host = URLComponents(string: url)?.host, !host.isEmpty else {
             throw ValidationError(path: path, "expected an http:// or https:// URL with a host")
         }
+        if let problem = URLSyntax.problem(in: url) { throw ValidationError(path: path, "not a URL: \(problem)") }
         return url
     }
 }

@@ -7,15 +7,22 @@ import HydraCore
 /// past it, the largest responses are replaced, one by one, by an error
 /// `-32600` with the same id saying that response was too large for a batch
 /// answer, until the array fits (the calls ran: a submitted job stays
-/// submitted, and its small response is kept). A batch whose calls could not
-/// all be answered within the limit even that way is refused before any of
-/// them runs (``refusal(of:raw:limit:)``): a client never loses the answers of
-/// calls that took effect. Either way the client sees why, and the
-/// connection stays open.
+/// submitted, and its small response is kept). The budget holds while the
+/// responses come in, not only once all are in: a line of a few thousand
+/// `job.result`s of a large result would otherwise hold gigabytes of answers
+/// only to drop them. A batch whose calls could not all be answered within
+/// the limit even that way is refused before any of them runs
+/// (``refusal(of:raw:limit:)``): a client never loses the answers of calls
+/// that took effect. Either way the client sees why, and the connection
+/// stays open.
 final class BatchReply {
     private var responses: [[UInt8]?]
     private var ids: [RPCID?]
+    /// Responses already replaced by their error (or too small to be worth it).
+    private var settled: [Bool]
     private var remaining: Int
+    /// The bytes of the answer so far: the kept responses, their commas, `[` and `]`.
+    private var total = 2
     private let limit: Int
     private let done: ([UInt8]) -> Void
 
@@ -23,6 +30,7 @@ final class BatchReply {
     init(count: Int, limit: Int, done: @escaping ([UInt8]) -> Void) {
         responses = Array(repeating: nil, count: count)
         ids = Array(repeating: nil, count: count)
+        settled = Array(repeating: false, count: count)
         remaining = count
         self.limit = limit
         self.done = done
@@ -33,25 +41,18 @@ final class BatchReply {
         responses[index] = response
         ids[index] = id
         remaining -= 1
+        if let response { total += response.count + 1 }
+        while total > limit, let largest = largestUnsettled() {
+            settled[largest] = true
+            let size = responses[largest]!.count
+            let error = BatchReply.tooLarge(id: ids[largest] ?? .null, size: size, limit: limit)
+            guard error.count < size else { continue }
+            total -= size - error.count
+            responses[largest] = error
+        }
         guard remaining == 0 else { return }
-        var present: [(id: RPCID, bytes: [UInt8])] = []
-        present.reserveCapacity(responses.count)
-        for (i, response) in responses.enumerated() {
-            if let response { present.append((ids[i] ?? .null, response)) }
-        }
+        let present = responses.compactMap { $0 }
         guard !present.isEmpty else { return }
-        // `[`, `]`, the commas and the newline.
-        var total = present.reduce(present.count + 2) { $0 + $1.bytes.count }
-        if total > limit {
-            for i in present.indices.sorted(by: { present[$0].bytes.count > present[$1].bytes.count }) {
-                guard total > limit else { break }
-                let size = present[i].bytes.count
-                let error = BatchReply.tooLarge(id: present[i].id, size: size, limit: limit)
-                guard error.count < size else { continue }
-                total -= size - error.count
-                present[i].bytes = error
-            }
-        }
         if total > limit {
             done(RPCEncoder.error(RPCFailure(
                 id: .null, code: -32600,
@@ -59,7 +60,17 @@ final class BatchReply {
                 data: ["size": .int(total), "limit": .int(limit)])))
             return
         }
-        done(RPCEncoder.batch(present.map(\.bytes)))
+        done(RPCEncoder.batch(present))
+    }
+
+    /// The largest response in so far and not yet replaced.
+    private func largestUnsettled() -> Int? {
+        var best: Int?
+        for i in responses.indices where !settled[i] {
+            guard let size = responses[i]?.count else { continue }
+            if best.map({ size > responses[$0]!.count }) ?? true { best = i }
+        }
+        return best
     }
 
     /// The error that stands for a response too large for the batch's answer.

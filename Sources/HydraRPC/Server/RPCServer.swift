@@ -199,15 +199,18 @@ final class RPCServerRuntime {
         connection.maxLineBytes = options.maxMessageBytes
         let timeout = options.firstMessageTimeoutMs
         session.firstMessageTimer = loop.schedule(afterMilliseconds: UInt64(timeout)) { [weak session] in
-            // Connected and silent: it would hold one of rpc.maxConnections for ever.
+            // Connected and silent, or (with a secret) never authenticated however
+            // busy with `hydra.ping`: it would hold one of rpc.maxConnections for ever.
             guard let session else { return }
             session.firstMessageTimer = nil
+            let what = session.authenticated ? "no message" : "not authenticated (rpc.auth)"
             session.send(RPCEncoder.error(RPCFailure(
-                id: .null, code: -32600, "no message within \(timeout) ms of connecting (rpc.firstMessageTimeoutMs): closing")))
+                id: .null, code: -32600, "\(what) within \(timeout) ms of connecting (rpc.firstMessageTimeoutMs): closing")))
             session.connection.close()
         }
         connection.onLine = { [unowned self, unowned session] line in
-            if let timer = session.firstMessageTimer {
+            // With a secret, the deadline stands until `rpc.auth` succeeds (``authenticate(_:token:)``).
+            if session.authenticated, let timer = session.firstMessageTimer {
                 timer.cancel()
                 session.firstMessageTimer = nil
             }
@@ -317,11 +320,33 @@ final class RPCServerRuntime {
             finish(result)
             session.closeIfDone()
         }
-        let bound = LoopBound(onLoop, loop: loop)
-        let later: @Sendable (Result<JSONValue, ServiceError>) -> Void = { result in
-            loop.execute { bound.value(result) }
+        guard RPCSession.scansTheStore(request.method) else {
+            let bound = LoopBound(onLoop, loop: loop)
+            let later: @Sendable (Result<JSONValue, ServiceError>) -> Void = { result in
+                loop.execute { bound.value(result) }
+            }
+            dispatch(request, session: session, submits: submits, now: onLoop, later: later, onLoop: onLoop)
+            return
         }
-        dispatch(request, session: session, submits: submits, now: onLoop, later: later, onLoop: onLoop)
+        // A read that may scan the store waits its turn within its session (see
+        // ``RPCSession/readTurns``), so that one client's thousand `job.list`s
+        // queue here, not in the store's reader ahead of every other client's.
+        session.readTurns.run { [unowned self] release in
+            guard !session.closed else {  // gone while it waited: nobody would read the answer
+                release()
+                onLoop(.success(.null))
+                return
+            }
+            let done: (Result<JSONValue, ServiceError>) -> Void = { result in
+                release()
+                onLoop(result)
+            }
+            let bound = LoopBound(done, loop: loop)
+            let later: @Sendable (Result<JSONValue, ServiceError>) -> Void = { result in
+                loop.execute { bound.value(result) }
+            }
+            self.dispatch(request, session: session, submits: submits, now: done, later: later, onLoop: done)
+        }
     }
 
     // MARK: - Events
@@ -461,6 +486,8 @@ final class RPCServerRuntime {
         }
         if constantTimeEqual(Array(token.utf8), secret) {
             session.authenticated = true
+            session.firstMessageTimer?.cancel()
+            session.firstMessageTimer = nil
             return .success(["ok": true])
         }
         return .failure(ServiceError(.unauthorized, "unauthorized: wrong token"))

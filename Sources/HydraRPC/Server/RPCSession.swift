@@ -25,6 +25,16 @@ final class RPCSession {
     var peerEnded = false
     /// Closes the connection of a client that finished sending when its replies take too long.
     var endTimer: ScheduledTask?
+    /// This session's reads that may scan the store (``scansTheStore(_:)``):
+    /// at most two under way, the rest wait here. The store has one reader;
+    /// without this, a client sending a thousand `job.list`s (in a batch or
+    /// pipelined) put every other client's behind them for a minute and more.
+    let readTurns = Turns(limit: 2)
+
+    /// Methods whose answer may read many rows of the store.
+    static func scansTheStore(_ method: String) -> Bool {
+        method == "job.list" || method == "resource.list"
+    }
 
     /// Closes a connection whose client finished sending, once no reply is due to it.
     func closeIfDone() {
