@@ -33,6 +33,12 @@ import Testing
              "steps[0].steps[1].input"),
             // A variable the config does not list (allowEnv: [] here).
             (#"{"type":"local","name":"echo","input":"${env.HOME}"}"#, "input"),
+            // A path with an empty name names nothing a value has.
+            (#"{"type":"local","name":"echo","input":{"a":"${input..a}"}}"#, "input.a"),
+            (#"{"type":"local","name":"echo","input":"${input.}"}"#, "input"),
+            (#"{"type":"serial","steps":[\#(echo),{"type":"local","name":"echo","input":"${prev.body.}"}]}"#, "steps[1].input"),
+            (#"{"type":"serial","steps":[{"type":"local","id":"a","name":"echo","input":1},{"type":"local","name":"echo","input":"${steps.a..x}"}]}"#,
+             "steps[1].input"),
         ]
         for (text, field) in refused {
             let error = #expect(throws: ValidationError.self, "\(text)") { try engine.submit(spec(text)) }

@@ -146,15 +146,22 @@ enum ReferenceCheck {
     private static func problem(with expression: Substring, scope: Scope) -> String? {
         let parts = expression.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
         let rest = parts.count > 1 ? parts[1] : ""
+        // A PATH with an empty name (`input..a`, `prev.body.`) names nothing a value has.
+        func emptyName(_ path: Substring, given: Bool) -> String? {
+            guard given, path.split(separator: ".", omittingEmptySubsequences: false).contains(where: \.isEmpty) else { return nil }
+            return "an empty name in the path '\(path)'"
+        }
         switch parts[0] {
         case "prev":
-            return scope.previous ? nil : "no earlier step in a serial group (prev is for serial steps after the first)"
+            guard scope.previous else { return "no earlier step in a serial group (prev is for serial steps after the first)" }
+            return emptyName(rest, given: parts.count > 1)
         case "steps":
-            let id = rest.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)[0]
+            let idAndPath = rest.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+            let id = idAndPath[0]
             if id.isEmpty { return "missing step id (steps.ID.PATH)" }
             guard let place = scope.places[String(id)] else { return "the graph has no step with id '\(id)'" }
-            return scope.neverEnded(id, at: place)
-        case "input": return nil
+            return scope.neverEnded(id, at: place) ?? emptyName(idAndPath.count > 1 ? idAndPath[1] : "", given: idAndPath.count > 1)
+        case "input": return emptyName(rest, given: parts.count > 1)
         case "shared": return rest.isEmpty ? "missing key (shared.KEY)" : nil
         case "env":
             if rest.isEmpty { return "missing name (env.NAME)" }

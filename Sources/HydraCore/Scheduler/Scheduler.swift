@@ -166,7 +166,7 @@ public final class Scheduler: Sendable {
         let now = unfinished.add(count, ordering: .relaxed).newValue
         if now > maxQueuedJobs {
             left(count)
-            throw ValidationError(path: "", "overloaded: \(maxQueuedJobs) jobs are queued (limits.maxQueuedJobs)",
+            throw ValidationError(path: "", "overloaded: \(maxQueuedJobs) jobs are queued or running (limits.maxQueuedJobs)",
                                   kind: .overloaded)
         }
     }
