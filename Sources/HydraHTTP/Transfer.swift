@@ -45,6 +45,10 @@ final class Transfer {
     /// The request's ``HTTPRequest/maxBodyBytes`` (`Int.max`: none) and whether it was passed.
     @exclusivity(unchecked) private var maxBodyBytes = Int.max
     @exclusivity(unchecked) private var tooLarge = false
+    /// The response had a `Content-Length` that is not a number of bytes (or too
+    /// large for one): curl 7.88 ignores it and reads to the close, so a cut
+    /// body would pass for a whole one. The transfer stops instead.
+    @exclusivity(unchecked) private var badLength = false
     /// The current response's `Content-Length` (-1: none) and whether it has a
     /// `Content-Encoding` (then the length counts encoded bytes, not what is kept).
     @exclusivity(unchecked) private var declaredLength = -1
@@ -210,6 +214,7 @@ final class Transfer {
         uploadError = nil
         maxBodyBytes = Int.max
         tooLarge = false
+        badLength = false
         declaredLength = -1
         encoded = false
         headersEnded = false
@@ -521,7 +526,9 @@ final class Transfer {
             case .contentEncoding:
                 if Transfer.isContentEncoding(line) { encoded = true }
             case .contentLength:
-                if !fileBound, let length = Transfer.contentLength(line) {
+                if Transfer.contentLength(line) == nil {
+                    badLength = true
+                } else if !fileBound, let length = Transfer.contentLength(line) {
                     declaredLength = length
                     // Room for the whole body at once, within the limit (a peer's number: bounded).
                     if length > 0 && length <= maxBodyBytes { body.reserveCapacity(min(length, 64 << 20)) }
@@ -532,7 +539,7 @@ final class Transfer {
                 break
             }
         }
-        return count
+        return badLength ? 0 : count
     }
 
     /// True for a `Content-Encoding` line (see ``HTTPHeaderBlock/append(line:)``) with a coding other than `identity`.
@@ -711,6 +718,7 @@ final class Transfer {
             return HTTPFailure(.tooLarge, "the response body is larger than \(maxBodyBytes) bytes (counted after decoding)")
         }
         if let fileError { return HTTPFailure(.invalid, "cannot write the response body: \(fileError)") }
+        if badLength { return HTTPFailure(.network, "the response's Content-Length is not a number of bytes") }
         if let uploadError { return HTTPFailure(.invalid, uploadError) }
         var detail = String(cString: errorBuffer)
         if detail.isEmpty { detail = String(cString: curl_easy_strerror(code)) }

@@ -52,6 +52,22 @@ extension RemoteJobTests {
                 "\(String(describing: cut.error))")
     }
 
+    /// A `Content-Length` that is not a number of bytes (99999999999999999999999)
+    /// was ignored, by curl as by the worker: the body ran to the close, and a
+    /// cut one passed for whole (cached, kept as a resource). Such a response fails now.
+    @Test func aContentLengthThatIsNoNumberFailsTheJob() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        for value in ["99999999999999999999999", "12abc"] {
+            let done = try await engine.run(spec(#"{"type":"remote","endpoint":"/bad-length?value=\#(value)"}"#))
+            #expect(done.state == .failed && done.error?.kind == .network
+                    && done.error?.message == "the response's Content-Length is not a number of bytes", "\(String(describing: done.error))")
+            let kept = try await engine.run(spec(#"{"type":"resource","url":"\#(TestServer.url("/bad-length?value=\(value)"))"}"#))
+            #expect(kept.state == .failed && kept.error?.kind == .network, "\(String(describing: kept.result))")
+        }
+        #expect(try await engine.run(spec(#"{"type":"remote","endpoint":"/bad-length?value=2"}"#)).state == .succeeded)
+    }
+
     // MARK: - Retry-After
 
     /// `Retry-After: 9999999999999999` overflowed `seconds * 1000` and killed the

@@ -82,6 +82,8 @@ Endpoints (methods GET/POST/PUT/PATCH/DELETE/HEAD/OPTIONS unless noted)
 /me                         200 {"user": <user>} with "Authorization: Bearer
                             tok-<user>", else 401 {"error": "unauthorized"}
 /bad-json                   200, Content-Type application/json, body "{not json"
+/bad-length?value=V         200 with "Content-Length: V" as given (say a number
+                            too large for 64 bits), body "ok", then closes
 /headers                    200 {"ok": true} with "X-Custom: yes", "X-Multi: a"
 /gzip-bomb/<mib>            200 application/octet-stream: <mib> MiB of zero
                             bytes, gzipped (about 1 KiB per MiB), always with
@@ -592,6 +594,15 @@ class Handler(BaseHTTPRequestHandler):
     def bad_json(self):
         self._send(200, b"{not json", "application/json")
 
+    def bad_length(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", self.query.get("value", "x"))
+        self.end_headers()
+        self._headers_sent = True
+        self.wfile.write(b"ok")
+        self.close_connection = True
+
     def conn(self):
         """Reports the client's source port (tells connections apart).
         ?close=1 answers with Connection: close; ?linger=MS keeps the
@@ -770,6 +781,7 @@ _ROUTES = {
     "login": (Handler.login, 0),
     "me": (Handler.me, 0),
     "bad-json": (Handler.bad_json, 0),
+    "bad-length": (Handler.bad_length, 0),
     "headers": (Handler.headers_endpoint, 0),
     "conn": (Handler.conn, 0),
     "gzip-bomb": (Handler.gzip_bomb, 1),
