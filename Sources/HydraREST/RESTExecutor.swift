@@ -700,7 +700,8 @@ final class RESTExecutor: JobExecutor {
         call.download?.discard()  // nothing once committed
         for file in call.uploads { file.close() }
         if case .success(let result) = outcome, let cache = manager.cache {
-            if let key = call.cacheKey, case .object(var stored) = result {
+            // A 206 is part of a body (RFC 9111 §3.3): never answered from the cache as the whole.
+            if let key = call.cacheKey, case .object(var stored) = result, stored["status"] != .int(206) {
                 let headers = stored["headers"]
                 let now = Date().timeIntervalSince1970
                 // `no-store` and `private` are honoured whatever the lifetime's source

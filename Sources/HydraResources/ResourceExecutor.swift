@@ -467,13 +467,17 @@ final class ResourceExecutor: JobExecutor {
                 revalidated(fetch, previous, response)
                 return
             }
-            // Kept when some job it serves expects the status; each job is judged by its own
-            // `expect` as it finishes (a job that expects 2xx fails on a 404 another kept).
-            if fetch.served.contains(where: { $0.expects(response.status) }) {
+            // A 206 here answers a Range this request did not send (a resumed one is handled
+            // above): part of a body, never kept as the whole resource, whatever `expect` says.
+            if response.status == 206 {
+                error = JobError(.http, "HTTP 206: a part of the body, not the whole resource (no Range was asked for): nothing kept",
+                                 status: 206)
+            } else if fetch.served.contains(where: { $0.expects(response.status) }) {
                 store(fetch, response)
                 return
+            } else {
+                error = JobError(.http, "HTTP \(response.status)", status: response.status)
             }
-            error = JobError(.http, "HTTP \(response.status)", status: response.status)
         case .failure(let failure):
             keepForResume(fetch, failure.partial)
             switch failure.kind {

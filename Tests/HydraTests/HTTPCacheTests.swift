@@ -141,6 +141,22 @@ import Testing
     /// stored: the second job would reach the server), a fixed lifetime used
     /// instead of the response's (`expiresAt` would not be 120 s after
     /// `storedAt`), and a response without a lifetime stored anyway.
+    /// A `206` (part of a body: RFC 9111 §3.3) is never kept as the whole
+    /// response, even with a fixed lifetime: the next job goes to the server.
+    @Test func aPartialAnswerIsNeverCached() async throws {
+        let (service, _) = try service()
+        defer { service.engine.shutdown() }
+        let key = "p206-" + UUID().uuidString.prefix(8)
+        for _ in 0..<2 {
+            let done = try await service.engine.run(JobSpec(json: [
+                "type": "remote", "endpoint": .string("/count-status/\(key)/206"), "cache": ["ttlSec": 3600]]))
+            service.store.flush()
+            #expect(done.state == .succeeded && done.result?["status"] == 206 && done.result?["fromCache"] == false,
+                    "\(String(describing: done.result))")
+        }
+        #expect(try await counter(service, key) == 2)
+    }
+
     @Test func aJobsHTTPLifetimeComesFromTheResponse() async throws {
         let (service, _) = try service()
         defer { service.engine.shutdown() }

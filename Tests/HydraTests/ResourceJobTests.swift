@@ -413,6 +413,21 @@ import Testing
             .filter { $0.hasSuffix(".bin") || $0.contains(".hydra-download-") }
     }
 
+    /// A `206` to a request that asked for no range is part of a body: never
+    /// kept as the whole resource, even by a job that expects 206.
+    @Test func aPartialAnswerIsNeverKeptAsTheResource() async throws {
+        let engine = try HydraEngine(configuration: Configuration(), stateDirectory: state)
+        defer { engine.shutdown() }
+        for expect in ["", #","expect":[206]"#] {
+            let url = TestServer.url("/status/206?n=" + UUID().uuidString.prefix(8))
+            let done = try await engine.run(spec(#"{"type":"resource","url":"\#(url)"\#(expect)}"#))
+            #expect(done.state == .failed && done.error?.kind == .http && done.error?.status == 206, "\(String(describing: done.error))")
+            let only = try await engine.run(spec(#"{"type":"resource","url":"\#(url)","mode":"only"}"#))
+            #expect(only.error?.message.contains("not in repository") == true, "\(String(describing: only.error))")
+        }
+        #expect(files().isEmpty)
+    }
+
     /// A repository folder replaced by a symbolic link (planted: the
     /// repository's writes never follow one) is not followed out of the state
     /// folder: a copy is not served through it, a copy found "corrupt" there
