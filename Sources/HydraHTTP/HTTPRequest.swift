@@ -28,6 +28,7 @@ public struct HTTPRequest: Sendable {
         @exclusivity(unchecked) var resumeFileAt: Int?
         @exclusivity(unchecked) var spoolBytes = 0
         @exclusivity(unchecked) var maxBodyBytes: Int?
+        @exclusivity(unchecked) var diskReserve = DiskReserve.none
         @exclusivity(unchecked) var reportsProgress = false
         @exclusivity(unchecked) var originBoundHeaders: [String] = []
 
@@ -55,6 +56,7 @@ public struct HTTPRequest: Sendable {
             copy.resumeFileAt = resumeFileAt
             copy.spoolBytes = spoolBytes
             copy.maxBodyBytes = maxBodyBytes
+            copy.diskReserve = diskReserve
             copy.reportsProgress = reportsProgress
             copy.originBoundHeaders = originBoundHeaders
             return copy
@@ -182,6 +184,34 @@ public struct HTTPRequest: Sendable {
         get { storage.maxBodyBytes }
         _modify { let storage = unique(); yield &storage.maxBodyBytes }
     }
+    /// What a body written to a file leaves free on its disk: the transfer
+    /// stops (kind `tooLarge`) once writing on would leave less, checked every
+    /// few megabytes. A compression bomb (2 MB on the wire, gigabytes once
+    /// decoded) or a server that never stops cannot fill the disk.
+    public var diskReserve: DiskReserve {
+        get { storage.diskReserve }
+        _modify { let storage = unique(); yield &storage.diskReserve }
+    }
+
+    /// How much of a disk a download to a file keeps free.
+    public enum DiskReserve: Sendable, Equatable {
+        /// No check.
+        case none
+        /// 1 GiB, or a twentieth of a smaller disk.
+        case automatic
+        /// This many bytes.
+        case bytes(Int)
+
+        /// The bytes to keep free on a disk of `total` bytes.
+        public func bytes(ofDisk total: Int) -> Int {
+            switch self {
+            case .none: return 0
+            case .automatic: return min(1 << 30, total / 20)
+            case .bytes(let n): return n
+            }
+        }
+    }
+
     /// Report progress to the transfer's progress handler: a download to a file
     /// always, an upload or a download kept in memory once it reaches
     /// ``HTTPProgress/threshold`` (small transfers report nothing).

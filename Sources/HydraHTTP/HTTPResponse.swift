@@ -50,6 +50,8 @@ public struct HTTPFailure: Error, Sendable, CustomStringConvertible {
         case tls
         /// The body kept in memory passed ``HTTPRequest/maxBodyBytes``; the transfer was aborted.
         case tooLarge
+        /// A body written to a file would have left its disk less than ``HTTPRequest/diskReserve``.
+        case diskFull
     }
     public var kind: Kind
     public var message: String

@@ -49,6 +49,11 @@ final class Transfer {
     /// large for one): curl 7.88 ignores it and reads to the close, so a cut
     /// body would pass for a whole one. The transfer stops instead.
     @exclusivity(unchecked) private var badLength = false
+    /// The request's ``HTTPRequest/diskReserve``; bytes written to the file since it was last checked;
+    /// what the disk kept free when the transfer stopped for it.
+    @exclusivity(unchecked) private var diskReserve = HTTPRequest.DiskReserve.none
+    @exclusivity(unchecked) private var writtenSinceCheck = 0
+    @exclusivity(unchecked) private var diskFull: (free: Int, reserve: Int)?
     /// The current response's `Content-Length` (-1: none) and whether it has a
     /// `Content-Encoding` (then the length counts encoded bytes, not what is kept).
     @exclusivity(unchecked) private var declaredLength = -1
@@ -182,6 +187,7 @@ final class Transfer {
         fileBound = request.isBoundForFile
         if fileBound { spoolLimit = (request.resumeFileAt ?? 0) > 0 ? 0 : max(0, request.spoolBytes) }
         maxBodyBytes = request.maxBodyBytes.map { max(0, $0) } ?? Int.max
+        diskReserve = request.diskReserve
         reportsMemoryProgress = progress != nil && request.reportsProgress && !fileBound
         rejectedHeader = nil
         let code = configure(request)
@@ -215,6 +221,8 @@ final class Transfer {
         maxBodyBytes = Int.max
         tooLarge = false
         badLength = false
+        diskFull = nil
+        writtenSinceCheck = 0
         declaredLength = -1
         encoded = false
         headersEnded = false
@@ -415,6 +423,14 @@ final class Transfer {
             guard let file else { return 0 }  // (spill() opened it)
             bodyBytes += count
             guard Transfer.write(file, UnsafeRawPointer(data), count, error: &fileError) else { return 0 }
+            writtenSinceCheck += count
+            if writtenSinceCheck >= Transfer.diskCheckBytes, diskReserve != .none {
+                writtenSinceCheck = 0
+                if let full = Transfer.diskShortage(file, keeping: diskReserve) {
+                    diskFull = full
+                    return 0
+                }
+            }
         } else {
             // The first bytes of the final response: an unencoded body that says it is too
             // large is refused before any of it is kept. (Redirect bodies never come here.)
@@ -468,6 +484,26 @@ final class Transfer {
         let written = body.withUnsafeBytes { Transfer.write(file, $0.baseAddress!, $0.count, error: &fileError) }
         body = []
         return written
+    }
+
+    /// How many bytes a download writes between two looks at its disk's free space.
+    static let diskCheckBytes = 8 << 20
+
+    /// The disk's free bytes and the reserve, when writing on would leave less
+    /// than `reserve` free on the disk holding `file`; nil otherwise (or when
+    /// the disk cannot tell).
+    private static func diskShortage(_ file: Int32, keeping reserve: HTTPRequest.DiskReserve) -> (free: Int, reserve: Int)? {
+        var disk = statvfs()
+        guard fstatvfs(file, &disk) == 0 else { return nil }
+        // (Blocks times their size: bytes, saturating far beyond any disk.)
+        func bytes(_ blocks: UInt) -> Int {
+            let (product, overflow) = UInt64(blocks).multipliedReportingOverflow(by: UInt64(disk.f_frsize))
+            return overflow ? Int.max : Int(clamping: product)
+        }
+        let free = bytes(disk.f_bavail)
+        let total = bytes(disk.f_blocks)
+        let keep = reserve.bytes(ofDisk: total)
+        return free - diskCheckBytes < keep ? (free, keep) : nil
     }
 
     /// Writes `count` bytes at `file`'s position, retrying short writes and
@@ -719,6 +755,9 @@ final class Transfer {
         }
         if let fileError { return HTTPFailure(.invalid, "cannot write the response body: \(fileError)") }
         if badLength { return HTTPFailure(.network, "the response's Content-Length is not a number of bytes") }
+        if let diskFull {
+            return HTTPFailure(.diskFull, "the download stopped: its disk has \(diskFull.free) bytes free and keeps \(diskFull.reserve) (state.minFreeBytes)")
+        }
         if let uploadError { return HTTPFailure(.invalid, uploadError) }
         var detail = String(cString: errorBuffer)
         if detail.isEmpty { detail = String(cString: curl_easy_strerror(code)) }

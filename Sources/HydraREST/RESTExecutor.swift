@@ -581,6 +581,7 @@ final class RESTExecutor: JobExecutor {
             case .network: outcome = .failure(JobError(.network, failure.message))
             case .tls: outcome = .failure(JobError(.tls, failure.message))
             case .invalid: outcome = .failure(JobError(.invalid, failure.message))
+            case .diskFull: outcome = .failure(JobError(.tooLarge, failure.message))
             case .tooLarge:
                 let limit = call.request.http.maxBodyBytes ?? 0
                 outcome = .failure(JobError(.tooLarge,

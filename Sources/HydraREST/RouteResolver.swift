@@ -271,6 +271,7 @@ final class RouteResolver: Sendable {
             maxRedirects: spec.maxRedirects ?? configuration.defaults.maxRedirects,
             verifyTLS: server?.verifyTLS ?? true, caFile: server?.caFile, acceptEncoding: true,
             maxBodyBytes: saveAs == nil ? configuration.defaults.maxBodyBytes : nil, reportsProgress: true)
+        if saveAs != nil { request.diskReserve = configuration.state.diskReserve }
         // Credential headers curl would send on to any host a redirect names (it keeps
         // back only Authorization and Cookie): the client follows such a request's redirects.
         for name in headers.keys where name != "authorization" && name != "cookie" && isCredential(name) {
@@ -435,5 +436,13 @@ final class RouteResolver: Sendable {
     static func retry(_ job: RetryPolicy?, api: RetryPolicy?, defaults: RetryPolicy) -> RetryPolicy {
         let base = api.map { $0.filling(from: defaults) } ?? defaults
         return job.map { $0.filling(from: base) } ?? base
+    }
+}
+
+extension Configuration.State {
+    /// What a download to a file leaves free on its disk (`state.minFreeBytes`).
+    package var diskReserve: HTTPRequest.DiskReserve {
+        guard let minFreeBytes else { return .automatic }
+        return minFreeBytes == 0 ? .none : .bytes(minFreeBytes)
     }
 }

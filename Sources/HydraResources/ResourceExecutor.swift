@@ -368,6 +368,7 @@ final class ResourceExecutor: JobExecutor {
         let limit = fetch.streams ? manager.settings.maxBytes : manager.inMemoryLimit
         http.maxBodyBytes = limit
         if fetch.streams {
+            http.diskReserve = manager.rest.configuration.state.diskReserve
             // The file is opened when the body spills (see `spoolBytes`), unless an
             // earlier attempt opened it: a resume writes after the bytes it keeps there.
             if fetch.file == nil { fetch.resume = nil }
@@ -486,6 +487,7 @@ final class ResourceExecutor: JobExecutor {
             case .network: error = JobError(.network, failure.message)
             case .tls: error = JobError(.tls, failure.message)
             case .invalid: error = JobError(.invalid, failure.message)
+            case .diskFull: error = JobError(.tooLarge, failure.message)
             case .tooLarge:
                 error = fetch.streams
                     ? JobError(.tooLarge, "the resource is larger than resources.maxBytes (\(manager.settings.maxBytes) bytes)")

@@ -52,6 +52,31 @@ extension RemoteJobTests {
                 "\(String(describing: cut.error))")
     }
 
+    /// A download to a file keeps its disk's reserve free (`state.minFreeBytes`):
+    /// 2 MB of gzip on the wire made a 2 GiB file, and a few such filled the
+    /// disk. Here the reserve is more than any disk has: `saveAs` of a bomb and
+    /// a resource that streams to disk stop after their first few megabytes,
+    /// with kind `tooLarge`, and leave no file.
+    @Test func aDownloadToAFileKeepsItsDisksReserveFree() async throws {
+        let state = NSTemporaryDirectory() + "hydra-reserve-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let engine = try makeEngine(#""state": {"minFreeBytes": 4611686018427387904}"#, state: state)
+        defer { engine.shutdown() }
+        let saved = try await engine.run(spec(#"{"type":"remote","endpoint":"/gzip-bomb/64","saveAs":"downloads/zeros.bin"}"#))
+        #expect(saved.error?.kind == .tooLarge && saved.error?.message.hasPrefix("the download stopped: its disk has ") == true,
+                "\(String(describing: saved.error))")
+        #expect(!FileManager.default.fileExists(atPath: state + "/downloads/zeros.bin"))
+        let kept = try await engine.run(spec(#"{"type":"resource","url":"\#(TestServer.url("/large/30000000"))"}"#))
+        #expect(kept.error?.kind == .tooLarge && kept.error?.message.contains("state.minFreeBytes") == true, "\(String(describing: kept.error))")
+        let left = (FileManager.default.enumerator(atPath: state + "/resources")?.allObjects as? [String] ?? []).filter { $0.contains(".") }
+        #expect(left.isEmpty, "\(left)")
+        // Below the check's step (8 MiB), and with the reserve off, downloads go on.
+        #expect(try await engine.run(spec(#"{"type":"remote","endpoint":"/gzip-bomb/4","saveAs":"downloads/small.bin"}"#)).state == .succeeded)
+        let off = try makeEngine(#""state": {"minFreeBytes": 0}"#, state: state + "-off")
+        defer { off.shutdown(); try? FileManager.default.removeItem(atPath: state + "-off") }
+        #expect(try await off.run(spec(#"{"type":"remote","endpoint":"/gzip-bomb/16","saveAs":"downloads/z.bin"}"#)).state == .succeeded)
+    }
+
     /// A `Content-Length` that is not a number of bytes (99999999999999999999999)
     /// was ignored, by curl as by the worker: the body ran to the close, and a
     /// cut one passed for whole (cached, kept as a resource). Such a response fails now.

@@ -108,6 +108,7 @@ import Testing
         (#"{"rpc":{"maxSubscriptions":1000000000000}}"#, "rpc.maxSubscriptions"),
         (#"{"rpc":{"listen":"127.0.0.1:+7400"}}"#, "rpc.listen"),
         (#"{"servers":{"s":"http://user:pw@host:99999/"}}"#, "servers.s"),
+        (#"{"state":{"minFreeBytes":-1}}"#, "state.minFreeBytes"),
     ])
     func configurationRejectsValuesThatCannotWork(text: String, path: String) throws {
         do {

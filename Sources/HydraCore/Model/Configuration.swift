@@ -58,6 +58,10 @@ public struct Configuration: Sendable {
         public enum Sync: String, Sendable { case normal, full }
         public var path = "var"
         public var sync = Sync.normal
+        /// What a download to a file (`saveAs`, a resource) leaves free on its
+        /// disk; it stops with kind `tooLarge` rather than go below. nil: 1 GiB,
+        /// or a twentieth of a smaller disk; 0: no check. (An extension of config.md.)
+        public var minFreeBytes: Int?
 
         /// The database file's name; every file whose name starts with it is the database's.
         public static let databaseName = "hydra.db"
@@ -281,6 +285,7 @@ extension Configuration {
             state.path = try o.string("path") ?? state.path
             try Configuration.checkPlainText(state.path, path: o.path("path"))
             if state.path.isEmpty { throw ValidationError(path: o.path("path"), "must not be empty (a folder; \".\" for the current one)") }
+            state.minFreeBytes = try o.int("minFreeBytes", min: 0)
             if let sync = try o.string("sync") {
                 guard let s = State.Sync(rawValue: sync) else {
                     throw ValidationError(path: o.path("sync"), "expected normal or full")
