@@ -37,6 +37,8 @@ public final class HTTPClient {
     @exclusivity(unchecked) private var idle: [Transfer] = []
     /// A watch per socket curl has asked to watch and not closed (see ``SocketWatch``).
     @exclusivity(unchecked) private var sockets: [curl_socket_t: SocketWatch] = [:]
+    /// Sockets curl closed so far (see ``complete(_:_:)``: transfers in flight then are reset).
+    @exclusivity(unchecked) private var socketsClosed: UInt64 = 0
     @exclusivity(unchecked) private var nextID: UInt64 = 1
     @exclusivity(unchecked) private var closed = false
     @exclusivity(unchecked) private var pendingCompletions: [(Transfer, CURLcode)] = []
@@ -149,6 +151,7 @@ public final class HTTPClient {
             recycle(transfer)
             throw error
         }
+        transfer.socketsClosedAtStart = socketsClosed
         let code = curl_multi_add_handle(multi, transfer.easy)
         if code != CURLM_OK {
             transfer.end()
@@ -219,6 +222,7 @@ public final class HTTPClient {
 
     /// curl's `CURLOPT_CLOSESOCKETFUNCTION`: closes the socket's watch, then the socket.
     func closeSocket(_ socket: curl_socket_t) -> Int32 {
+        socketsClosed &+= 1
         sockets.removeValue(forKey: socket)?.close()
         connections[socket] = nil
         retiring.remove(socket)
@@ -310,6 +314,14 @@ public final class HTTPClient {
     /// Ends the transfer, files it for reuse, then runs its completion (which may start the next).
     private func complete(_ transfer: Transfer, _ result: Result<HTTPResponse, HTTPFailure>) {
         let completion = transfer.completion
+        // curl 7.88 counts the retries of a request whose kept-alive connection
+        // turned out dead per easy handle, for the handle's whole life (it
+        // resets the count only when giving up, or in curl_easy_reset; see curl
+        // pull request 19066, 2025): a long-lived handle failed its sixth such request at once
+        // ("Connection died, tried 5 times before giving up"). Such a retry
+        // closes a socket, so a handle in use while one closed is reset before
+        // its next request (rare while connections are kept alive).
+        if socketsClosed != transfer.socketsClosedAtStart { transfer.resetBeforeNextUse() }
         transfer.end()
         recycle(transfer)
         completion?(result)

@@ -72,6 +72,10 @@ final class Transfer {
 
     // What is set on the easy handle now.
     @exclusivity(unchecked) private var applied: Shape?
+    /// The client's count of closed sockets when this request started (see ``HTTPClient``'s `complete`).
+    @exclusivity(unchecked) var socketsClosedAtStart: UInt64 = 0
+    /// `curl_easy_reset` before the next request, whatever its shape (see ``resetBeforeNextUse()``).
+    @exclusivity(unchecked) private var needsReset = false
     @exclusivity(unchecked) private var appliedURL = ""
     @exclusivity(unchecked) private var headerList: UnsafeMutablePointer<curl_slist>?
 
@@ -201,6 +205,10 @@ final class Transfer {
         }
     }
 
+    /// The next request starts from `curl_easy_reset` (which also clears the
+    /// handle's count of retries on dead connections) and sets every option anew.
+    func resetBeforeNextUse() { needsReset = true }
+
     /// Forgets the finished request (its file stays open: it is the caller's); the options stay set.
     func end() {
         file = nil
@@ -241,9 +249,9 @@ final class Transfer {
         }
 
         let wantsProgress = request.reportsProgress && progress != nil
-        let same = applied?.matches(request, reportsProgress: wantsProgress) == true
+        let same = !needsReset && applied?.matches(request, reportsProgress: wantsProgress) == true
         // Debug builds (the tests) check that `matches` still covers every field of a shape.
-        assert(same == (applied == Shape(request, reportsProgress: wantsProgress)), "Shape.matches disagrees with Shape.==")
+        assert(needsReset || same == (applied == Shape(request, reportsProgress: wantsProgress)), "Shape.matches disagrees with Shape.==")
         if !same {
             let shape = Shape(request, reportsProgress: wantsProgress)
             // Checked here, once per new set of headers: a CR or LF in a field would
@@ -253,7 +261,8 @@ final class Transfer {
                 rejectedHeader = bad.name
                 return CURLE_BAD_FUNCTION_ARGUMENT
             }
-            if applied != nil || headerList != nil { curl_easy_reset(easy) }
+            if applied != nil || headerList != nil || needsReset { curl_easy_reset(easy) }
+            needsReset = false
             code = apply(shape)
             guard code == CURLE_OK else { return code }
             applied = shape

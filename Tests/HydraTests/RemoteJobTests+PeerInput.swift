@@ -28,6 +28,22 @@ extension RemoteJobTests {
         }
     }
 
+    /// curl 7.88 counts, per easy handle and for the handle's life, the
+    /// requests it sent again because their kept-alive connection was dead;
+    /// past five it fails the next one at once ("Connection died, tried 5
+    /// times before giving up"). The worker reuses handles for ever: its
+    /// sixth such request, however far apart, failed. Each job here finds its
+    /// connection dead (the server drops the request after the one before).
+    @Test func requestsOnDeadKeptAliveConnectionsAreRetriedForEver() async throws {
+        let engine = try makeEngine(#""workers": [{"name": "rest", "kind": "remote", "maxConnections": 1, "maxHostConnections": 1, "maxActive": 1}]"#)
+        defer { engine.shutdown() }
+        for i in 0..<12 {
+            let done = try await engine.run(spec(#"{"type":"remote","endpoint":"/conn?dropNext=1"}"#))
+            #expect(done.state == .succeeded, "job \(i): \(String(describing: done.error))")
+            if done.state != .succeeded { break }
+        }
+    }
+
     // MARK: - URLs
 
     /// A URL that is not one is refused at submit naming the field (curl

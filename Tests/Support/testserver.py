@@ -137,6 +137,9 @@ Endpoints (methods GET/POST/PUT/PATCH/DELETE/HEAD/OPTIONS unless noted)
                             ?fail=C1,C2,... answers the requests after the
                             first with those statuses, in turn
 /abort                      resets the connection (RST) without answering
+/conn                       200 {"port": the client's source port}; ?close=1,
+                            ?linger=MS, ?dropNext=1 (the next request on the
+                            connection is read and not answered: it closes)
 /cut-headers                "HTTP/1.1 200 OK" and one header line, then closes
                             (FIN) before the blank line that ends the headers
 /resource/<key>             a cacheable file for the resource manager's tests:
@@ -342,6 +345,13 @@ class Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self):
         self._headers_sent = False
+        if getattr(self, "drop_next", False):
+            # /conn?dropNext=1 answered the previous request of this connection:
+            # this one is read, then the connection closes without an answer.
+            self.drop_next = False
+            self.close_connection = True
+            self._headers_sent = True
+            return
         try:
             # /sink reads its body itself, as it comes.
             self.body = b"" if self.path.split("?")[0] == "/sink" else self._read_body()
@@ -606,8 +616,12 @@ class Handler(BaseHTTPRequestHandler):
     def conn(self):
         """Reports the client's source port (tells connections apart).
         ?close=1 answers with Connection: close; ?linger=MS keeps the
-        connection open after the answer, then closes it MS later."""
+        connection open after the answer, then closes it MS later;
+        ?dropNext=1 keeps it open and closes it, unanswered, when the next
+        request on it arrives (a kept-alive connection that died: a client
+        must retry that request on a new one)."""
         close = self.query.get("close") == "1"
+        self.drop_next = self.query.get("dropNext") == "1"
         linger = _int(self.query.get("linger", "0"), "linger")
         headers = [("Connection", "close")] if close else []
         self._json(200, {"port": self.client_address[1]}, headers)
