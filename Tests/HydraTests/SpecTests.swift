@@ -32,6 +32,9 @@ import Testing
         #expect(error(#"{"type":"local","name":"echo","timeoutMs":1e30}"#)?.hasPrefix("timeoutMs: must be at most") == true)
         #expect(error(#"{"type":"local","name":"echo","timeoutMs":99999999999999999999}"#)?.hasPrefix("timeoutMs: must be at most") == true)
         #expect(error(#"{"type":"local","name":"echo","timeoutMs":1.5}"#) == "timeoutMs: expected integer, got number")
+        // Within range but not read exactly with an exponent: said so (it read "must be at most 9223372036854775807").
+        #expect(error(#"{"type":"local","name":"echo","timeoutMs":1e18}"#) == "timeoutMs: " + JSONValue.inexactWholeNumberReason)
+        #expect(error(#"{"type":"local","name":"echo","timeoutMs":1e15}"#) == nil)
     }
 
     @Test func unknownKeysAreFoundInLargeObjectsToo() throws {

@@ -44,6 +44,17 @@ public enum JSONValue: Sendable, Hashable {
         }
     }
 
+    /// True for a whole number written with an exponent or a fraction (`1e18`,
+    /// `9007199254740993.0`) that ``intValue`` does not take: past 9e15 such a
+    /// number may not be the integer its text says, though within Int's range.
+    public var isInexactWholeNumber: Bool {
+        guard case .double(let d) = self, d.isFinite, d.rounded() == d else { return false }
+        return abs(d) >= 9.0e15 && abs(d) < 9.2e18
+    }
+
+    /// What to say of a whole number ``intValue`` does not take though it is in Int's range.
+    public static let inexactWholeNumberReason = "an integer of 16 or more digits is read exactly only when written in digits (no exponent, no fraction)"
+
     /// The value as a floating-point number when it is a number.
     public var doubleValue: Double? {
         switch self {

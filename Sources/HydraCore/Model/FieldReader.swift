@@ -94,6 +94,7 @@ public struct FieldReader {
     public mutating func int(_ key: String, min: Int = .min, max: Int = .max) throws(ValidationError) -> Int? {
         guard let value = value(key) else { return nil }
         guard let i = value.intValue else {
+            if value.isInexactWholeNumber { throw ValidationError(path: path(key), JSONValue.inexactWholeNumberReason) }
             // A whole number past Int's range arrives as a Double: say it is out of range, not "not an integer".
             if case .double(let d) = value, d.isFinite, d == d.rounded() {
                 throw ValidationError(path: path(key), d < 0 ? "must be at least \(min)" : "must be at most \(max)")

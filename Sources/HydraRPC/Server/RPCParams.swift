@@ -50,7 +50,10 @@ struct RPCParams: Sendable {
 
     func int(_ key: String, min: Int = .min, max: Int = .max) throws(ServiceError) -> Int? {
         guard let value = self[key] else { return nil }
-        guard let i = value.intValue else { throw mistyped(key, "integer", value) }
+        guard let i = value.intValue else {
+            if value.isInexactWholeNumber { throw invalid(key, JSONValue.inexactWholeNumberReason) }
+            throw mistyped(key, "integer", value)
+        }
         guard i >= min, i <= max else { throw invalid(key, "must be between \(min) and \(max)") }
         return i
     }
