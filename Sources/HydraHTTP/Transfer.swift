@@ -62,6 +62,8 @@ final class Transfer {
     /// 7.88 calls a response cut inside its headers a success (status 200, no
     /// headers, no body), which must not pass for one.
     @exclusivity(unchecked) private var headersEnded = false
+    /// ``configure(_:)`` refused the URL (a NUL in it).
+    @exclusivity(unchecked) private var rejectedURL = false
     /// The name of a malformed header field ``configure(_:)`` refused, for the error.
     @exclusivity(unchecked) private var rejectedHeader: String?
     /// When progress was last reported, per direction (`UInt64.max`: the last report is out).
@@ -194,10 +196,12 @@ final class Transfer {
         diskReserve = request.diskReserve
         reportsMemoryProgress = progress != nil && request.reportsProgress && !fileBound
         rejectedHeader = nil
+        rejectedURL = false
         let code = configure(request)
         if code != CURLE_OK {
             applied = nil  // half set: start from a reset handle next time
             end()
+            if rejectedURL { throw HTTPFailure(.invalid, "url: contains a NUL byte") }
             if let name = rejectedHeader {
                 throw HTTPFailure(.invalid, "header \(name.debugDescription): a malformed name, or CR, LF or NUL in the value")
             }
@@ -269,6 +273,11 @@ final class Transfer {
             appliedURL = ""
         }
         if request.url != appliedURL {
+            // curl reads the URL as a C string: one with a NUL (from a reference) would end early there.
+            if request.url.utf8.contains(0) {
+                rejectedURL = true
+                return CURLE_URL_MALFORMAT
+            }
             set(CURLOPT_URL, request.url)
             appliedURL = code == CURLE_OK ? request.url : ""
         }
@@ -571,13 +580,14 @@ final class Transfer {
             case .contentEncoding:
                 if Transfer.isContentEncoding(line) { encoded = true }
             case .contentLength:
-                if Transfer.contentLength(line) == nil {
+                let declared = Transfer.contentLength(line)
+                if declared == nil {
                     badLength = true
-                } else if !fileBound, let length = Transfer.contentLength(line) {
+                } else if !fileBound, let length = declared {
                     declaredLength = length
                     // Room for the whole body at once, within the limit (a peer's number: bounded).
                     if length > 0 && length <= maxBodyBytes { body.reserveCapacity(min(length, 64 << 20)) }
-                } else if spoolLimit > 0, !spilled, let length = Transfer.contentLength(line), length > 0, length <= spoolLimit {
+                } else if spoolLimit > 0, !spilled, let length = declared, length > 0, length <= spoolLimit {
                     body.reserveCapacity(length)  // a body that will be spooled, in one allocation
                 }
             case .contentType, nil:

@@ -145,8 +145,6 @@ final class RouteResolver: Sendable {
             // (a URL from a reference is checked here, not at submit).
             throw JobError(.invalid, "url: expected an http:// or https:// URL, got \(RouteResolver.schemeForError(url))")
         }
-        // curl reads the URL as a C string: one from a reference must not end early at a NUL.
-        if url.utf8.contains(0) { throw JobError(.invalid, "url: contains a NUL byte") }
         if !spec.query.isEmpty {
             let query = RouteResolver.encodeQuery(spec.query)
             if !query.isEmpty { url += (url.utf8.contains(UInt8(ascii: "?")) ? "&" : "?") + query }

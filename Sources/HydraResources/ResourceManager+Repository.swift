@@ -88,7 +88,7 @@ extension ResourceManager {
     /// Reads `record`'s file and checks it (size and SHA-256 of the file at
     /// rest, and for aes-gcm its tag). Blocking file I/O.
     func load(_ record: ResourceRecord) -> Loaded {
-        guard let path = plainPath(of: record.key), let stored = ResourceManager.readPlainFile(path, expecting: record.diskBytes)
+        guard let path = plainPath(of: record.key, checkingRepository: false), let stored = ResourceManager.readPlainFile(path, expecting: record.diskBytes)
         else { return .unreadable }
         switch record.cipher {
         case .none:

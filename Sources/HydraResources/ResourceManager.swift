@@ -26,6 +26,8 @@ public final class ResourceManager: JobManager {
     public let repositoryPath: String
     /// The state folder, without a trailing `/`.
     let stateBase: String
+    /// The folders from the state folder down to the repository (`resources.path`'s components), as paths.
+    let repositoryChain: [String]
     let statistics = ResourceStatistics()
     /// Where `resource.stored` / `resource.removed` go (the engine's bus, set once it exists).
     private let bus = Locked<EventBus?>(nil)
@@ -76,6 +78,9 @@ public final class ResourceManager: JobManager {
         let base = stateDirectory.hasSuffix("/") ? String(stateDirectory.dropLast()) : stateDirectory
         stateBase = base
         repositoryPath = base + "/" + settings.path
+        var chain: [String] = []
+        for folder in settings.path.split(separator: "/") { chain.append((chain.last ?? base) + "/" + folder) }
+        repositoryChain = chain
     }
 
     /// The most bytes a copy made in memory (remade, compressed or sealed at rest)
@@ -125,8 +130,26 @@ public final class ResourceManager: JobManager {
     /// never follow one (``RESTManager/writeStateFile(_:bytes:)``), so a link
     /// there was planted, and a copy is neither read nor removed through it
     /// (it would reach outside the state folder). nil otherwise. Blocking.
-    func plainPath(of key: String) -> String? {
-        plainFolder(components(of: key).dropLast()).map { $0 + "/" + key + ".bin" }
+    ///
+    /// `checkingRepository` false: only the key's own folder (`resources/5e`)
+    /// is checked, as for a read: what is read is checked against the index's
+    /// digest anyway, and a disk hit pays for each `lstat` (about 1 µs here).
+    /// A removal checks the whole way.
+    func plainPath(of key: String, checkingRepository: Bool = true) -> String? {
+        var info = Glibc.stat()
+        if checkingRepository {
+            for folder in repositoryChain {
+                guard lstat(folder, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else { return nil }
+            }
+        }
+        var path = repositoryPath
+        path += "/"
+        path += key.prefix(2)
+        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else { return nil }
+        path += "/"
+        path += key
+        path += ".bin"
+        return path
     }
 
     /// The path of `folders` under the state folder when each is a folder and
