@@ -115,7 +115,10 @@ extension ServerTests {
             }
         }
         #expect(kept >= 1 && kept <= 9, "rpc.maxOutboundBytes (8 MiB) holds at most nine: \(kept)")
-        #expect(after - before < 100_000, "the peak memory grew by \(after - before) KiB (all 300 answers: 270 MB)")
+        // AddressSanitizer keeps freed memory in quarantine (256 MiB) before reusing it: the
+        // answers replaced as they came still count there (249 MB measured; the old way: 270 MB more).
+        let bound = BuiltProducts.sanitized ? 400_000 : 100_000
+        #expect(after - before < bound, "the peak memory grew by \(after - before) KiB (all 300 answers: 270 MB)")
     }
 
     /// One client's thousand `job.list`s (here pipelined) no longer stand in
