@@ -15,8 +15,6 @@ public final class StateFolderLock: Sendable {
     /// Why the lock could not be taken, for one line on stderr.
     public struct Refusal: Error, CustomStringConvertible {
         public let description: String
-        /// Another process holds the lock (rather than the file not opening).
-        public let isHeld: Bool
     }
 
     /// Takes the lock of `folder` (created if missing) or throws a refusal that
@@ -26,7 +24,7 @@ public final class StateFolderLock: Sendable {
         let path = folder + "/" + Configuration.State.lockName
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw Refusal(description: "cannot open \(path): \(String(cString: strerror(errno)))", isHeld: false)
+            throw Refusal(description: "cannot open \(path): \(String(cString: strerror(errno)))")
         }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let reason = errno
@@ -35,7 +33,7 @@ public final class StateFolderLock: Sendable {
             close(fd)
             throw Refusal(description: busy
                 ? "\(folder) is in use by another hydra process\(holder.map { $0.isEmpty ? "" : " (pid \($0))" } ?? ""): one server per state folder"
-                : "cannot lock \(path): \(String(cString: strerror(reason)))", isHeld: busy)
+                : "cannot lock \(path): \(String(cString: strerror(reason)))")
         }
         let pid = "\(getpid())\n"
         _ = ftruncate(fd, 0)

@@ -483,7 +483,6 @@ extension Configuration {
         }
     }
 
-    /// A file the server must read (a CA bundle, a certificate, a key).
     /// The longest Unix socket path (`sun_path` less its terminating NUL).
     public static let maxUnixSocketPath = 107
 
@@ -508,6 +507,7 @@ extension Configuration {
         }
     }
 
+    /// A file the server must read (a CA bundle, a certificate, a key).
     private static func checkReadable(_ file: String, path: String) throws(ValidationError) {
         guard FileManager.default.isReadableFile(atPath: file) else {
             throw ValidationError(path: path, "cannot read \(file.debugDescription)")
