@@ -62,7 +62,10 @@ struct OAuth2Tokens: Sendable, Equatable {
         case .string(let s)?: expiresIn = Double(s)  // some providers send it quoted
         default: break
         }
-        if let value = expiresIn, !(value.isFinite && value >= 0) { expiresIn = nil }
+        // A lifetime below zero (or not a number) is a broken answer, not "never expires".
+        if let value = expiresIn, !(value.isFinite && value >= 0) {
+            return .failure(JobError(.auth, "the token endpoint's answer has an expires_in that is not a number of seconds from now"))
+        }
         if let value = expiresIn { expiresIn = min(value, 10 * 365 * 86_400) }
         let refresh = json["refresh_token"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
         return .success(OAuth2Tokens(access: access, refresh: refresh, expiresIn: expiresIn, now: now))

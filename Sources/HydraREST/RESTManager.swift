@@ -115,6 +115,9 @@ public final class RESTManager: JobManager {
     /// Returns how many entries the list holds.
     @discardableResult
     public func setDummyResponses(_ json: [JSONValue]) throws(ValidationError) -> Int {
+        guard json.count <= Configuration.Dummy.maxResponses else {
+            throw ValidationError(path: "responses", "at most \(Configuration.Dummy.maxResponses) dummy responses (each request is matched against them in turn)")
+        }
         var responses: [Configuration.DummyResponse] = []
         for (i, item) in json.enumerated() {
             let response = try Configuration.DummyResponse(json: item, path: "responses[\(i)]")

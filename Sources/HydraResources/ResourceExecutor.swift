@@ -237,7 +237,14 @@ final class ResourceExecutor: JobExecutor {
         // fetches and keeps its own in its place.
         var onDisk: (record: ResourceRecord, content: [UInt8])?
         let mark = manager.replacements.mark()
-        if let record = try? manager.index.resource(key: key), record.cipher == spec.cipher {
+        let kept = try? manager.index.resource(key: key)
+        // An aes-gcm copy is never replaced by one kept in clear (or merely compressed): a job
+        // that forgot `cipher` would otherwise undo the encryption another job asked for.
+        if let kept, kept.cipher == .aesGCM, spec.cipher != .aesGCM {
+            handle.finish(.failure(JobError(.invalid, "cipher: this resource is kept with aes-gcm: ask for it with \"cipher\": \"aes-gcm\" (and read it with resource.read)")))
+            return
+        }
+        if let record = kept, record.cipher == spec.cipher {
             switch manager.load(record) {
             case .content(let content):
                 // `load` checked the file against the index: this copy is intact. When the job

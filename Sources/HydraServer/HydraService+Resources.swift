@@ -29,13 +29,14 @@ extension HydraService {
         return ResourceManager.isKey(lowered) ? lowered : nil
     }
 
-    /// `resource.stat`.
-    public func resourceStat(key: String, reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+    /// `resource.stat`; `field` is the param that named the copy (`key` or `url`), for the error.
+    public func resourceStat(key: String, named field: String = "key",
+                             reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         let resources = engine.resources
         reads.run {
             do throws(StoreError) {
                 guard let stat = try resources.stat(key: key) else {
-                    reply(.failure(.notFound(field: "key", "not in repository")))
+                    reply(.failure(.notFound(field: field, "not in repository")))
                     return
                 }
                 reply(.success(stat))
@@ -46,19 +47,19 @@ extension HydraService {
     }
 
     /// `resource.read`: from the repository only.
-    public func resourceRead(key: String, as presentation: ResourceSpec.Presentation, offset: Int, length: Int?,
-                             reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+    public func resourceRead(key: String, named field: String = "key", as presentation: ResourceSpec.Presentation,
+                             offset: Int, length: Int?, reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         let resources = engine.resources
         reads.run {
             do throws(JobError) {
                 guard let read = try resources.read(key: key, as: presentation, offset: offset, length: length) else {
-                    reply(.failure(.notFound(field: "key", "not in repository")))
+                    reply(.failure(.notFound(field: field, "not in repository")))
                     return
                 }
                 reply(.success(read))
             } catch {
                 // `decode`: the bytes are not what `as` asks for; else the copy cannot be opened.
-                let field = error.kind == .decode ? "as" : "key"
+                let field = error.kind == .decode ? "as" : field
                 let reason = error.message.hasPrefix("as: ") ? String(error.message.dropFirst(4)) : error.message
                 reply(.failure(.invalidParams(field: field, reason)))
             }

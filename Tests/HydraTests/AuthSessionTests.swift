@@ -62,6 +62,22 @@ import HydraLoop
         #expect(typo?.kind == .invalid && typo?.message.hasPrefix("username:") == true, "\(String(describing: typo))")
     }
 
+    /// An `expires_in` below zero is a broken answer (it read as a token that
+    /// never expires): the login fails with kind `auth`, and so does a job.
+    @Test func aNegativeLifetimeIsABrokenTokenAnswer() async throws {
+        let key = UUID().uuidString
+        let engine = try engine(key, tokenQuery: "&ttl=-1")
+        defer { engine.shutdown() }
+        do {
+            _ = try await engine.login(auth: "svc")
+            Issue.record("logged in with expires_in -1")
+        } catch {
+            #expect(error.kind == .auth && error.message.contains("expires_in"), "\(error)")
+        }
+        let job = try await engine.run(guarded(key))
+        #expect(job.state == .failed && job.error?.kind == .auth, "\(String(describing: job.error))")
+    }
+
     @Test func aTokenIsRefreshed30SecondsBeforeItRunsOut() async throws {
         let key = UUID().uuidString
         // A 35 s token is due 5 s after it was issued (30 s before it runs out), not halfway (17.5 s).

@@ -42,9 +42,12 @@ import Testing
     }
 
     /// An aes-gcm copy is never served to a job that keeps it otherwise (its
-    /// clear content would land in the result): jobs with another cipher, even
-    /// while the sealed copy's transfer is under way, fetch and keep their own.
-    @Test func aCopyKeptWithAnotherCipherIsAMiss() async throws {
+    /// clear content would land in the result), nor replaced by a copy kept in
+    /// clear or merely compressed (a job that forgot `cipher` would undo the
+    /// encryption another asked for): such a job fails naming `cipher`, even
+    /// when it came while the sealed copy's transfer was under way. A clear
+    /// copy is replaced by a sealed one when a job asks for that.
+    @Test func anAesGCMCopyIsNeverServedNorReplacedInClear() async throws {
         let engine = try engine(sharedKey: "a passphrase of 16+ chars")
         defer { engine.shutdown() }
         let n = name()
@@ -56,16 +59,22 @@ import Testing
         async let second = engine.run(plain)
         let (a, b) = try await (first, second)
         #expect(a.result?["source"] == "network" && a.result?["path"] == nil && a.result?["content"] == nil, "\(a)")
-        #expect(b.result?["source"] == "network" && b.result?["content"]?.stringValue == "resource \(n) v1", "\(b)")
-        #expect(try await counter(engine, "res-\(n)") == 2)
-        // The copy is now the clear one; a sealed job fetches again and seals it in its place.
-        let key = try #require(b.result?["key"]?.stringValue)
-        #expect(try engine.resources.stat(key: key)?["path"] != nil)
-        let again = try await engine.run(sealed)
-        #expect(again.result?["source"] == "network")
-        #expect(try engine.resources.stat(key: key)?["path"] == nil)
-        // And jobs of the same cipher share copies as before.
+        #expect(b.state == .failed && b.error?.kind == .invalid && b.error?.message.hasPrefix("cipher: this resource is kept with aes-gcm") == true,
+                "\(String(describing: b.error))")
+        #expect(try await engine.run(try job(url, #","cipher":"gzip""#)).error?.message.hasPrefix("cipher:") == true)
+        #expect(try await counter(engine, "res-\(n)") == 1)
+        let key = try #require(a.result?["key"]?.stringValue)
+        #expect(try engine.resources.stat(key: key)?["path"] == nil, "still sealed")
         #expect(try await engine.run(sealed).result?["source"] == "memory")
+
+        // The other way: a clear copy, then a sealed job seals it in its place.
+        let m = name()
+        let clearURL = TestServer.url("/resource/\(m)")
+        let clear = try await engine.run(try job(clearURL, ""))
+        let clearKey = try #require(clear.result?["key"]?.stringValue)
+        #expect(try engine.resources.stat(key: clearKey)?["path"] != nil)
+        #expect(try await engine.run(try job(clearURL, #","cipher":"aes-gcm""#)).result?["source"] == "network")
+        #expect(try engine.resources.stat(key: clearKey)?["path"] == nil)
     }
 
     /// A job whose `sha256` the kept (intact) copy lacks fetches again, and

@@ -45,6 +45,9 @@ import Testing
         #expect(stat["path"] == .string("resources/\(keys[0].prefix(2))/\(keys[0]).bin"))
         #expect(try client.call("resource.stat", ["key": .string(keys[1])])["url"] == .string(urlB))
         #expect(code(client, "resource.stat", ["url": .string(TestServer.url("/resource/never"))]) == -32002)
+        // Named by the param that was given (it said `key` for a url).
+        #expect(failure(client, "resource.stat", ["url": .string(TestServer.url("/resource/never"))])?.message == "url: not in repository")
+        #expect(failure(client, "resource.read", ["url": .string(TestServer.url("/resource/never"))])?.message == "url: not in repository")
         #expect(code(client, "resource.stat", [:]) == -32602)
         // A key is 64 hex digits, in either case. What cannot be one names no copy: stat
         // and read answer -32002 as for any missing copy (resources.md §2), saying what a
@@ -348,10 +351,10 @@ import Testing
         let checked = try client.call("job.result", ["jobId": client.call("job.submit", ["job": ["type": "resource", "url": .string(url), "cipher": "aes-gcm", "sha256": .string(digest)]])["jobId"]!, "waitMs": 10_000])
         #expect(checked["result"]?["source"] == "memory", "\(checked)")
         // A job without a cipher is never served the sealed copy (its content would land in
-        // the result in clear): it fetches a copy of its own, kept in clear in its place.
+        // the result in clear), nor does it replace it with a clear one: it fails naming cipher.
         let plain = try client.call("job.result", ["jobId": client.call("job.submit", ["job": ["type": "resource", "url": .string(url), "as": "text"]])["jobId"]!, "waitMs": 10_000])
-        #expect(plain["result"]?["source"] == "network" && plain["result"]?["content"]?.stringValue?.hasPrefix(clear) == true, "\(plain)")
-        #expect(try client.call("resource.stat", ["key": .string(key)])["path"] != nil)
+        #expect(plain["state"] == "failed" && plain["error"]?["message"]?.stringValue?.hasPrefix("cipher:") == true, "\(plain)")
+        #expect(try client.call("resource.stat", ["key": .string(key)])["path"] == nil, "still sealed")
     }
 
     @Test func aesGCMWithoutTheKeyIsRefusedNamingIt() throws {

@@ -37,6 +37,9 @@ import Testing
         #expect(error("dummy.set", ["responses": [["endpoint": "/x", "status": 99]]]).1.contains("responses[0].status"))
         #expect(error("dummy.set", ["responses": "all"]) == (-32602, "responses: expected array of dummy responses"))
         #expect(error("dummy.set", [:]).1.hasPrefix("responses: required"))
+        // Each request is matched against the list in turn: it has a bound (a 260 KB line of 10,001 was accepted).
+        let many = JSONValue.array(Array(repeating: ["endpoint": "/x"], count: 10_001))
+        #expect(error("dummy.set", ["responses": many]) == (-32602, "responses: at most 10000 dummy responses (each request is matched against them in turn)"))
         #expect(error("dummy.enable", ["enabled": "yes"]) == (-32602, "enabled: expected boolean"))
         // A refused list leaves the previous one in place.
         _ = try client.call("dummy.enable", ["enabled": true])

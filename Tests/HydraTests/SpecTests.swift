@@ -112,6 +112,8 @@ import Testing
         (#"{"rpc":{"listen":"127.0.0.1:+7400"}}"#, "rpc.listen"),
         (#"{"servers":{"s":"http://user:pw@host:99999/"}}"#, "servers.s"),
         (#"{"state":{"minFreeBytes":-1}}"#, "state.minFreeBytes"),
+        ("{\"dummy\":{\"responses\":[\(Array(repeating: #"{"endpoint":"/x","status":200}"#, count: 10_001).joined(separator: ","))]}}",
+         "dummy.responses"),
     ])
     func configurationRejectsValuesThatCannotWork(text: String, path: String) throws {
         do {

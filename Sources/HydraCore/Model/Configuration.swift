@@ -189,6 +189,9 @@ public struct Configuration: Sendable {
     public struct Dummy: Sendable {
         public var enabled = false
         public var responses: [DummyResponse] = []
+        /// Each request is matched against the list in turn, on its worker's loop:
+        /// 100,000 entries cost every request a quarter of a second.
+        public static let maxResponses = 10_000
     }
 
     public struct DummyResponse: Sendable {
@@ -407,7 +410,11 @@ extension Configuration {
         }
         if var o = try r.object("dummy") {
             dummy.enabled = try o.bool("enabled") ?? false
-            for (i, item) in (try o.array("responses") ?? []).enumerated() {
+            let items = try o.array("responses") ?? []
+            guard items.count <= Dummy.maxResponses else {
+                throw ValidationError(path: o.path("responses"), "at most \(Dummy.maxResponses) dummy responses (each request is matched against them in turn)")
+            }
+            for (i, item) in items.enumerated() {
                 dummy.responses.append(try DummyResponse(json: item, path: o.path("responses") + "[\(i)]"))
             }
             try o.rejectUnknownKeys()

@@ -186,7 +186,7 @@ extension RPCServerRuntime {
             case "resource.stat":
                 try params.only(["url", "key"])
                 let key = try service.resourceKey(key: try params.string("key"), url: try params.string("url"))
-                service.resourceStat(key: key, reply: later)
+                service.resourceStat(key: key, named: params["url"] != nil ? "url" : "key", reply: later)
 
             case "resource.read":
                 try params.only(["url", "key", "as", "offset", "length"])
@@ -198,7 +198,7 @@ extension RPCServerRuntime {
                     }
                     presentation = named
                 }
-                service.resourceRead(key: key, as: presentation, offset: try params.int("offset", min: 0) ?? 0,
+                service.resourceRead(key: key, named: params["url"] != nil ? "url" : "key", as: presentation, offset: try params.int("offset", min: 0) ?? 0,
                                      length: try params.int("length", min: 0), reply: later)
 
             case "resource.list":
