@@ -22,7 +22,8 @@ public final class StateFolderLock: Sendable {
     public init(folder: String) throws(Refusal) {
         try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let path = folder + "/" + Configuration.State.lockName
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        // Not through a link: a planted one would have the pid written over what it points at.
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
             throw Refusal(description: "cannot open \(path): \(String(cString: strerror(errno)))")
         }

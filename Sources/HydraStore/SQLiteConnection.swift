@@ -48,6 +48,12 @@ final class SQLiteConnection {
             throw StoreError("\(path): cannot open the database: \(message)")
         }
         sqlite3_extended_result_codes(db, 1)
+        // SQLite opens a file the process may not write read-only, without a word: a server
+        // would start, answer reads, and refuse every write. It stops here instead.
+        if !queryOnly, sqlite3_db_readonly(db, "main") == 1 {
+            close()
+            throw StoreError("\(path): the database can only be read (its file or folder is not writable): nothing could be recorded")
+        }
         sqlite3_busy_timeout(db, Self.busyTimeoutMilliseconds)
         var mode = ""
         try query("PRAGMA journal_mode=WAL") { row in mode = row.text(0) ?? "" }
@@ -78,7 +84,12 @@ final class SQLiteConnection {
     var changes: Int { db.map { Int(sqlite3_changes64($0)) } ?? 0 }
 
     private func error(_ context: String) -> StoreError {
-        StoreError("\(path): \(context): \(db.map { String(cString: sqlite3_errmsg($0)) } ?? "closed")")
+        var error = StoreError("\(path): \(context): \(db.map { String(cString: sqlite3_errmsg($0)) } ?? "closed")")
+        if let db {
+            let primary = sqlite3_extended_errcode(db) & 0xFF
+            error.isTransient = primary == SQLITE_FULL || primary == SQLITE_IOERR || primary == SQLITE_BUSY || primary == SQLITE_LOCKED
+        }
+        return error
     }
 
     /// Replaces SQLite's automatic checkpoints on this connection. After each

@@ -425,6 +425,9 @@ public final class SQLiteStore: StateStore {
         writer.enqueue(.prune(before: time))
     }
 
+    /// Limits the database to `pages` pages (see ``StoreWriter/limitPages(to:)``): tests fill the store with it.
+    func limitPages(to pages: Int) { writer.limitPages(to: pages) }
+
     /// Returns once every write queued before the call is committed. Any
     /// thread (from a `done` callback, commits the queue right there).
     public func flush() {

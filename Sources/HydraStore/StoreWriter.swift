@@ -33,6 +33,10 @@ final class StoreWriter: @unchecked Sendable {
     private let eventsWritten: @Sendable (UInt64) -> Void
     /// Job starts not written yet (writer thread only): see ``StartMarks``.
     private var startMarks = StartMarks()
+    /// Writes are kept through a transient failure (writer thread only): said once on stderr, and when it ends.
+    private var retaining = false
+    /// The last commit kept its writes for later (writer thread only; see ``drain()``).
+    private var retainedInLastCommit = false
 
     private struct State {
         var queue: [WriteOperation] = []
@@ -201,7 +205,9 @@ final class StoreWriter: @unchecked Sendable {
         while true {
             let batch = take().batch
             if batch.isEmpty && startMarks.isEmpty { return }
+            retainedInLastCommit = false
             commit(batch, writeAllStarts: true)
+            if retainedInLastCommit { return }  // the store cannot write now: the writer's loop tries again
         }
     }
 
@@ -222,6 +228,10 @@ final class StoreWriter: @unchecked Sendable {
         let writes = batch.writes
         switch attempt {
         case .committed(let results):
+            if retaining {
+                Self.report("the writes kept in memory are stored")
+                retaining = false
+            }
             // By index: each write is used in place, not copied (its payload retained) per loop.
             for i in writes.indices {
                 switch results[i] {
@@ -232,6 +242,13 @@ final class StoreWriter: @unchecked Sendable {
                 }
             }
             for i in writes.indices { writes[i].complete(results[i]) }
+        case .failed(let error) where error.isTransient && !state.withLock({ $0.closed }):
+            // The disk is full (or failing) for now. What nobody waits for (a job's start,
+            // its finish and result, events) is kept and written once it can be: dropped, a
+            // finished job ran again after the restart. A write someone waits for fails to
+            // them (a submit is refused, not acknowledged).
+            retain(writes.filter { !$0.hasCallback && !$0.isBarrier }, batch.events, error)
+            for operation in writes where operation.hasCallback || operation.isBarrier { operation.complete(.failure(error)) }
         case .failed(let error):
             if writes.contains(where: { !$0.hasCallback && !$0.isBarrier }) {
                 Self.report("a batch of \(writes.count) writes failed: \(error)")
@@ -246,6 +263,49 @@ final class StoreWriter: @unchecked Sendable {
         // waits for them to be durable must not wait for ever.
         if let last = batch.events.last { eventsWritten(UInt64(last.seq)) }
     }
+
+    /// Writes and events kept through a transient failure, at most this many of
+    /// each (past it the oldest go, said on stderr): a disk that stays full must
+    /// not fill the memory too.
+    static let maxRetained = 1_000_000
+
+    /// Puts `writes` and `events` back at the front of the queue, to be written
+    /// after a pause (the writer thread sleeps: the failure is the disk's).
+    private func retain(_ writes: [WriteOperation], _ events: [EncodedEvent], _ error: StoreError) {
+        var dropped = (writes: 0, events: 0)
+        retainedInLastCommit = true
+        state.withLock { state in
+            state.queue.insert(contentsOf: writes, at: 0)
+            state.events.insert(contentsOf: events, at: 0)
+            dropped = (max(0, state.queue.count - Self.maxRetained), max(0, state.events.count - Self.maxRetained))
+            if dropped.writes > 0 { state.queue.removeFirst(dropped.writes) }
+            if dropped.events > 0 { state.events.removeFirst(dropped.events) }
+            state.signalled = true
+        }
+        if !retaining {
+            Self.report("writes are kept in memory until they can be stored: \(error)")
+            retaining = true
+        }
+        if dropped.writes > 0 || dropped.events > 0 {
+            Self.report("\(dropped.writes) writes and \(dropped.events) events dropped: kept past \(Self.maxRetained) while the store could not write")
+        }
+        usleep(Self.retainPauseMicroseconds)
+        wake.signal()  // the writer tries again, whether or not anything new comes
+    }
+
+    /// A page limit (`PRAGMA max_page_count`) the writer applies before its next
+    /// transaction: past it SQLite answers `SQLITE_FULL`, as on a full disk, so a
+    /// test can fill the store and free it again. Nothing else sets it.
+    private let pageLimit = Locked<Int?>(nil)
+
+    /// Limits the database to `pages` pages (at least its current size) from the next transaction on.
+    func limitPages(to pages: Int) {
+        pageLimit.withLock { $0 = pages }
+        wake.signal()
+    }
+
+    /// How long the writer waits after a transient failure before it tries again.
+    static let retainPauseMicroseconds: UInt32 = 200_000
 
     /// Fault injection for tests (`HYDRA_FAULT_COMMIT_DELAY_MS`, at most 10 s):
     /// every transaction starts that much later, so a test can kill the server
@@ -263,6 +323,9 @@ final class StoreWriter: @unchecked Sendable {
     private func attempt(_ batch: Batch, _ folding: StartMarks.Plan, isolated: Bool) -> Attempt {
         if Self.faultCommitDelay > 0 { usleep(Self.faultCommitDelay) }
         let db = connection
+        if let pages = pageLimit.withLock({ limit in defer { limit = nil }; return limit }) {
+            try? db.execute("PRAGMA max_page_count=\(pages)")
+        }
         do throws(StoreError) {
             try db.run("BEGIN IMMEDIATE")
         } catch {
@@ -280,8 +343,13 @@ final class StoreWriter: @unchecked Sendable {
                 if isolated { try db.run("RELEASE op") }
                 return (.success(output), nil)
             } catch {
-                // After some I/O errors SQLite rolls the whole transaction back itself.
+                // After some I/O errors SQLite rolls the whole transaction back itself. A
+                // transient failure is the store's, not one write's: no write is isolated for it.
                 if db.isAutocommit { return (nil, .failed(error)) }
+                if error.isTransient {
+                    rollback()
+                    return (nil, .failed(error))
+                }
                 guard isolated else {
                     rollback()
                     return (nil, .retryIsolated)

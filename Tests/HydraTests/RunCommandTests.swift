@@ -243,6 +243,19 @@ import Testing
         #expect(serve.status == 2 && serve.err.contains("config/hydra.json"), "\(serve.err)")
     }
 
+    /// A `hydra.lock` that is a symbolic link is not followed: the server wrote
+    /// its pid over whatever the link pointed at (as root, any file).
+    @Test func aLockFileThatIsALinkIsNotFollowed() throws {
+        let folder = NSTemporaryDirectory() + "hydra-locklink-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder + "/state", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try "precious\n".write(toFile: folder + "/victim.txt", atomically: true, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(atPath: folder + "/state/hydra.lock", withDestinationPath: folder + "/victim.txt")
+        let serve = try hydra(["serve", "--listen", "127.0.0.1:0", "--state", folder + "/state"], directory: folder)
+        #expect(serve.status == 2 && serve.err.contains("hydra.lock"), "\(serve.err)")
+        #expect(try String(contentsOfFile: folder + "/victim.txt", encoding: .utf8) == "precious\n")
+    }
+
     /// Options that would overflow, or widen a removal to everything, are refused before anything is sent.
     @Test func clientOptionsThatCannotMeanWhatTheySayAreRefused() throws {
         for arguments in [["result", "j1", "--wait", "9223372036854775807"], ["result", "j1", "--wait", "3600001"],

@@ -5,6 +5,10 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public var description: String
     /// Set when the caller's argument was wrong (a bad `after` cursor), not the store.
     public var invalidArgument: String?
+    /// The store could not write for now (disk full, an I/O error, a lock held
+    /// elsewhere): the same write may succeed later, unlike a refused one (a
+    /// duplicate id).
+    public var isTransient = false
     public init(_ description: String) { self.description = description }
     public init(_ description: String, invalidArgument: String) {
         self.description = description
