@@ -77,6 +77,15 @@ final class SQLiteConnection {
         db = nil
     }
 
+    /// True once the database file was deleted, renamed or replaced since it was
+    /// opened: what is written from then on goes to a file no one will open again.
+    var fileHasMoved: Bool {
+        guard let db else { return false }
+        var moved: Int32 = 0
+        guard sqlite3_file_control(db, "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK else { return false }
+        return moved != 0
+    }
+
     /// False while a transaction is open (SQLite may end one on its own after an I/O error).
     var isAutocommit: Bool { db.map { sqlite3_get_autocommit($0) != 0 } ?? true }
 

@@ -304,6 +304,24 @@ final class StoreWriter: @unchecked Sendable {
         wake.signal()
     }
 
+    /// When the database file was last checked (``databaseMoved()``), and whether it had moved.
+    private var movedCheckedAt: UInt64 = 0
+    private var moved = false
+
+    /// The failure of every write once the database file was deleted or
+    /// replaced under the server (its state folder removed): SQLite would go on
+    /// writing to the unlinked file, and every job acknowledged from then on
+    /// would be lost at the next start. Checked at most every 100 ms (a `stat`).
+    private func databaseMoved() -> StoreError? {
+        let now = DispatchTime.now().uptimeNanoseconds
+        if !moved, now &- movedCheckedAt > 100_000_000 {
+            movedCheckedAt = now
+            moved = connection.fileHasMoved
+            if moved { Self.report("the database file was deleted or replaced while the server ran: nothing more can be recorded; restart the server") }
+        }
+        return moved ? StoreError("the state store's database file was deleted or replaced while the server ran: nothing can be recorded; restart the server") : nil
+    }
+
     /// How long the writer waits after a transient failure before it tries again.
     static let retainPauseMicroseconds: UInt32 = 200_000
 
@@ -326,6 +344,7 @@ final class StoreWriter: @unchecked Sendable {
         if let pages = pageLimit.withLock({ limit in defer { limit = nil }; return limit }) {
             try? db.execute("PRAGMA max_page_count=\(pages)")
         }
+        if let moved = databaseMoved() { return .failed(moved) }
         do throws(StoreError) {
             try db.run("BEGIN IMMEDIATE")
         } catch {

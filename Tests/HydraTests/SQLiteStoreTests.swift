@@ -208,6 +208,24 @@ import Testing
         #expect(try store.job("b") == nil)
     }
 
+    /// A database file deleted under the store (its state folder removed):
+    /// SQLite goes on writing to the unlinked file, and every job acknowledged
+    /// from then on was lost at the next start. Writes fail instead.
+    @Test func aDatabaseDeletedUnderTheStoreRefusesWrites() throws {
+        let dir = folder()
+        let store = try SQLiteStore(directory: dir)
+        defer { store.close() }
+        _ = try insert(store, [job("a", at: 1)])
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: dir + "/hydra.db" + suffix) }
+        usleep(150_000)  // (the file is looked at every 100 ms at most)
+        do {
+            _ = try insert(store, [job("b", at: 2)])
+            Issue.record("a job was acknowledged into a deleted database")
+        } catch {
+            #expect(error.description.contains("deleted or replaced"), "\(error)")
+        }
+    }
+
     @Test func unfinishedJobsComeBackWithTheirSteps() throws {
         let store = try SQLiteStore(directory: folder())
         defer { store.close() }
