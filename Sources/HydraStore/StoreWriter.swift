@@ -250,10 +250,11 @@ final class StoreWriter: @unchecked Sendable {
             retain(writes.filter { !$0.hasCallback && !$0.isBarrier }, batch.events, error)
             for operation in writes where operation.hasCallback || operation.isBarrier { operation.complete(.failure(error)) }
         case .failed(let error):
-            if writes.contains(where: { !$0.hasCallback && !$0.isBarrier }) {
+            // (A database deleted under the server was said once: not again for every batch.)
+            if !moved, writes.contains(where: { !$0.hasCallback && !$0.isBarrier }) {
                 Self.report("a batch of \(writes.count) writes failed: \(error)")
             }
-            if !batch.events.isEmpty { Self.report("\(batch.events.count) events were not stored: \(error)") }
+            if !moved, !batch.events.isEmpty { Self.report("\(batch.events.count) events were not stored: \(error)") }
             for operation in writes { operation.complete(.failure(error)) }
         case .retryIsolated:
             // Never returned when every write is isolated.

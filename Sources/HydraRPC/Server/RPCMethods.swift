@@ -198,7 +198,8 @@ extension RPCServerRuntime {
                     }
                     presentation = named
                 }
-                service.resourceRead(key: key, named: params["url"] != nil ? "url" : "key", as: presentation, offset: try params.int("offset", min: 0) ?? 0,
+                service.resourceRead(key: key, named: params["url"] != nil ? "url" : "key", as: presentation,
+                                     offset: try params.int("offset", min: 0) ?? 0,
                                      length: try params.int("length", min: 0), reply: later)
 
             case "resource.list":
