@@ -11,6 +11,8 @@ import HydraCore
 /// and clears nothing in a folder another process holds.
 public final class StateFolderLock: Sendable {
     private let descriptor: Int32
+    /// The database file, `flock`ed too (see `init`); -1 when not.
+    private let databaseDescriptor: Int32
 
     /// Why the lock could not be taken, for one line on stderr.
     public struct Refusal: Error, CustomStringConvertible {
@@ -19,7 +21,13 @@ public final class StateFolderLock: Sendable {
 
     /// Takes the lock of `folder` (created if missing) or throws a refusal that
     /// names the folder and, when it can tell, the pid of the process holding it.
-    public init(folder: String) throws(Refusal) {
+    /// With `database` (a file name in the folder), that file is locked as well,
+    /// through any link to it: the folder's lock alone let a second server run
+    /// on the same database once `hydra.lock` was removed, or from another
+    /// folder whose database links to it. (`flock` and SQLite's own POSIX locks
+    /// do not meet; the descriptor stays open until the lock ends, since closing
+    /// any descriptor of a database file drops the process's POSIX locks on it.)
+    public init(folder: String, database: String? = nil) throws(Refusal) {
         try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let path = folder + "/" + Configuration.State.lockName
         // Not through a link: a planted one would have the pid written over what it points at.
@@ -40,7 +48,27 @@ public final class StateFolderLock: Sendable {
         _ = ftruncate(fd, 0)
         _ = pid.withCString { write(fd, $0, strlen($0)) }
         descriptor = fd
+        // A database that does not open (a folder, or a dangling link, in its place) is
+        // SQLite's to refuse, with its reason; a missing one is created here, not through a link.
+        var db: Int32 = -1
+        if let database {
+            let path = folder + "/" + database
+            db = open(path, O_RDWR | O_CLOEXEC)
+            if db < 0 && errno == ENOENT { db = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        }
+        if db >= 0, flock(db, LOCK_EX | LOCK_NB) != 0 {
+            let reason = errno
+            close(db)
+            close(fd)
+            throw Refusal(description: reason == EWOULDBLOCK
+                ? "\(folder)/\(database!) is in use by another hydra process (through another folder, or since its hydra.lock was removed): one server per database"
+                : "cannot lock \(folder)/\(database!): \(String(cString: strerror(reason)))")
+        }
+        databaseDescriptor = db
     }
 
-    deinit { close(descriptor) }
+    deinit {
+        if databaseDescriptor >= 0 { close(databaseDescriptor) }
+        close(descriptor)
+    }
 }

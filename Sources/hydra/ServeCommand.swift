@@ -99,7 +99,9 @@ struct ServeCommand: AsyncParsableCommand {
         let cleanMarker = statePath + "/" + Configuration.State.cleanShutdownName
         // Held until the process ends (see StateFolderLock).
         let folderLock: StateFolderLock
-        do { folderLock = try StateFolderLock(folder: statePath) } catch { exitInvalid("state.path: \(error)") }
+        do { folderLock = try StateFolderLock(folder: statePath, database: Configuration.State.databaseName) } catch {
+            exitInvalid("state.path: \(error)")
+        }
         defer { withExtendedLifetime(folderLock) {} }
         let sharedKey = ProcessInfo.processInfo.environment["HYDRA_SHARED_KEY"]
         if sharedKey?.isEmpty == true {

@@ -243,6 +243,25 @@ import Testing
         #expect(serve.status == 2 && serve.err.contains("config/hydra.json"), "\(serve.err)")
     }
 
+    /// One server per database, not only per folder's lock file: with
+    /// `hydra.lock` removed under a running server, or from another folder
+    /// whose `hydra.db` links to the first one's, a second server ran the
+    /// first one's unfinished jobs again. It stops at startup now.
+    @Test func aSecondServerOnTheSameDatabaseStops() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        try FileManager.default.removeItem(atPath: server.stateDirectory + "/hydra.lock")
+        let again = try hydra(["serve", "--listen", "127.0.0.1:0", "--state", server.stateDirectory])
+        #expect(again.status == 2 && again.err.contains("hydra.db is in use by another hydra process"), "\(again.err)")
+        let other = NSTemporaryDirectory() + "hydra-linkdb-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: other) }
+        try FileManager.default.createSymbolicLink(atPath: other + "/hydra.db", withDestinationPath: server.stateDirectory + "/hydra.db")
+        let linked = try hydra(["serve", "--listen", "127.0.0.1:0", "--state", other])
+        #expect(linked.status == 2 && linked.err.contains("hydra.db is in use by another hydra process"), "\(linked.err)")
+        #expect(try server.client().call("hydra.ping")["version"] != nil)
+    }
+
     /// A `hydra.lock` that is a symbolic link is not followed: the server wrote
     /// its pid over whatever the link pointed at (as root, any file).
     @Test func aLockFileThatIsALinkIsNotFollowed() throws {
