@@ -23,10 +23,10 @@ extension ResourceManager {
         // anyone else's in the folder is left where it is.
         // Never through a symbolic link (the repository's writes never follow one: it was
         // planted, and what it points at is outside the state folder): not taken as a folder.
-        let root = plainFolder(settings.path.split(separator: "/").map(String.init))
-        for folder in root.flatMap({ try? fm.contentsOfDirectory(atPath: $0) }) ?? [] where ResourceManager.isFolderName(folder) {
+        let folders = repositoryIsPlain ? (try? fm.contentsOfDirectory(atPath: repositoryPath)) ?? [] : []
+        for folder in folders where ResourceManager.isFolderName(folder) {
             let path = repositoryPath + "/" + folder
-            guard plainFolder(settings.path.split(separator: "/").map(String.init) + [folder]) != nil else { continue }
+            guard ResourceManager.isPlainFolder(path) else { continue }
             for name in (try? fm.contentsOfDirectory(atPath: path)) ?? [] {
                 guard name.hasSuffix(".bin"), ResourceManager.isKey(String(name.dropLast(4))) else { continue }
                 let key = String(name.dropLast(4))

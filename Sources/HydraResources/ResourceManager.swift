@@ -24,8 +24,6 @@ public final class ResourceManager: JobManager {
     let atRestKey: AtRestKey?
     /// The repository folder, absolute.
     public let repositoryPath: String
-    /// The state folder, without a trailing `/`.
-    let stateBase: String
     /// The folders from the state folder down to the repository (`resources.path`'s components), as paths.
     let repositoryChain: [String]
     let statistics = ResourceStatistics()
@@ -76,7 +74,6 @@ public final class ResourceManager: JobManager {
         self.index = index
         settings = rest.configuration.resources
         let base = stateDirectory.hasSuffix("/") ? String(stateDirectory.dropLast()) : stateDirectory
-        stateBase = base
         repositoryPath = base + "/" + settings.path
         var chain: [String] = []
         for folder in settings.path.split(separator: "/") { chain.append((chain.last ?? base) + "/" + folder) }
@@ -123,8 +120,6 @@ public final class ResourceManager: JobManager {
         settings.path.split(separator: "/").map(String.init) + [String(key.prefix(2)), key + ".bin"]
     }
 
-    func absolutePath(of key: String) -> String { repositoryPath + "/" + key.prefix(2) + "/" + key + ".bin" }
-
     /// The path of `key`'s copy when every folder on the way from the state
     /// folder is a folder and not a symbolic link: the repository's own writes
     /// never follow one (``RESTManager/writeStateFile(_:bytes:)``), so a link
@@ -136,32 +131,25 @@ public final class ResourceManager: JobManager {
     /// digest anyway, and a disk hit pays for each `lstat` (about 1 µs here).
     /// A removal checks the whole way.
     func plainPath(of key: String, checkingRepository: Bool = true) -> String? {
-        var info = Glibc.stat()
-        if checkingRepository {
-            for folder in repositoryChain {
-                guard lstat(folder, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else { return nil }
-            }
-        }
+        if checkingRepository && !repositoryIsPlain { return nil }
         var path = repositoryPath
         path += "/"
         path += key.prefix(2)
-        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else { return nil }
+        guard ResourceManager.isPlainFolder(path) else { return nil }
         path += "/"
         path += key
         path += ".bin"
         return path
     }
 
-    /// The path of `folders` under the state folder when each is a folder and
-    /// not a symbolic link (`lstat`); nil otherwise. Blocking.
-    func plainFolder(_ folders: some Sequence<String>) -> String? {
-        var path = stateBase
+    /// True when every folder from the state folder down to the repository is a
+    /// folder and not a symbolic link. Blocking.
+    var repositoryIsPlain: Bool { repositoryChain.allSatisfy(ResourceManager.isPlainFolder) }
+
+    /// True for a folder that is not a symbolic link (`lstat`). Blocking.
+    static func isPlainFolder(_ path: String) -> Bool {
         var info = Glibc.stat()
-        for folder in folders {
-            path += "/" + folder
-            guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else { return nil }
-        }
-        return path
+        return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
     }
 
     public func validate(_ spec: JobSpec, path: String) throws(ValidationError) {

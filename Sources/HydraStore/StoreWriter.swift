@@ -305,7 +305,7 @@ final class StoreWriter: @unchecked Sendable {
         wake.signal()
     }
 
-    /// When the database file was last checked (``databaseMoved()``), and whether it had moved.
+    /// When the database file was last checked (``databaseMoved()``), and whether it had moved (writer thread only).
     private var movedCheckedAt: UInt64 = 0
     private var moved = false
 
