@@ -867,9 +867,9 @@ import Testing
 /// The README's Swift example of the resource manager, compiled here, run against the test server.
 @Suite(.ownThreads) struct ResourceReadmeTests {
     @Test func readmeShowsTheExampleAndItRuns() async throws {
-        let root = RunCommandTests.root
+        let root = PackageRoot.url
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        let example = try String(contentsOf: root.appendingPathComponent("Tests/HydraTests/ResourceReadmeExample.swift"), encoding: .utf8)
+        let example = try String(contentsOf: root.appendingPathComponent("Tests/HydraTests/HydraResources/ResourceReadmeExample.swift"), encoding: .utf8)
         #expect(readme.contains("```swift\n" + example + "```"))
         let state = NSTemporaryDirectory() + "hydra-resreadme-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: state) }

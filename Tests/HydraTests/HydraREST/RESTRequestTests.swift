@@ -80,7 +80,7 @@ import Testing
     }
 
     @Test func readmeShowsTheQuickStartProgramAndItRuns() throws {
-        let root = RunCommandTests.root
+        let root = PackageRoot.url
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
         let program = try String(contentsOf: root.appendingPathComponent("Examples/QuickStart/main.swift"), encoding: .utf8)
         #expect(readme.contains("```swift\n" + program + "```"))

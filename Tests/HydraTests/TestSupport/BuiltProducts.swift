@@ -9,7 +9,7 @@ enum BuiltProducts {
         // The test bundle lives in the products folder (…/debug/HydraPackageTests.xctest).
         let bundle = URL(fileURLWithPath: CommandLine.arguments.first { $0.hasSuffix(".xctest") } ?? "")
         if bundle.pathExtension == "xctest" { return bundle.deletingLastPathComponent() }
-        return RunCommandTests.root.appendingPathComponent(".build/debug")
+        return PackageRoot.url.appendingPathComponent(".build/debug")
     }()
 
     static func url(_ name: String) -> URL { folder.appendingPathComponent(name) }

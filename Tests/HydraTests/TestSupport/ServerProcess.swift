@@ -33,7 +33,7 @@ final class ServerProcess: @unchecked Sendable {
         try text.write(toFile: configPath, atomically: true, encoding: .utf8)
         process.executableURL = BuiltProducts.url("hydra")
         process.arguments = ["serve", "--config", configPath, "--state", stateDirectory] + arguments
-        process.currentDirectoryURL = RunCommandTests.root
+        process.currentDirectoryURL = PackageRoot.url
         var env = ProcessInfo.processInfo.environment
         env["HYDRA_RPC_SECRET"] = nil
         env["HYDRA_SHARED_KEY"] = nil

@@ -13,7 +13,7 @@ import Testing
         let process = ChildProcess()
         process.executableURL = BuiltProducts.url("hydra")
         process.arguments = arguments
-        process.currentDirectoryURL = RunCommandTests.root
+        process.currentDirectoryURL = PackageRoot.url
         let out = Pipe(), input = Pipe()
         process.standardOutput = out
         process.standardError = stderr

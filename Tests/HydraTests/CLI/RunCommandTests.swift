@@ -5,8 +5,6 @@ import Testing
 
 /// `hydra run` as users run it: the real binary, its stdout, stderr and exit status.
 @Suite(.ownThreads) struct RunCommandTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
 
     /// Runs the binary to its end; `environment` adds to this process's, `directory`
     /// replaces the package root as the working directory, `stdout` (a `Pipe` or
@@ -16,7 +14,7 @@ import Testing
         let process = ChildProcess()
         process.executableURL = BuiltProducts.url("hydra")
         process.arguments = arguments
-        process.currentDirectoryURL = directory.map { URL(fileURLWithPath: $0) } ?? RunCommandTests.root
+        process.currentDirectoryURL = directory.map { URL(fileURLWithPath: $0) } ?? PackageRoot.url
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
@@ -91,7 +89,7 @@ import Testing
         let process = ChildProcess()
         process.executableURL = BuiltProducts.url("hydra")
         process.arguments = ["run", specFile, "--state", state]
-        process.currentDirectoryURL = RunCommandTests.root
+        process.currentDirectoryURL = PackageRoot.url
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err

@@ -8,7 +8,7 @@ import Testing
     func savedInputsPass(target: String) throws {
         let process = ChildProcess()
         process.executableURL = BuiltProducts.url("hydra-fuzz")
-        let corpus = RunCommandTests.root.appendingPathComponent("Fuzz/corpus/\(target)").path
+        let corpus = PackageRoot.url.appendingPathComponent("Fuzz/corpus/\(target)").path
         process.arguments = [target, corpus]
         let output = Pipe()
         process.standardOutput = output

@@ -185,7 +185,7 @@ import Testing
     }
 
     @Test func shippedConfigurationLoads() throws {
-        let path = #filePath.replacingOccurrences(of: "Tests/HydraTests/SpecTests.swift", with: "config/hydra.json")
+        let path = PackageRoot.path("config/hydra.json")
         let config = try Configuration.load(path: path)
         #expect(config.workers.map(\.name) == ["rest", "local"])
         #expect(config.rpc.listen == "127.0.0.1:7400")

@@ -27,8 +27,7 @@ enum TestServer {
     static func start(script name: String = "testserver.py", arguments: [String] = []) -> (Int, ChildProcess, Pipe) {
         let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Support/\(name)").path
+        let script = PackageRoot.path("Tests/Support/\(name)")
         process.arguments = ["python3", script] + arguments
         let output = Pipe(), input = Pipe()
         process.standardOutput = output

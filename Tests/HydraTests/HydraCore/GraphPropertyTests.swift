@@ -27,7 +27,7 @@ import Testing
             #expect(result.error?.kind == .invalid, "\(text)")
         }
         // The shipped named job run without the input it needs.
-        let shipped = try makeEngine(jobs: RunCommandTests.root.appendingPathComponent("jobs").path)
+        let shipped = try makeEngine(jobs: PackageRoot.url.appendingPathComponent("jobs").path)
         defer { shipped.shutdown() }
         let id = try shipped.submit(spec(#"{"type":"job","name":"login-and-fetch"}"#))
         let result = try await finalResult(of: id, in: shipped)
