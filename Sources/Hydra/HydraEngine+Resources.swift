@@ -39,9 +39,19 @@ extension HydraEngine {
     }
 
     /// Removes copies by URL, key or URL prefix: `{"removed", "bytes"}`.
+    /// Several selectors remove the copies of each (as `resource.remove` does);
+    /// none, or a `key` that is not 64 hex digits, throws (a typo is not "0 removed").
     public func removeResources(url: String? = nil, key: String? = nil, prefix: String? = nil) async throws -> JSONValue {
-        try await withCheckedThrowingContinuation { continuation in
-            resources.remove(key: key, url: url, prefix: prefix) { continuation.resume(with: $0) }
+        guard url != nil || key != nil || prefix != nil else { throw ValidationError(path: "url", "required (or key, or prefix)") }
+        var checked: String?
+        if let key {
+            guard ResourceManager.isKey(key.lowercased()) else {
+                throw ValidationError(path: "key", "expected a resource key: 64 hex digits")
+            }
+            checked = key.lowercased()
+        }
+        return try await withCheckedThrowingContinuation { continuation in
+            resources.remove(key: checked, url: url, prefix: prefix) { continuation.resume(with: $0) }
         }
     }
 
@@ -56,8 +66,13 @@ extension HydraEngine {
 
     /// Removes copies unused for `olderThanSec`, then the least recently used
     /// past `maxBytes`: `{"removed", "bytes"}`.
+    /// A negative or non-finite age, or negative bytes, throws naming the argument.
     public func purgeResources(olderThanSec: Double? = nil, maxBytes: Int? = nil) async throws -> JSONValue {
-        try await withCheckedThrowingContinuation { continuation in
+        if let olderThanSec, !(olderThanSec.isFinite && olderThanSec >= 0) {
+            throw ValidationError(path: "olderThanSec", "must be a number of seconds, at least 0")
+        }
+        if let maxBytes, maxBytes < 0 { throw ValidationError(path: "maxBytes", "must be at least 0") }
+        return try await withCheckedThrowingContinuation { continuation in
             resources.purge(olderThanSec: olderThanSec, maxBytes: maxBytes) { continuation.resume(with: $0) }
         }
     }

@@ -28,12 +28,14 @@ public final class HydraEngine: Sendable {
     public let localJobs: LocalJobRegistry
     /// Where downloads (`saveAs`) and other state live.
     public let stateDirectory: String
-    /// The streams ``events(_:bufferingPolicy:)`` handed out, by bus subscription: finished at shutdown.
-    private let streams = Locked<[UInt64: AsyncStream<HydraEvent>.Continuation]>([:])
-    /// The state folder's lock, while this engine owns the folder (see `init`); released at shutdown.
-    private let folderLock = Locked<StateFolderLock?>(nil)
+    /// What ``shutdown()`` stops, apart from the engine object: the stop can
+    /// then run on a thread of its own, and from `deinit`.
+    private let stopper: EngineStopper
 
-    /// Starts the engine's threads.
+    /// Starts the engine's threads. The configuration gets the checks a
+    /// configuration file gets (errors name the key), and the state folder is
+    /// created if missing; unless another process holds it (a server, another
+    /// engine), the engine locks it for its life (`hydra.lock`).
     /// - Parameters:
     ///   - configuration: workers, servers, apis, defaults, dummy responses (config.md).
     ///   - stateDirectory: overrides `state.path`.
@@ -55,14 +57,20 @@ public final class HydraEngine: Sendable {
                 resourceIndex: (any ResourceIndexStore)? = nil, sharedKey: String? = nil,
                 authTokens: (any AuthTokenStore)? = nil, lastSeq: UInt64 = 0, retainFinished: Int = Scheduler.defaultRetainFinished) throws(ValidationError) {
         HTTPClient.initializeLibrary()
+        var configuration = configuration
+        try configuration.check()
         self.configuration = configuration
         self.stateDirectory = stateDirectory ?? configuration.state.path
+        try HydraEngine.prepareStateFolder(self.stateDirectory, field: stateDirectory == nil ? "state.path" : "stateDirectory")
         rest = RESTManager(configuration: configuration, stateDirectory: self.stateDirectory, cache: responseCache,
                            authTokens: authTokens, sharedKey: sharedKey)
         resources = ResourceManager(rest: rest, index: resourceIndex ?? MemoryResourceIndex(),
                                     stateDirectory: self.stateDirectory, sharedKey: sharedKey)
-        if resourceIndex == nil, FileManager.default.fileExists(atPath: self.stateDirectory),
-           let lock = try? StateFolderLock(folder: self.stateDirectory) {
+        // The folder is locked whether or not it existed: an engine that found
+        // none and locked nothing had its copies cleared by the next one to start.
+        // A server passes its index and holds the lock itself.
+        var folderLock: StateFolderLock?
+        if resourceIndex == nil, let lock = try? StateFolderLock(folder: self.stateDirectory) {
             // An index in memory starts empty: every copy an earlier run left in
             // the repository is unknown to it, and would stay on disk uncounted
             // by `maxBytes` for ever. They go now, with any partial download, but
@@ -70,7 +78,7 @@ public final class HydraEngine: Sendable {
             // engine) holds, they are its copies and its transfers under way.
             // (A persistent index is reconciled by whoever owns it: `hydra
             // serve` at startup, or an embedder through `resources.reconcile()`.)
-            folderLock.withLock { $0 = lock }
+            folderLock = lock
             _ = try? resources.reconcile()
             RESTManager.removeLeftoverDownloads(in: resources.repositoryPath)
         }
@@ -85,6 +93,7 @@ public final class HydraEngine: Sendable {
             environment: environment, allowEnv: Set(configuration.allowEnv), shared: shared, journal: journal, lastSeq: lastSeq,
             retainFinished: retainFinished, maxQueuedJobs: configuration.maxQueuedJobs,
             maxResultBytes: configuration.maxResultBytes)
+        stopper = EngineStopper(scheduler: scheduler, resources: resources, folderLock: folderLock)
         registerEmitJob()
         resources.attach(bus: scheduler.bus)
         // The disk LRU and expiry, every resources.purgeIntervalSec, off the loops.
@@ -94,6 +103,26 @@ public final class HydraEngine: Sendable {
     /// Starts an engine from a configuration file (errors name the file and key path).
     public convenience init(configurationFile path: String) throws {
         try self.init(configuration: Configuration.load(path: path))
+    }
+
+    /// An engine dropped without ``shutdown()`` stops its threads and lets go of
+    /// its state folder (its jobs are abandoned, as at ``shutdown()``).
+    deinit { stopper.stop() }
+
+    /// Creates the state folder if missing; refuses a path that names
+    /// something else (a file), or one that cannot be made, naming `field`.
+    private static func prepareStateFolder(_ path: String, field: String) throws(ValidationError) {
+        guard !path.isEmpty else { throw ValidationError(path: field, "must not be empty (a folder; \".\" for the current one)") }
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) {
+            guard isFolder.boolValue else { throw ValidationError(path: field, "\(path.debugDescription) is not a folder") }
+            return
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            throw ValidationError(path: field, "cannot create the state folder \(path.debugDescription): \(error.localizedDescription)")
+        }
     }
 
     // MARK: - Registration
@@ -138,14 +167,23 @@ public final class HydraEngine: Sendable {
         try scheduler.submit(batch: batch.map { ($0, input) }, priority: priority, completion: completion)
     }
 
-    /// Runs a job to its end and returns its result (failures are results, not throws).
+    /// Runs a job to its end and returns its result (failures are results, not
+    /// throws). Cancelling the calling task cancels the job: the result is then
+    /// the job's `cancelled` one.
     public func run(_ spec: JobSpec, input: JSONValue = .null, priority: Int = 0) async throws(ValidationError) -> JobResult {
         let box = ResultBox()
         let id = try scheduler.submit(spec, input: input, priority: priority) { box.set($0) }
-        return await box.value(jobId: id)
+        let scheduler = self.scheduler
+        return await withTaskCancellationHandler {
+            await box.value(jobId: id)
+        } onCancel: {
+            scheduler.cancel(id) { _ in }
+        }
     }
 
-    /// Waits for the final result of a job; nil when the id is unknown.
+    /// Waits for the final result of a job; nil when the id is unknown. It waits
+    /// for the job, which it does not own: cancelling the waiting task leaves
+    /// the job be (``cancel(_:)`` cancels it).
     public func result(of jobId: String) async -> JobResult? { await scheduler.result(of: jobId) }
 
     /// Cancels a job and its running steps.
@@ -157,7 +195,8 @@ public final class HydraEngine: Sendable {
     // MARK: - Events
 
     /// The events matching `filter`, from now on, as an async sequence. The
-    /// subscription ends when the consumer stops iterating. Slow consumers
+    /// subscription ends when the consumer stops iterating, or with the engine
+    /// (one asked for after ``shutdown()`` is already finished). Slow consumers
     /// buffer without limit (use `bufferingPolicy` to cap it).
     public func events(_ filter: EventFilter = EventFilter(),
                        bufferingPolicy: AsyncStream<HydraEvent>.Continuation.BufferingPolicy = .unbounded)
@@ -167,11 +206,20 @@ public final class HydraEngine: Sendable {
         let sink = StreamSink(continuation)
         let bus = scheduler.bus
         let (id, _) = bus.subscribe(filter, sink: sink)
-        let streams = self.streams
-        streams.withLock { $0[id] = continuation }
+        let streams = stopper.streams
+        let open = streams.withLock { s -> Bool in
+            guard !s.finished else { return false }
+            s.open[id] = continuation
+            return true
+        }
+        guard open else {
+            bus.unsubscribe(id)
+            continuation.finish()
+            return stream
+        }
         continuation.onTermination = { _ in
             bus.unsubscribe(id)
-            streams.withLock { $0[id] = nil }
+            streams.withLock { _ = $0.open.removeValue(forKey: id) }
         }
         return stream
     }
@@ -190,18 +238,12 @@ public final class HydraEngine: Sendable {
     /// Counters of every worker.
     public func workerStats() -> [WorkerStats] { scheduler.workers.map { $0.stats() } }
 
-    /// Stops the threads at once; running jobs are abandoned (their transfers cancelled). Idempotent.
-    public func shutdown() {
-        resources.stopUpkeep()
-        scheduler.shutdown()
-        finishStreams()
-        folderLock.withLock { $0 = nil }
-    }
-
-    /// The event streams end with the engine (a `for await` loop over one returns).
-    private func finishStreams() {
-        for continuation in streams.withLock({ $0.values }) { continuation.finish() }
-    }
+    /// Stops the threads at once; running jobs are abandoned (their transfers
+    /// cancelled), later submits are refused (kind `shuttingDown`). Idempotent.
+    /// Called from one of the engine's own threads (a completion, an event
+    /// sink, a local job running on its worker's loop), it returns at once and
+    /// the stop runs on a thread of its own: those are the threads it ends.
+    public func shutdown() { stopper.stop() }
 
     /// Graceful stop: new submissions are refused (kind `shuttingDown`), jobs
     /// already submitted may finish within `gracePeriod`, then the threads stop.
@@ -209,10 +251,7 @@ public final class HydraEngine: Sendable {
     @discardableResult
     public func shutdown(gracePeriod: Duration) async -> Bool {
         let drained = await scheduler.drain(timeout: gracePeriod)
-        resources.stopUpkeep()
-        scheduler.shutdown()
-        finishStreams()
-        folderLock.withLock { $0 = nil }
+        stopper.stop()
         return drained
     }
 
@@ -220,6 +259,47 @@ public final class HydraEngine: Sendable {
     /// running jobs now (they stay unfinished, to resume at the next start of
     /// a durable server). Any thread.
     public func endGracePeriod() { scheduler.endDrain() }
+}
+
+/// What an engine's stop ends, held apart from the engine (see ``HydraEngine/shutdown()``).
+private final class EngineStopper: Sendable {
+    let scheduler: Scheduler
+    let resources: ResourceManager
+    /// The streams ``HydraEngine/events(_:bufferingPolicy:)`` handed out, by bus
+    /// subscription, finished at the stop; none is handed out open after it.
+    let streams = Locked<(open: [UInt64: AsyncStream<HydraEvent>.Continuation], finished: Bool)>(([:], false))
+    /// The state folder's lock, while the engine owns the folder; released at the stop.
+    private let folderLock: Locked<StateFolderLock?>
+
+    init(scheduler: Scheduler, resources: ResourceManager, folderLock: StateFolderLock?) {
+        self.scheduler = scheduler
+        self.resources = resources
+        self.folderLock = Locked(folderLock)
+    }
+
+    /// Stops everything, on a thread of its own when called on one it joins. Idempotent.
+    func stop() {
+        if scheduler.ownsCurrentThread || resources.ownsCurrentThread {
+            let thread = Thread { [self] in stopNow() }
+            thread.name = "hydra-shutdown"
+            thread.start()
+            return
+        }
+        stopNow()
+    }
+
+    private func stopNow() {
+        resources.stopUpkeep()
+        scheduler.shutdown()
+        // The event streams end with the engine (a `for await` loop over one returns).
+        let open = streams.withLock { s -> [AsyncStream<HydraEvent>.Continuation] in
+            s.finished = true
+            defer { s.open = [:] }
+            return Array(s.open.values)
+        }
+        for continuation in open { continuation.finish() }
+        folderLock.withLock { $0 = nil }
+    }
 }
 
 /// Feeds bus events into an `AsyncStream`.

@@ -50,8 +50,12 @@ public final class Mailbox<Message: Sendable>: Sendable {
 
     /// Queues several messages with at most one wake-up. Thread-safe.
     @inlinable
-    public func send(contentsOf messages: [Message]) {
-        if storage.append(contentsOf: messages) { wakeup.signal() }
+    /// Returns false when the mailbox is closed: nothing was queued.
+    @discardableResult
+    public func send(contentsOf messages: [Message]) -> Bool {
+        guard let wake = storage.append(contentsOf: messages) else { return false }
+        if wake { wakeup.signal() }
+        return true
     }
 
     /// Closes the mailbox: pending messages are delivered first, later sends are dropped.
@@ -104,11 +108,12 @@ public final class Mailbox<Message: Sendable>: Sendable {
             }
         }
 
-        /// Appends all; returns whether the caller must wake the loop.
+        /// Appends all; nil when closed, else whether the caller must wake the loop.
         @inlinable
-        func append(contentsOf messages: [Message]) -> Bool {
-            buffer.withLock { b -> Bool in
-                if b.closed || messages.isEmpty { return false }
+        func append(contentsOf messages: [Message]) -> Bool? {
+            buffer.withLock { b -> Bool? in
+                if b.closed { return nil }
+                if messages.isEmpty { return false }
                 let wasEmpty = b.pending.count == 0
                 b.pending.append(contentsOf: messages)
                 return wasEmpty && !b.draining

@@ -44,6 +44,9 @@ final class RepositoryChores: @unchecked Sendable {
         }
     }
 
+    /// True on the chores thread (where ``shutdown()`` must not be called).
+    var isCurrentThread: Bool { loop.inEventLoop }
+
     /// Stops the timer and the thread once the chores already asked for are done.
     func shutdown() { loop.shutdown() }
 }

@@ -91,6 +91,10 @@ extension ResourceManager {
         }
     }
 
+    /// True on the repository's chores thread (a removal's or purge's reply
+    /// runs there): ``stopUpkeep()`` joins that thread, so it must not run on it.
+    public var ownsCurrentThread: Bool { chores.isCurrentThread }
+
     /// Stops the purge timer and the chores thread, once the chores already
     /// asked for are done; later removals and purges run on their caller's thread.
     public func stopUpkeep() {

@@ -23,6 +23,6 @@ public struct CacheSpec: Sendable, Equatable {
             guard text == "http" else { throw ValidationError(path: r.path(key), "expected seconds or \"http\"") }
             return (nil, true)
         }
-        return (try r.int(key, min: 0), false)
+        return (try r.int(key, in: SpecBounds.lifetimeSec), false)
     }
 }

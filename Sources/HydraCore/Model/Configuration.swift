@@ -170,6 +170,11 @@ public struct Configuration: Sendable {
         public var auth: String?
         public var retry: RetryPolicy?
         public var timeoutMs: Int?
+        /// An api at `endpoint` on `server` (empty: `defaults.server`).
+        public init(server: String = "", endpoint: String) {
+            self.server = server
+            self.endpoint = endpoint
+        }
     }
 
     public struct Defaults: Sendable {
@@ -214,10 +219,10 @@ public struct Configuration: Sendable {
             if let method, !RemoteSpec.isValidMethod(method) {
                 throw ValidationError(path: d.path("method"), "invalid method '\(method)'")
             }
-            status = try d.int("status", min: 100, max: 599) ?? 200
+            status = try d.int("status", in: Bounds.status) ?? 200
             headers = try d.stringMap("headers") ?? [:]
             body = d.value("body")
-            delayMs = try d.int("delayMs", min: 0) ?? 0
+            delayMs = try d.int("delayMs", in: Bounds.nonNegative) ?? 0
             try d.rejectUnknownKeys()
         }
     }
@@ -288,7 +293,7 @@ extension Configuration {
             state.path = try o.string("path") ?? state.path
             try Configuration.checkPlainText(state.path, path: o.path("path"))
             if state.path.isEmpty { throw ValidationError(path: o.path("path"), "must not be empty (a folder; \".\" for the current one)") }
-            state.minFreeBytes = try o.int("minFreeBytes", min: 0)
+            state.minFreeBytes = try o.int("minFreeBytes", in: Bounds.nonNegative)
             if let sync = try o.string("sync") {
                 guard let s = State.Sync(rawValue: sync) else {
                     throw ValidationError(path: o.path("sync"), "expected normal or full")
@@ -314,10 +319,10 @@ extension Configuration {
                 }
                 workers.append(Worker(
                     name: name, kind: kind,
-                    maxConnections: try w.int("maxConnections", min: 1, max: Worker.maxLimit) ?? 64,
-                    maxHostConnections: try w.int("maxHostConnections", min: 1, max: Worker.maxLimit) ?? 16,
-                    maxActive: try w.int("maxActive", min: 1, max: Worker.maxLimit) ?? 256,
-                    threads: try w.int("threads", min: 1, max: 256) ?? 2))
+                    maxConnections: try w.int("maxConnections", in: Bounds.workerLimit) ?? 64,
+                    maxHostConnections: try w.int("maxHostConnections", in: Bounds.workerLimit) ?? 16,
+                    maxActive: try w.int("maxActive", in: Bounds.workerLimit) ?? 256,
+                    threads: try w.int("threads", in: Bounds.threads) ?? 2))
                 try w.rejectUnknownKeys()
             }
         }
@@ -378,7 +383,7 @@ extension Configuration {
                 try HeaderSyntax.check(api.headers, path: a.path("headers"))
                 api.dogma = try a.string("dogma")
                 (api.cacheTTL, api.cacheTTLFromHTTP) = try CacheSpec.lifetime(&a, "cacheTTL")
-                api.staleIfErrorSec = try a.int("staleIfErrorSec", min: 0, max: 31_536_000)
+                api.staleIfErrorSec = try a.int("staleIfErrorSec", in: SpecBounds.staleIfErrorSec)
                 api.invalidates = try a.stringArray("invalidates") ?? []
                 api.cacheIgnoreQuery = try a.bool("cacheIgnoreQuery") ?? false
                 api.coalesce = try a.bool("coalesce") ?? false
@@ -387,7 +392,7 @@ extension Configuration {
                 }
                 api.auth = try a.string("auth")
                 if var retry = try a.object("retry") { api.retry = try RetryPolicy(reader: &retry) }
-                api.timeoutMs = try a.int("timeoutMs", min: 1)
+                api.timeoutMs = try a.int("timeoutMs", in: SpecBounds.timeoutMs)
                 try a.rejectUnknownKeys()
                 apis[key] = api
             }
@@ -395,10 +400,10 @@ extension Configuration {
         if var o = try r.object("defaults") {
             defaults.server = try o.string("server")
             defaults.dogma = try o.string("dogma")
-            defaults.timeoutMs = try o.int("timeoutMs", min: 1) ?? defaults.timeoutMs
-            defaults.maxBodyBytes = try o.int("maxBodyBytes", min: 1) ?? defaults.maxBodyBytes
-            defaults.connectTimeoutMs = try o.int("connectTimeoutMs", min: 1) ?? defaults.connectTimeoutMs
-            defaults.maxRedirects = try o.int("maxRedirects", min: 0, max: 50) ?? defaults.maxRedirects
+            defaults.timeoutMs = try o.int("timeoutMs", in: SpecBounds.timeoutMs) ?? defaults.timeoutMs
+            defaults.maxBodyBytes = try o.int("maxBodyBytes", in: Bounds.positive) ?? defaults.maxBodyBytes
+            defaults.connectTimeoutMs = try o.int("connectTimeoutMs", in: SpecBounds.timeoutMs) ?? defaults.connectTimeoutMs
+            defaults.maxRedirects = try o.int("maxRedirects", in: SpecBounds.maxRedirects) ?? defaults.maxRedirects
             if var retry = try o.object("retry") { defaults.retry = try RetryPolicy(reader: &retry).filling(from: RetryPolicy()) }
             if let headers = try o.stringMap("headers") {
                 try HeaderSyntax.check(headers, path: o.path("headers"))
@@ -421,11 +426,10 @@ extension Configuration {
         }
         if var o = try r.object("resources") {
             if let path = try o.string("path") { resources.path = try Resources.folder(path, at: o.path("path")) }
-            resources.memoryBytes = try o.int("memoryBytes", min: 0) ?? resources.memoryBytes
-            resources.maxBytes = try o.int("maxBytes", min: 1) ?? resources.maxBytes
-            resources.maxAgeSec = try o.int("maxAgeSec", min: 0) ?? resources.maxAgeSec
-            // At most a year: the timer counts milliseconds in 64 bits.
-            resources.purgeIntervalSec = try o.int("purgeIntervalSec", min: 1, max: 31_536_000) ?? resources.purgeIntervalSec
+            resources.memoryBytes = try o.int("memoryBytes", in: Bounds.nonNegative) ?? resources.memoryBytes
+            resources.maxBytes = try o.int("maxBytes", in: Bounds.positive) ?? resources.maxBytes
+            resources.maxAgeSec = try o.int("maxAgeSec", in: SpecBounds.lifetimeSec) ?? resources.maxAgeSec
+            resources.purgeIntervalSec = try o.int("purgeIntervalSec", in: Bounds.purgeIntervalSec) ?? resources.purgeIntervalSec
             try o.rejectUnknownKeys()
         }
         if var o = try r.object("jobs") {
@@ -435,36 +439,41 @@ extension Configuration {
             try o.rejectUnknownKeys()
         }
         if var o = try r.object("limits") {
-            maxQueuedJobs = try o.int("maxQueuedJobs", min: 1) ?? maxQueuedJobs
-            maxResultBytes = try o.int("maxResultBytes", min: 1024) ?? maxResultBytes
+            maxQueuedJobs = try o.int("maxQueuedJobs", in: Bounds.positive) ?? maxQueuedJobs
+            maxResultBytes = try o.int("maxResultBytes", in: Bounds.maxResultBytes) ?? maxResultBytes
             try o.rejectUnknownKeys()
         }
         if var o = try r.object("retention") {
-            retentionHours = try o.int("hours", min: 0) ?? retentionHours
+            retentionHours = try o.int("hours", in: Bounds.nonNegative) ?? retentionHours
             try o.rejectUnknownKeys()
         }
         allowEnv = try r.stringArray("allowEnv") ?? []
-        for (i, name) in allowEnv.enumerated() {
+        try checkAllowEnv(allowEnv)
+        try r.rejectUnknownKeys()
+        try checkReferences()
+    }
+
+    /// `allowEnv`: portable names, none of them the server's secrets, none twice.
+    func checkAllowEnv(_ names: [String]) throws(ValidationError) {
+        for (i, name) in names.enumerated() {
             guard Configuration.isEnvironmentName(name) else {
-                throw ValidationError(path: r.path("allowEnv") + "[\(i)]",
+                throw ValidationError(path: "allowEnv[\(i)]",
                                       "expected the name of an environment variable (letters, digits and _, not first a digit)")
             }
             // `${env.NAME}` puts the value in results and events: never a secret of the server's own.
             guard !Configuration.secretVariables.contains(name) else {
-                throw ValidationError(path: r.path("allowEnv") + "[\(i)]", "\(name) is the server's secret: it may not be read by jobs")
+                throw ValidationError(path: "allowEnv[\(i)]", "\(name) is the server's secret: it may not be read by jobs")
             }
-            guard allowEnv.firstIndex(of: name) == i else {
-                throw ValidationError(path: r.path("allowEnv") + "[\(i)]", "duplicate '\(name)'")
+            guard names.firstIndex(of: name) == i else {
+                throw ValidationError(path: "allowEnv[\(i)]", "duplicate '\(name)'")
             }
         }
-        try r.rejectUnknownKeys()
-        try checkReferences()
     }
 
     /// Cross-checks: apis name known servers (or get defaults.server), defaults.server
     /// exists, worker kinds present. An `invalidates` entry may name an api not
     /// configured (the spec's own example does): it then removes nothing.
-    private mutating func checkReferences() throws(ValidationError) {
+    mutating func checkReferences() throws(ValidationError) {
         for (key, api) in apis where api.server.isEmpty {
             guard let server = defaults.server else {
                 throw ValidationError(path: "apis.\(key).server", "required when defaults.server is not set")
@@ -573,7 +582,7 @@ extension Configuration {
         }
     }
 
-    private static func checkURL(_ url: String, path: String) throws(ValidationError) -> String {
+    static func checkURL(_ url: String, path: String) throws(ValidationError) -> String {
         guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
             throw ValidationError(path: path, "expected an http:// or https:// URL")
         }

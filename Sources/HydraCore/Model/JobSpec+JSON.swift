@@ -106,7 +106,7 @@ extension JobSpec {
             throw ValidationError(path: r.path("id"), "must be a non-empty name without '.'")
         }
         let worker = try r.string("worker")
-        let timeoutMs = try r.int("timeoutMs", min: 1)
+        let timeoutMs = try r.int("timeoutMs", in: SpecBounds.timeoutMs)
         _ = r.value("description")  // free text, allowed on every spec
         let body: Body
         switch type {
@@ -127,7 +127,7 @@ extension JobSpec {
             if type == "serial" {
                 body = .serial(GroupSpec(steps: steps, stopWhenFailed: stop))
             } else {
-                let max = try r.int("maxConcurrency", min: 1)
+                let max = try r.int("maxConcurrency", in: SpecBounds.maxConcurrency)
                 body = .concurrent(GroupSpec(steps: steps, stopWhenFailed: stop, maxConcurrency: max))
             }
         case "job":
@@ -271,12 +271,12 @@ extension RemoteSpec {
             }
             let (ttl, fromHTTP) = try CacheSpec.lifetime(&c, "ttlSec")
             cache = CacheSpec(mode: mode, ttlSec: ttl, ttlFromHTTP: fromHTTP,
-                              staleIfErrorSec: try c.int("staleIfErrorSec", min: 0, max: 31_536_000))
+                              staleIfErrorSec: try c.int("staleIfErrorSec", in: SpecBounds.staleIfErrorSec))
             try c.rejectUnknownKeys()
         }
         saveAs = try r.string("saveAs")
-        connectTimeoutMs = try r.int("connectTimeoutMs", min: 1)
-        maxRedirects = try r.int("maxRedirects", min: 0, max: 50)
+        connectTimeoutMs = try r.int("connectTimeoutMs", in: SpecBounds.timeoutMs)
+        maxRedirects = try r.int("maxRedirects", in: SpecBounds.maxRedirects)
         label = try r.string("label")
         coalesce = try r.bool("coalesce")
         auth = try r.string("auth")
@@ -388,8 +388,8 @@ extension RemoteSpec {
 extension RetryPolicy {
     /// Reads `{maxAttempts, backoffMs, maxBackoffMs}`, remembering which were given.
     public init(reader r: inout FieldReader) throws(ValidationError) {
-        self.init(maxAttempts: try r.int("maxAttempts", min: 1, max: 100), backoffMs: try r.int("backoffMs", min: 0),
-                  maxBackoffMs: try r.int("maxBackoffMs", min: 0))
+        self.init(maxAttempts: try r.int("maxAttempts", in: SpecBounds.retryAttempts), backoffMs: try r.int("backoffMs", in: SpecBounds.backoffMs),
+                  maxBackoffMs: try r.int("maxBackoffMs", in: SpecBounds.backoffMs))
         try r.rejectUnknownKeys()
     }
 

@@ -42,11 +42,11 @@ public struct RepeatSpec: Sendable, Equatable {
 
 extension RepeatSpec {
     init(reader r: inout FieldReader) throws(ValidationError) {
-        guard let everyMs = try r.int("everyMs", min: 1, max: 86_400_000) else {
+        guard let everyMs = try r.int("everyMs", in: SpecBounds.repeatEveryMs) else {
             throw ValidationError(path: r.path("everyMs"), "required (milliseconds between rounds, at least 1)").refusingAbsence()
         }
         self.everyMs = everyMs
-        maxTimes = try r.int("maxTimes", min: 1, max: 1_000_000) ?? Self.defaultMaxTimes
+        maxTimes = try r.int("maxTimes", in: SpecBounds.repeatMaxTimes) ?? Self.defaultMaxTimes
         guard var until = try r.object("until") else {
             throw ValidationError(path: r.path("until"), "required: {\"path\", \"equals\" or \"notEquals\"}").refusingAbsence()
         }

@@ -38,7 +38,7 @@ public struct ResourceSpec: Sendable {
             guard let m = Mode(rawValue: text) else { throw ValidationError(path: r.path("mode"), "expected one of use, refresh, only") }
             mode = m
         }
-        let maxAge = try r.int("maxAgeSec", min: 0)
+        let maxAge = try r.int("maxAgeSec", in: SpecBounds.lifetimeSec)
         var cipher = ResourceCipher.none
         if let text = try r.string("cipher") {
             guard let c = ResourceCipher(rawValue: text) else {

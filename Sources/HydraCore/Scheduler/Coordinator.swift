@@ -35,8 +35,10 @@ public final class Coordinator: Sendable {
         }
     }
 
-    /// Queues a prepared job. Thread-safe.
-    public func submit(_ submission: Submission) { inbox.send(.submit(submission)) }
+    /// Queues a prepared job; false when the coordinator has stopped (nothing
+    /// was queued). Thread-safe.
+    @discardableResult
+    public func submit(_ submission: Submission) -> Bool { inbox.send(.submit(submission)) }
 
     /// Cancels a job and its running steps. `reply` gets `.cancelled`, `.alreadyFinal` or `.notFound`.
     func cancel(_ jobId: String, reply: @escaping @Sendable (CancelReply) -> Void) {

@@ -64,6 +64,8 @@ public final class Dispatcher: Sendable {
     }
 
     private func prepare(_ spec: JobSpec, path: String, depth: Int) throws(ValidationError) -> JobSpec {
+        // What JSON decoding checks, for a spec built in Swift (a few comparisons).
+        try spec.checkValues(path: path)
         var spec = spec
         switch spec.body {
         case .remote, .resource, .local:

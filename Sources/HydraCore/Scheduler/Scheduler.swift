@@ -12,6 +12,8 @@ public final class Scheduler: Sendable {
     public let coordinator: Coordinator
     public let bus: EventBus
     private let stopped = Locked(false)
+    /// Set when ``shutdown()`` begins: submits are refused from then on.
+    private let halted = Atomic<Bool>(false)
     /// Set once a graceful stop began: submits are refused.
     private let draining = Atomic<Bool>(false)
     /// Submitted and not yet final (for `limits.maxQueuedJobs`).
@@ -81,9 +83,10 @@ public final class Scheduler: Sendable {
         let prepared = try dispatcher.prepare(spec, path: path)
         try admit(1)
         let (id, key) = jobId.map { ($0, JobIdentifier.nextKey()) } ?? JobIdentifier.next()
-        coordinator.submit(Submission(jobId: id, key: key, foreignID: jobId != nil, spec: prepared, input: input,
-                                      priority: priority, createdAt: clock.now(),
-                                      completion: countedCompletion(completion)))
+        let counted = countedCompletion(completion)
+        let queued = coordinator.submit(Submission(jobId: id, key: key, foreignID: jobId != nil, spec: prepared, input: input,
+                                                   priority: priority, createdAt: clock.now(), completion: counted))
+        if !queued { counted(Scheduler.shutDownResult(id)) }
         return id
     }
 
@@ -108,8 +111,11 @@ public final class Scheduler: Sendable {
             submissions.append(.submit(Submission(jobId: id, key: key, spec: spec, input: item.input,
                                                   priority: priority, createdAt: now, completion: counted)))
         }
-        coordinator.inbox.send(contentsOf: submissions)
-        return submissions.map { if case .submit(let s) = $0 { return s.jobId } else { return "" } }
+        let ids = submissions.map { if case .submit(let s) = $0 { return s.jobId } else { return "" } }
+        if !coordinator.inbox.send(contentsOf: submissions) {
+            for id in ids { counted(Scheduler.shutDownResult(id)) }
+        }
+        return ids
     }
 
     // MARK: - Two-phase submit (durable callers)
@@ -155,11 +161,22 @@ public final class Scheduler: Sendable {
                 journaled: true, recoveredSteps: job.recoveredSteps, emittedEvents: job.emittedEvents,
                 startedAt: job.startedAt, resumed: job.resumed)))
         }
+        // After a shutdown nothing is queued: like the jobs the stop abandons,
+        // these stay unfinished in the journal, to run at the next start.
         coordinator.inbox.send(contentsOf: messages)
+    }
+
+    /// What a job gets that reached the coordinator after it stopped (a submit
+    /// racing ``shutdown()``): the result every job the stop abandons gets.
+    static func shutDownResult(_ jobId: String) -> JobResult {
+        JobResult(jobId: jobId, state: .cancelled, result: nil, error: JobError(.cancelled, "cancelled: the engine shut down"))
     }
 
     /// Reserves room for `count` jobs, or refuses them all.
     private func admit(_ count: Int) throws(ValidationError) {
+        if halted.load(ordering: .acquiring) {
+            throw ValidationError(path: "", "shut down: the engine accepts no work after shutdown()", kind: .shuttingDown)
+        }
         if draining.load(ordering: .acquiring) {
             throw ValidationError(path: "", "shutting down: no new work is accepted", kind: .shuttingDown)
         }
@@ -260,8 +277,17 @@ public final class Scheduler: Sendable {
 
     public func worker(named name: String) -> Worker? { workers.first { $0.name == name } }
 
-    /// Stops the coordinator and the workers (running transfers are cancelled). Idempotent.
+    /// True on the coordinator's or a worker's thread: a completion, an event
+    /// sink, a job running on its worker's loop. ``shutdown()`` joins those
+    /// threads, so it must be called from another.
+    public var ownsCurrentThread: Bool {
+        coordinator.loop.inEventLoop || workers.contains { $0.loop.inEventLoop }
+    }
+
+    /// Stops the coordinator and the workers (running transfers are cancelled).
+    /// Idempotent. Not on one of the scheduler's own threads (``ownsCurrentThread``).
     public func shutdown() {
+        halted.store(true, ordering: .releasing)
         let first = stopped.withLock { done -> Bool in
             defer { done = true }
             return !done

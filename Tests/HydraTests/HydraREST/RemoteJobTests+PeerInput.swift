@@ -336,14 +336,18 @@ extension RemoteJobTests {
         #expect(throws: ValidationError(path: "defaults.headers.Bad:Name", HeaderSyntax.nameProblem)) {
             _ = try Configuration(json: try JSONParser.parse(#"{"defaults": {"headers": {"Bad:Name": "x"}}}"#))
         }
-        // A configuration built in code skips that check: the transfer refuses the field itself.
+        // A configuration built in code gets the same check when the engine starts
+        // (the transfer still refuses such a field itself, should one get past).
         var coded = try Configuration(json: try JSONParser.parse(#"{"servers": {"testsvr": "\#(TestServer.base)"}}"#))
         coded.defaults.headers["X-Coded"] = "a\r\nX-Injected: 1"
-        let direct = try HydraEngine(configuration: coded, stateDirectory: NSTemporaryDirectory() + "hydra-tests")
-        defer { direct.shutdown() }
-        let refused = try await direct.run(spec(#"{"type":"remote","url":"\#(TestServer.base)/hits/\#(key)"}"#))
-        #expect(refused.error?.kind == .invalid)
-        #expect(refused.error?.message.contains("X-Coded") == true)
+        #expect(throws: ValidationError(path: "defaults.headers.X-Coded", HeaderSyntax.valueProblem)) {
+            _ = try HydraEngine(configuration: coded, stateDirectory: NSTemporaryDirectory() + "hydra-tests")
+        }
+        coded.defaults.headers = [:]
+        coded.servers["testsvr"]?.headers["X-Coded"] = "a\nb"
+        #expect(throws: ValidationError(path: "servers.testsvr.headers.X-Coded", HeaderSyntax.valueProblem)) {
+            _ = try HydraEngine(configuration: coded, stateDirectory: NSTemporaryDirectory() + "hydra-tests")
+        }
         #expect(try await engine.run(spec(#"{"type":"remote","endpoint":"/count/\#(key)"}"#)).result?["body"] == ["count": 0])
     }
 }
