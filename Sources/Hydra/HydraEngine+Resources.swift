@@ -57,7 +57,8 @@ extension HydraEngine {
 
     /// Adds or replaces the remaker `name` (resources.md §5: `"remaker": name`
     /// in a `resource` job keeps and returns `body(content)` under a key of its
-    /// own). It runs on libuv's thread pool, never on a worker's loop; a throw
+    /// own). It runs on its worker's blocking pool (the worker's `threads`),
+    /// never on a loop nor on libuv's thread pool; a throw
     /// fails the job (kind `invalid`). For a remaker that reads the job's
     /// `remakeOptions`, use `resources.register(remaker:)`.
     public func register(remaker name: String, _ body: @escaping @Sendable (Data) throws -> Data) {

@@ -1,10 +1,11 @@
 import CUV
 
 extension EventLoop {
-    /// Runs blocking `work` (file I/O, hashing, compression, an embedder's
-    /// remaker) on libuv's thread pool, then `done` with its result on this
-    /// loop's thread: the one way a loop hands work off and gets the answer
-    /// back without a lock or a second hop.
+    /// Runs blocking `work` (file I/O, hashing, compression) on libuv's
+    /// thread pool, then `done` with its result on this loop's thread: the
+    /// way a loop hands short work off and gets the answer back without a
+    /// lock or a second hop (work that may take long goes to a
+    /// ``BlockingPool`` of its owner's, ``offload(to:_:then:)``).
     ///
     /// Threads: `work` on a pool thread (`UV_THREADPOOL_SIZE`, 4 by default,
     /// shared by every loop of the process); `done` on this loop's thread.
@@ -25,6 +26,27 @@ extension EventLoop {
             job.finish()
         })
         precondition(status == 0, "uv_queue_work failed: \(status)")
+    }
+}
+
+extension EventLoop {
+    /// Runs blocking `work` on `pool` (threads of one owner's, not libuv's
+    /// shared pool: work that may take long, such as an embedder's code, so it
+    /// never holds up the process's file writes and digests), then `done`
+    /// with its result on this loop's thread.
+    ///
+    /// Threads: `work` on a thread of `pool`; `done` on this loop's thread.
+    /// Call it on this loop's thread. Unlike ``offload(_:then:)``, the loop
+    /// does not wait for the work at shutdown: once the loop has ended, `done`
+    /// is dropped (its owner has closed).
+    public func offload<T: Sendable>(to pool: BlockingPool, _ work: @escaping @Sendable () -> T,
+                                     then done: @escaping (T) -> Void) {
+        preconditionInEventLoop()
+        let reply = LoopBound(done, loop: self)
+        pool.run { [self] in
+            let result = work()
+            execute { reply.value(result) }
+        }
     }
 }
 

@@ -47,6 +47,17 @@ final class ResourceExecutor: JobExecutor {
     @exclusivity(unchecked) private var closed = false
     /// Whether the manager knows this worker's memory tier (``ResourceManager/memoryTiers``).
     @exclusivity(unchecked) private var registeredTier = false
+    /// The size and name of ``remakePool``: the worker's `threads`.
+    private let remakeThreads: (count: Int, name: String)
+    /// Where an embedder's remakers run (the worker's blocking pool, resources.md §5),
+    /// started by the first of them. Loop thread only.
+    @exclusivity(unchecked) private var startedRemakePool: BlockingPool?
+    private var remakePool: BlockingPool {
+        if let startedRemakePool { return startedRemakePool }
+        let pool = BlockingPool(threads: remakeThreads.count, name: remakeThreads.name)
+        startedRemakePool = pool
+        return pool
+    }
 
     /// The response headers a copy keeps.
     private struct Meta {
@@ -149,6 +160,7 @@ final class ResourceExecutor: JobExecutor {
 
     init(manager: ResourceManager, worker: WorkerContext) {
         self.manager = manager
+        remakeThreads = (worker.configuration.threads, "hydra-\(worker.name)-remake")
         // A `url` alone carries no credential only when no server is configured (a URL
         // may be one's, with its headers and auth); else every job is routed first.
         let configuration = manager.rest.configuration
@@ -360,6 +372,7 @@ final class ResourceExecutor: JobExecutor {
         touchTimer?.cancel()
         flushTouches()
         memory.removeAll()
+        startedRemakePool?.shutdown()
         // The client is the REST manager's: it closes it.
     }
 
@@ -596,7 +609,10 @@ final class ResourceExecutor: JobExecutor {
         let work = CopyWriter(manager: manager, components: manager.components(of: fetch.key), body: response.body,
                             remake: remake, cipher: fetch.cipher, accepted: fetch.acceptedDigests)
         manager.replacements.begin(fetch.key)  // the writer renames its file into place on the pool
-        loop.offload({ work.run() }) { [self] result in
+        // An embedder's remaker may take long: it runs on this worker's own
+        // threads (resources.md §5, the worker's blocking pool), so it never holds
+        // up the process's thread pool, where every other copy is written.
+        let written = { [self] (result: Result<CopyWriter.Copy, JobError>) in
             switch result {
             case .success(let copy):
                 // The file is in place: it is indexed even when no job waits any
@@ -614,6 +630,11 @@ final class ResourceExecutor: JobExecutor {
                 guard self.stillWanted(fetch) else { return }
                 self.fail(fetch, error)
             }
+        }
+        if let remake, remake.name != "gunzip" {
+            loop.offload(to: remakePool, { work.run() }, then: written)
+        } else {
+            loop.offload({ work.run() }, then: written)
         }
     }
 

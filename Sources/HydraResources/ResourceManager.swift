@@ -91,8 +91,8 @@ public final class ResourceManager: JobManager {
     }
 
     /// A remaker: derives the resource a job returns from the fetched content
-    /// (`remakeOptions` as given, `{}` without). Runs on libuv's thread pool,
-    /// never on a loop; a throw fails the job (kind `invalid`).
+    /// (`remakeOptions` as given, `{}` without). Runs on its worker's blocking
+    /// pool (the worker's `threads`), never on a loop; a throw fails the job (kind `invalid`).
     public typealias Remaker = @Sendable (Data, JSONValue) throws -> Data
 
     /// Adds or replaces the remaker `name` (`"remaker": name` in specs).

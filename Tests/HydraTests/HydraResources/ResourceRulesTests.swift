@@ -1,6 +1,7 @@
 import Foundation
 import HydraCore
 import Testing
+import HydraLoop
 
 @testable import Hydra
 @testable import HydraResources
@@ -245,6 +246,35 @@ import Testing
         let removed = try await engine.removeResources(url: url, key: plain["key"]?.stringValue)
         #expect(removed["removed"] == 2, "\(removed)")
         #expect(try engine.resources.stat(key: upper["key"]!.stringValue!) == nil)
+    }
+
+    /// An embedder's remakers run on the worker's own threads (its `threads`),
+    /// not on libuv's pool, where every copy is written and hashed: four slow
+    /// remakers held a plain download up for as long as they ran.
+    @Test func slowRemakersHoldUpNoOtherDownload() async throws {
+        let engine = try engine(workers: #"[{"name":"r","kind":"remote","threads":2},{"name":"l","kind":"local"}]"#)
+        defer { engine.shutdown() }
+        let gate = DispatchSemaphore(value: 0)
+        let entered = Locked(0)
+        engine.register(remaker: "slow") { data in
+            entered.withLock { $0 += 1 }
+            gate.wait()
+            return data
+        }
+        var slow: [Task<JSONValue, any Error>] = []
+        for _ in 0..<6 {
+            var options = ResourceSpec(RemoteSpec(url: TestServer.url("/resource/\(name())")))
+            options.remaker = "slow"
+            let url = try #require(options.request.url)
+            slow.append(Task { try await engine.fetchResource(url, options: options) })
+        }
+        try await waitUntil { entered.withLock { $0 } == 2 }  // both of the worker's threads busy, four queued
+        // A plain copy (written and hashed on libuv's pool) goes through meanwhile.
+        let plain = try await engine.fetchResource(TestServer.url("/resource/\(name())"))
+        #expect(plain["source"] == "network")
+        #expect(entered.withLock { $0 } == 2)
+        for _ in 0..<6 { gate.signal() }
+        for task in slow { #expect(try await task.value["source"] == "network") }
     }
 
     /// Peers' numbers never overflow: huge offsets and lengths read what there is.

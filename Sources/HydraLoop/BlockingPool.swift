@@ -1,10 +1,10 @@
-import HydraLoop
 import Foundation
-import Synchronization
 
-/// A fixed set of threads for blocking local jobs, so a worker's loop never
-/// waits on them. Work runs in submission order as threads free up. Thread-safe.
-final class BlockingPool: Sendable {
+/// A fixed set of threads for blocking work of one owner (a local worker's
+/// `.blocking` jobs, a remote worker's remakers), so neither a worker's loop
+/// nor libuv's shared thread pool waits on it. Work runs in submission order
+/// as threads free up. Thread-safe.
+public final class BlockingPool: Sendable {
     private struct State {
         var queue: [@Sendable () -> Void] = []
         var head = 0
@@ -14,7 +14,8 @@ final class BlockingPool: Sendable {
     private let available = DispatchSemaphore(value: 0)
     private let threadCount: Int
 
-    init(threads: Int, name: String) {
+    /// Starts `threads` threads named `name-0`, `name-1`….
+    public init(threads: Int, name: String) {
         threadCount = max(1, threads)
         for i in 0..<threadCount {
             let thread = Thread { [self] in self.workLoop() }
@@ -23,13 +24,14 @@ final class BlockingPool: Sendable {
         }
     }
 
-    func run(_ work: @escaping @Sendable () -> Void) {
+    /// Queues `work` for the next free thread.
+    public func run(_ work: @escaping @Sendable () -> Void) {
         state.withLock { $0.queue.append(work) }
         available.signal()
     }
 
     /// Lets queued work finish, then ends the threads (does not wait for them).
-    func shutdown() {
+    public func shutdown() {
         state.withLock { $0.stopping = true }
         for _ in 0..<threadCount { available.signal() }
     }
@@ -51,13 +53,4 @@ final class BlockingPool: Sendable {
             if state.withLock({ $0.stopping }) { return }
         }
     }
-}
-
-/// A flag one thread sets and others read.
-final class CancellationFlag: Sendable {
-    /// A flag nobody sets, for jobs that cannot be cancelled midway.
-    static let never = CancellationFlag()
-    private let flag = Atomic<Bool>(false)
-    func set() { flag.store(true, ordering: .releasing) }
-    var isSet: Bool { flag.load(ordering: .acquiring) }
 }
