@@ -401,7 +401,11 @@ final class Transfer {
         // write calls); in-memory responses keep curl's 16 KiB per handle.
         // 128 KiB was no faster and, at glibc's mmap threshold, cost the
         // 20,000-resource bench row 6 MiB of RSS.
-        if shape.savesToFile { set(CURLOPT_BUFFERSIZE, Transfer.fileBufferSize) }
+        // libcurl 7.88 refuses a new size (CURLE_BAD_FUNCTION_ARGUMENT) on a handle
+        // once taken off the multi while it waited for a connection slot (a job
+        // cancelled or timed out then): it keeps that receive buffer for the handle's
+        // life. The size is a speed-up only: such a handle keeps the size it has.
+        if shape.savesToFile { _ = hydra_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, Transfer.fileBufferSize) }
         set(CURLOPT_TCP_NODELAY, 1)
         if shape.reportsProgress {
             set(CURLOPT_NOPROGRESS, 0)

@@ -5,6 +5,28 @@ import Testing
 
 /// Remote jobs against the real local test server, through the real engine.
 @Suite(.ownThreads) struct RemoteJobTests {
+    /// libcurl 7.88 keeps the receive buffer of a handle taken off the multi
+    /// while it waited for a connection slot, and then refuses the 64 KiB
+    /// buffer a download to a file asks for: the next `saveAs` on that handle
+    /// failed at once ("request option rejected: A libcurl function was given
+    /// a bad argument"; 31 jobs in a crash soak).
+    @Test func aDownloadAfterAJobCancelledWaitingForAConnectionSucceeds() async throws {
+        let engine = try makeEngine(#", "workers": [{"name": "rest", "kind": "remote", "maxHostConnections": 1}, {"name": "local", "kind": "local"}]"#)
+        defer { engine.shutdown() }
+        let holding = try engine.submit(spec(#"{"type":"remote","endpoint":"/delay/1500"}"#))
+        try await waitUntil { engine.scheduler.runningJobs == 1 }
+        // Waits for the one connection, and is cancelled while it waits.
+        let waiting = try engine.submit(spec(#"{"type":"remote","endpoint":"/delay/10"}"#))
+        try await waitUntil { engine.scheduler.runningJobs == 2 }
+        try await Task.sleep(for: .milliseconds(100))  // in curl's queue for the connection
+        #expect(await engine.cancel(waiting) == .cancelled)
+        #expect(await engine.result(of: waiting)?.state == .cancelled)
+        // The next transfer takes that handle (the last one freed) and writes to a file.
+        let saved = try await engine.run(spec(#"{"type":"remote","endpoint":"/large/200000","saveAs":"downloads/after-pending.bin"}"#))
+        #expect(saved.state == .succeeded, "\(saved.error.map { "\($0)" } ?? "")")
+        #expect(await engine.result(of: holding)?.state == .succeeded)
+    }
+
     @Test func getDecodesJSONAndReportsResultShape() async throws {
         let engine = try makeEngine()
         defer { engine.shutdown() }
