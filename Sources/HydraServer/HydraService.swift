@@ -194,7 +194,9 @@ public final class HydraService: Sendable {
     /// the coordinator's thread or on that one.
     public func status(of jobId: String, reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         liveOrStored(jobId, reply: reply,
-                     live: { live, reply in reply(.success(live.json)) },
+                     live: { [self] live, reply in
+                         if live.state.isFinal { whenStored(.success(live.json), reply) } else { reply(.success(live.json)) }
+                     },
                      stored: { [self] stored, reply in reply(.success(statusJSON(stored))) })
     }
 
@@ -255,14 +257,25 @@ public final class HydraService: Sendable {
         }
     }
 
+    /// Answers `answer` once every write queued now is committed: a final
+    /// state or result the engine holds in memory reaches a client only once
+    /// its finish is in the store, so no `kill -9` after the answer can undo it
+    /// (the job ran again after a restart, and ended otherwise). The finish is
+    /// queued before the job's completion runs, so it is among those writes.
+    /// `reply` runs on the writer thread.
+    public func whenStored(_ answer: Result<JSONValue, ServiceError>,
+                           _ reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
+        store.afterQueuedWrites { reply(answer) }
+    }
+
     /// Answers `job.result` for a job the engine knows, in `state` now: its
     /// result when final, else `{jobId, state}`.
     private func answerResult(of jobId: String, state: JobState,
                               reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         let current: JSONValue = ["jobId": .string(jobId), "state": .string(state.rawValue)]
         if state.isFinal {
-            // Final in memory (its store write may still be queued): answered at once.
-            engine.whenFinished(jobId) { result in reply(.success(result?.json ?? current)) }
+            // Final in memory, its store write maybe still queued: answered once it is committed.
+            engine.whenFinished(jobId) { [self] result in whenStored(.success(result?.json ?? current), reply) }
         } else {
             reply(.success(current))
         }

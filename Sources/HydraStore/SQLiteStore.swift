@@ -434,6 +434,12 @@ public final class SQLiteStore: StateStore {
         writer.flush()
     }
 
+    /// Calls `done` on the writer thread once every write queued before the
+    /// call is committed (or failed; at once when the store is closed).
+    public func afterQueuedWrites(_ done: @escaping @Sendable () -> Void) {
+        writer.enqueue(.barrier(reached: done))
+    }
+
     /// Commits what is queued, stops the writer thread and closes both
     /// connections. Later writes fail (their `done` gets "store is closed"
     /// at once) and reads throw it. Any thread; idempotent.

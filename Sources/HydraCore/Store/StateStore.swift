@@ -24,6 +24,11 @@ public protocol StateStore: JobStore, EventStore, SharedDataStore, ResponseCache
     /// Waits until every queued write is committed.
     func flush()
 
+    /// Calls `done` once every write queued before the call is committed
+    /// (on the writer thread; at once, on the caller's, when the store is
+    /// closed), without holding a thread meanwhile.
+    func afterQueuedWrites(_ done: @escaping @Sendable () -> Void)
+
     /// Commits what is queued and closes the database. Later calls fail.
     func close()
 }

@@ -90,7 +90,7 @@ final class ResultWaiters {
         for waiter in waiters.values {
             waiter.timer.cancel()
             if let result {
-                waiter.reply(.success(result.json))
+                service.whenStored(.success(result.json), waiter.reply)
             } else {
                 service.result(of: jobId, reply: waiter.reply)
             }

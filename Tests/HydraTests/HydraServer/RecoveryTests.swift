@@ -197,6 +197,41 @@ import Testing
         #expect(try client.call("job.status", ["jobId": job])["steps"] == ["done": 4, "total": 4])
     }
 
+    /// A final state `job.result` or `job.status` reported is in the store: a
+    /// `kill -9` right after the answer does not run the job again (it was
+    /// answered from memory while its finish waited in the writer's queue:
+    /// the job ran again after the restart, and ended otherwise). Every commit
+    /// waits 30 ms (a fault injected for the test) to widen that window.
+    @Test func aFinalStateAnsweredSurvivesKill9() throws {
+        for way in ["result-wait", "result", "status"] {
+            let state = NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
+            let key = "final-\(way)-\(UUID().uuidString.prefix(8))"
+            var server = try ServerProcess(state: state, environment: ["HYDRA_FAULT_COMMIT_DELAY_MS": "30"])
+            var client = try server.client()
+            let job = try client.call("job.submit", ["job": ["type": "remote", "url": .string(TestServer.url("/hits/\(key)"))]])["jobId"]!
+            var answered: JSONValue = .null
+            try waitUntilBlocking(timeout: .seconds(10)) {
+                switch way {
+                case "result-wait": answered = (try? client.call("job.result", ["jobId": job, "waitMs": 10_000])) ?? .null
+                case "result": answered = (try? client.call("job.result", ["jobId": job])) ?? .null
+                default: answered = (try? client.call("job.status", ["jobId": job])) ?? .null
+                }
+                return answered["state"] == "succeeded"
+            }
+            server.kill9()
+
+            server = try ServerProcess(state: state)
+            defer { server.terminate() }
+            client = try server.client()
+            let after = try client.call("job.result", ["jobId": job, "waitMs": 10_000])
+            #expect(after["state"] == "succeeded", "\(way): \(after)")
+            #expect(after["result"]?["body"] == ["hits": 1], "\(way): the job ran again: \(after)")
+            let count = try client.call("job.submit", ["job": ["type": "remote", "url": .string(TestServer.url("/count/\(key)"))]])["jobId"]!
+            let sent = try client.call("job.result", ["jobId": count, "waitMs": 10_000])
+            #expect(sent["result"]?["body"] == ["count": 1], "\(way): requests sent: \(sent)")
+        }
+    }
+
     /// An event a subscriber saw live is in the store: after `kill -9` a
     /// replay from before it finds it (protocol §6: seq is durable, a client
     /// that reconnects misses nothing). Killed right after an event arrives,
