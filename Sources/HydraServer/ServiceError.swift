@@ -49,7 +49,13 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
     /// A store failure: a server-side problem, named but not the caller's fault.
     /// The database's path, which store errors start with, is left out
     /// (protocol §2: errors never carry the server's file system paths).
+    /// A store closed because the server is stopping (the end of its grace
+    /// period, before the listeners close) is `-32005`, as for new jobs then.
     public init(_ error: StoreError) {
+        if error.isClosed {
+            self.init(.shuttingDown, "shutting down: the state store is closed")
+            return
+        }
         self.init(.internalError, "state store: \(ServiceError.withoutPath(error.description))")
     }
 

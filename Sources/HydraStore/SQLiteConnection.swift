@@ -129,14 +129,14 @@ final class SQLiteConnection {
     /// Copies what it can of the WAL into the database file (a passive
     /// checkpoint: it never waits). Another checkpoint in progress is not an error.
     func checkpoint() throws(StoreError) {
-        guard let db else { throw StoreError("store is closed") }
+        guard let db else { throw StoreError.closed }
         let status = sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
         guard status == SQLITE_OK || status & 0xFF == SQLITE_BUSY else { throw error("cannot checkpoint the WAL") }
     }
 
     /// Runs SQL without bindings nor results; several statements allowed (schema, pragmas).
     func execute(_ sql: String) throws(StoreError) {
-        guard let db else { throw StoreError("store is closed") }
+        guard let db else { throw StoreError.closed }
         var message: UnsafeMutablePointer<CChar>?
         if sqlite3_exec(db, sql, nil, nil, &message) != SQLITE_OK {
             let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(db))
@@ -171,7 +171,7 @@ final class SQLiteConnection {
     }
 
     private func prepared(_ sql: String) throws(StoreError) -> OpaquePointer {
-        guard let db else { throw StoreError("store is closed") }
+        guard let db else { throw StoreError.closed }
         let key = StatementKey(sql: sql)
         if let cached = statements[key] { return cached }
         var statement: OpaquePointer?

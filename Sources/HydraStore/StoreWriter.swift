@@ -51,7 +51,7 @@ final class StoreWriter: @unchecked Sendable {
     }
 
     /// The failure of every call on a closed store.
-    static let closedError = StoreError("store is closed")
+    static let closedError = StoreError.closed
 
     /// Takes over `connection` (migrated, not used by anyone else). Call `start()` next.
     init(connection: SQLiteConnection, committed: @escaping @Sendable (WriteOperation) -> Void,

@@ -9,7 +9,16 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     /// elsewhere): the same write may succeed later, unlike a refused one (a
     /// duplicate id).
     public var isTransient = false
+    /// The store was closed (the server is stopping): nothing more is written or read.
+    public var isClosed = false
     public init(_ description: String) { self.description = description }
+
+    /// What every call gets once the store is closed.
+    public static var closed: StoreError {
+        var error = StoreError("store is closed")
+        error.isClosed = true
+        return error
+    }
     public init(_ description: String, invalidArgument: String) {
         self.description = description
         self.invalidArgument = invalidArgument

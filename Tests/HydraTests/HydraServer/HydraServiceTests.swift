@@ -85,4 +85,30 @@ import Testing
         #expect(heard.map { try? JSONParser.parse($0.encodedJSON()) } == heard.map(\.json))
         _ = await service.shutdown(gracePeriod: .seconds(1))
     }
+
+    /// Between the end of the grace period (the store closed) and the
+    /// listeners closing, a `shared.set` or `shared.remove` answered -32603
+    /// "store is closed" (21 times in a crash soak's graceful stops): the
+    /// server is stopping, so it is -32005, as a `job.submit` then.
+    @Test func writesAfterTheStoreClosedAreShuttingDown() async throws {
+        let folder = NSTemporaryDirectory() + "hydra-service-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let store = try SQLiteStore(directory: folder)
+        let service = try HydraService(configuration: Configuration(), store: store, stateDirectory: folder)
+        _ = await service.shutdown(gracePeriod: .seconds(1))
+        let set = Locked<Result<Void, ServiceError>?>(nil)
+        let removed = Locked<Result<Bool, ServiceError>?>(nil)
+        let answered = DispatchSemaphore(value: 0)
+        service.setShared("k", value: 1, cipher: nil) { result in set.withLock { $0 = result }; answered.signal() }
+        service.removeShared("k") { result in removed.withLock { $0 = result }; answered.signal() }
+        answered.wait()
+        answered.wait()
+        func error<T>(_ result: Result<T, ServiceError>?) -> ServiceError? {
+            if case .failure(let error)? = result { return error }
+            return nil
+        }
+        #expect(error(set.withLock { $0 })?.kind == .shuttingDown)
+        #expect(error(set.withLock { $0 })?.message.contains("shutting down") == true)
+        #expect(error(removed.withLock { $0 })?.kind == .shuttingDown)
+    }
 }
