@@ -31,7 +31,7 @@ demo: release
 
 test: deps
 	$(SWIFT) build --build-tests
-	SWIFT=$(SWIFT) bash Tests/Support/run-tests.sh
+	SWIFT=$(SWIFT) bash Tests/Support/in-temporary-folder.sh bash Tests/Support/run-tests.sh
 
 # The engine and server suites under ThreadSanitizer / AddressSanitizer, each
 # in its own build folder; the servers the tests start are the sanitized ones.
@@ -39,12 +39,12 @@ test: deps
 SANITIZED_TESTS ?= .
 test-tsan: deps
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan -Xswiftc -DHYDRA_TSAN
-	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" bash Tests/Support/in-temporary-folder.sh \
 		$(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan -Xswiftc -DHYDRA_TSAN --filter '$(SANITIZED_TESTS)'
 
 test-asan: deps
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan
-	ASAN_OPTIONS="halt_on_error=1 detect_leaks=0" \
+	ASAN_OPTIONS="halt_on_error=1 detect_leaks=0" bash Tests/Support/in-temporary-folder.sh \
 		$(SWIFT) test --skip-build --sanitize=address --scratch-path .build-asan --filter '$(SANITIZED_TESTS)'
 
 # libFuzzer on each target for FUZZ_SECONDS (default 60) from the seed
