@@ -287,7 +287,9 @@ public final class HydraService: Sendable {
         engine.cancel(jobId) { [self] answer in
             switch answer {
             case .cancelled:
-                reply(.success(["cancelled": true]))
+                // Answered once the cancelled finish is committed: a `kill -9` right
+                // after the answer would otherwise run the job again at the next start.
+                engine.whenFinished(jobId) { [self] _ in whenStored(.success(["cancelled": true]), reply) }
             case .alreadyFinal:
                 reply(.failure(ServiceError(.conflict, "job \(jobId) is already final")))
             case .notFound:

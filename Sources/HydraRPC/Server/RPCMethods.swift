@@ -105,7 +105,9 @@ extension RPCServerRuntime {
                 let name = try params.requiredString("event")
                 let fields = params.values["fields"] ?? [:]
                 guard case .object(let members) = fields else { throw params.invalid("fields", "expected object") }
-                now(Result { () throws(ServiceError) in ["seq": .int(Int(try service.emit(custom: name, fields: members)))] })
+                let emitted = Result { () throws(ServiceError) -> JSONValue in ["seq": .int(Int(try service.emit(custom: name, fields: members)))] }
+                // The seq is answered once the event is in the store (a replay after a crash has it).
+                if case .success = emitted { service.whenStored(emitted, later) } else { now(emitted) }
 
             case "worker.configure":
                 try params.only(["name", "maxActive", "maxConnections", "maxHostConnections"])
