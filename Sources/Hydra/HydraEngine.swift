@@ -277,9 +277,14 @@ private final class EngineStopper: Sendable {
         self.folderLock = Locked(folderLock)
     }
 
+    /// Set by the first stop handed to a thread of its own: later calls from
+    /// the engine's threads (every completion of a batch, say) start no other.
+    private let handedOff = Atomic<Bool>(false)
+
     /// Stops everything, on a thread of its own when called on one it joins. Idempotent.
     func stop() {
         if scheduler.ownsCurrentThread || resources.ownsCurrentThread {
+            guard !handedOff.exchange(true, ordering: .acquiringAndReleasing) else { return }
             let thread = Thread { [self] in stopNow() }
             thread.name = "hydra-shutdown"
             thread.start()
