@@ -42,15 +42,13 @@ extension Configuration {
         try SpecBounds.check(defaults.maxBodyBytes, Bounds.positive, "defaults.maxBodyBytes")
         try SpecBounds.check(defaults.connectTimeoutMs, SpecBounds.timeoutMs, "defaults.connectTimeoutMs")
         try SpecBounds.check(defaults.maxRedirects, SpecBounds.maxRedirects, "defaults.maxRedirects")
-        try SpecBounds.check(defaults.retry.maxAttempts, SpecBounds.retryAttempts, "defaults.retry.maxAttempts")
-        try SpecBounds.check(defaults.retry.backoffMs, SpecBounds.backoffMs, "defaults.retry.backoffMs")
-        try SpecBounds.check(defaults.retry.maxBackoffMs, SpecBounds.backoffMs, "defaults.retry.maxBackoffMs")
+        try defaults.retry.checkValues(path: "defaults.retry")
         try HeaderSyntax.check(defaults.headers, path: "defaults.headers")
         for (key, server) in servers {
             _ = try Configuration.checkURL(server.url, path: "servers.\(key).url")
             try HeaderSyntax.check(server.headers, path: "servers.\(key).headers")
         }
-        for (key, api) in apis { try HeaderSyntax.check(api.headers, path: "apis.\(key).headers") }
+        for (key, api) in apis { try api.check(path: "apis.\(key)") }
         guard dummy.responses.count <= Dummy.maxResponses else {
             throw ValidationError(path: "dummy.responses", "at most \(Dummy.maxResponses) dummy responses (each request is matched against them in turn)")
         }
@@ -80,6 +78,18 @@ extension Configuration.Worker {
         try SpecBounds.check(maxHostConnections, Configuration.Bounds.workerLimit, path + ".maxHostConnections")
         try SpecBounds.check(maxActive, Configuration.Bounds.workerLimit, path + ".maxActive")
         try SpecBounds.check(threads, Configuration.Bounds.threads, path + ".threads")
+    }
+}
+
+extension Configuration.API {
+    /// An api built in Swift, as the file's `apis.KEY` is checked.
+    func check(path: String) throws(ValidationError) {
+        guard RemoteSpec.isValidMethod(method) else { throw ValidationError(path: path + ".method", "invalid method '\(method)'") }
+        try HeaderSyntax.check(headers, path: path + ".headers")
+        try SpecBounds.check(timeoutMs, SpecBounds.timeoutMs, path + ".timeoutMs")
+        try SpecBounds.check(staleIfErrorSec, SpecBounds.staleIfErrorSec, path + ".staleIfErrorSec")
+        try SpecBounds.check(cacheTTL, SpecBounds.lifetimeSec, path + ".cacheTTL")
+        try retry?.checkValues(path: path + ".retry")
     }
 }
 

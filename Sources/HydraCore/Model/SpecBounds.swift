@@ -65,11 +65,7 @@ extension RemoteSpec {
     func checkValues(path: String) throws(ValidationError) {
         try SpecBounds.check(connectTimeoutMs, SpecBounds.timeoutMs, FieldReader.join(path, "connectTimeoutMs"))
         try SpecBounds.check(maxRedirects, SpecBounds.maxRedirects, FieldReader.join(path, "maxRedirects"))
-        if let retry {
-            try SpecBounds.check(retry.maxAttempts, SpecBounds.retryAttempts, FieldReader.join(path, "retry.maxAttempts"))
-            try SpecBounds.check(retry.backoffMs, SpecBounds.backoffMs, FieldReader.join(path, "retry.backoffMs"))
-            try SpecBounds.check(retry.maxBackoffMs, SpecBounds.backoffMs, FieldReader.join(path, "retry.maxBackoffMs"))
-        }
+        try retry?.checkValues(path: FieldReader.join(path, "retry"))
         if let cache {
             try SpecBounds.check(cache.ttlSec, SpecBounds.lifetimeSec, FieldReader.join(path, "cache.ttlSec"))
             try SpecBounds.check(cache.staleIfErrorSec, SpecBounds.staleIfErrorSec, FieldReader.join(path, "cache.staleIfErrorSec"))
@@ -78,6 +74,15 @@ extension RemoteSpec {
             try SpecBounds.check(every.everyMs, SpecBounds.repeatEveryMs, FieldReader.join(path, "repeat.everyMs"))
             try SpecBounds.check(every.maxTimes, SpecBounds.repeatMaxTimes, FieldReader.join(path, "repeat.maxTimes"))
         }
+    }
+}
+
+extension RetryPolicy {
+    /// The ranges of ``SpecBounds`` for `retry` at `path` (a spec's, an api's, the defaults').
+    func checkValues(path: String) throws(ValidationError) {
+        try SpecBounds.check(maxAttempts, SpecBounds.retryAttempts, path + ".maxAttempts")
+        try SpecBounds.check(backoffMs, SpecBounds.backoffMs, path + ".backoffMs")
+        try SpecBounds.check(maxBackoffMs, SpecBounds.backoffMs, path + ".maxBackoffMs")
     }
 }
 

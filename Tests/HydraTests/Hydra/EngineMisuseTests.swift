@@ -147,6 +147,12 @@ import HydraLoop
             $0.dummy.responses = [dummy]
         }?.path == "dummy.responses[0].delayMs")
         #expect(refusal { $0.apis["a"] = Configuration.API(server: "nowhere", endpoint: "/") }?.path == "apis.a.server")
+        #expect(refusal {
+            var api = Configuration.API(endpoint: "/")
+            api.retry = RetryPolicy(maxAttempts: 0)
+            $0.apis["a"] = api
+        }?.path == "apis.a.retry.maxAttempts")
+        #expect(refusal { $0.defaults.retry = RetryPolicy(maxAttempts: 101) }?.path == "defaults.retry.maxAttempts")
         // Nothing was started for them, nor the folder locked.
         #expect((try? StateFolderLock(folder: state)) != nil)
 
