@@ -34,7 +34,9 @@ enum ReferenceCheck {
 
         /// The scope of step `i` of the group this scope stands at.
         func step(_ i: Int, ofSerial isSerial: Bool) -> Scope {
-            Scope(places: places, allowEnv: allowEnv, previous: isSerial ? i > 0 || previous : previous,
+            // A serial step after the first has a previous step; the first has none,
+            // however deep; a concurrent group's steps take their group's place.
+            Scope(places: places, allowEnv: allowEnv, previous: isSerial ? i > 0 : previous,
                   trail: trail + [i], serial: serial + [isSerial])
         }
 

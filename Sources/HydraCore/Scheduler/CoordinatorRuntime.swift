@@ -225,16 +225,26 @@ final class CoordinatorRuntime {
         group.starting = true
         let spec = group.group!
         let limit = group.isSerial ? 1 : (spec.maxConcurrency ?? Int.max)
-        while !group.stopped, group.endingError == nil, group.running < limit, group.nextToStart < spec.steps.count,
-              !group.state.isFinal {
-            let i = group.nextToStart
-            group.nextToStart += 1
-            group.running += 1
-            let child = GraphNode(spec: spec.steps[i], path: group.childPath(i), index: i, root: group.root,
-                                  parent: group, scope: group.innerScope)
-            group.children.append(child)
-            emit(EventName.queued, child) { ["spec": child.spec.summary(secretHeaders: dispatcher.secretHeaderNames)] }
-            run(child)
+        while true {
+            // The steps that may start now start together (protocol §4: a concurrent
+            // group's "at once"): all are queued before any runs, so one that fails as it
+            // starts (a reference that does not resolve) stops the others as a failure
+            // reported later does (they are cancelled), instead of leaving them unstarted.
+            let first = group.children.count
+            while !group.stopped, group.endingError == nil, group.running < limit, group.nextToStart < spec.steps.count,
+                  !group.state.isFinal {
+                let i = group.nextToStart
+                group.nextToStart += 1
+                group.running += 1
+                let child = GraphNode(spec: spec.steps[i], path: group.childPath(i), index: i, root: group.root,
+                                      parent: group, scope: group.innerScope)
+                group.children.append(child)
+                emit(EventName.queued, child) { ["spec": child.spec.summary(secretHeaders: dispatcher.secretHeaderNames)] }
+            }
+            let end = group.children.count
+            guard first < end else { break }
+            // A step already cancelled by an earlier one's failure does not run.
+            for index in first..<end where !group.children[index].state.isFinal { run(group.children[index]) }
         }
         group.starting = false
         if group.running == 0, !group.state.isFinal,
@@ -639,11 +649,15 @@ final class CoordinatorRuntime {
         return references
     }
 
-    /// The result of the step before `node` in the nearest serial group above it.
+    /// The result of the step before `node` in the nearest serial group above
+    /// it: a step of a concurrent group takes its group's (the group stands at
+    /// one place of the serial group around it); the first step of a serial group has none.
     private func previousResult(of node: GraphNode) -> JSONValue? {
         var current = node
         while let parent = current.parent {
-            if parent.isSerial && current.index > 0 {
+            // The first step of a serial group has no previous step (protocol §4), at any depth.
+            if parent.isSerial && current.index == 0 { return nil }
+            if parent.isSerial {
                 // Only a step that succeeded has a result to use (a failed group's partial one is not).
                 guard parent.errors[current.index - 1] == nil else { return nil }
                 let previous = parent.children[current.index - 1]

@@ -84,6 +84,33 @@ import Testing
         #expect(goOn.result?["stopped"] == false)
     }
 
+    /// A concurrent group's steps start together: one that fails as it starts
+    /// (a reference that does not resolve) stops the others as any failure does,
+    /// they are cancelled. They were left unstarted, with no event, as in a serial
+    /// group (a model-based audit of the spec found it; a `fail` step got them cancelled).
+    @Test func aConcurrentStepThatFailsAsItStartsCancelsTheOthers() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        for first in [#"{"type":"local","name":"echo","input":"${input.missing}"}"#,
+                      #"{"type":"concurrent","steps":[{"type":"local","name":"echo","input":"${input.missing}"}]}"#,
+                      #"{"type":"local","name":"fail"}"#] {
+            let result = try await engine.run(spec("""
+                {"type":"concurrent","stopWhenFailed":true,"steps":[\(first),{"type":"local","name":"delay","input":{"ms":5000}},
+                  {"type":"local","name":"echo","input":2}]}
+                """))
+            #expect(result.state == .failed)
+            #expect(result.result?["stopped"] == true)
+            let errors = try #require(result.result?["errors"]?.arrayValue)
+            #expect(errors.count == 3 && errors.dropFirst().allSatisfy { $0["kind"] == "cancelled" || $0 == .null }, "\(first): \(errors)")
+            #expect(errors[1]["kind"] == "cancelled", "\(first): \(errors)")
+            #expect(engine.status(of: result.jobId)?.json["steps"] == ["done": 3, "total": 3], "\(first)")
+            let stepOne = log.names(job: result.jobId).filter { $0.hasSuffix("@1") }
+            #expect(stepOne.first == "job.queued@1" && stepOne.last == "job.cancelled@1", "\(first): \(stepOne)")
+        }
+    }
+
     /// A failed nested group's result (its steps' results and errors) is its
     /// parent's result for that step: partial results are never lost, at any depth.
     @Test func aFailedNestedGroupKeepsItsPartialResultsInItsParent() async throws {

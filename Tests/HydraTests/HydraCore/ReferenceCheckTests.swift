@@ -18,6 +18,9 @@ import Testing
             (#"{"type":"serial","steps":[\#(echo),{"type":"local","name":"echo","input":"${steps.nope.body}"}]}"#,
              "steps[1].input"),
             (#"{"type":"serial","steps":[{"type":"local","name":"echo","input":"${prev}"}]}"#, "steps[0].input"),
+            // The first step of a nested serial group has no previous step either (it took the outer one's).
+            (#"{"type":"serial","steps":[\#(echo),{"type":"serial","steps":[{"type":"local","name":"echo","input":"${prev}"}]}]}"#,
+             "steps[1].steps[0].input"),
             (#"{"type":"concurrent","steps":[\#(echo),{"type":"local","name":"echo","input":"${prev}"}]}"#, "steps[1].input"),
             (#"{"type":"local","name":"echo","input":"${prev}"}"#, "input"),
             (#"{"type":"remote","url":"http://h/${shared.}"}"#, "url"),
