@@ -12,7 +12,19 @@ import Synchronization
 
 @main
 struct HydraBench {
+    /// The state folder of the engines this process makes (not `./var`, where
+    /// `make run` keeps a server's state); removed when the run ends.
+    static let scratchState = NSTemporaryDirectory() + "hydra-bench-\(ProcessInfo.processInfo.processIdentifier)"
+
+    /// The default configuration, its state in ``scratchState``.
+    static func scratchConfiguration() -> Configuration {
+        var config = Configuration()
+        config.state.path = scratchState
+        return config
+    }
+
     static func main() async throws {
+        defer { try? FileManager.default.removeItem(atPath: scratchState) }
         let args = Array(CommandLine.arguments.dropFirst())
         func option(_ name: String, _ fallback: Int) -> Int {
             guard let i = args.firstIndex(of: name), i + 1 < args.count, let v = Int(args[i + 1]) else { return fallback }
@@ -103,7 +115,7 @@ struct HydraBench {
     /// Remote-job throughput: N GETs with C in flight through one remote worker,
     /// or shared by W workers (the jobs alternate between them by name).
     static func remote(url: String, requests: Int, concurrency: Int, workers: Int = 1) throws {
-        var config = Configuration()
+        var config = scratchConfiguration()
         config.defaults.headers = [:]
         let share = max(1, concurrency / max(1, workers))
         config.workers = (0..<max(1, workers)).map { index in
@@ -138,8 +150,8 @@ struct HydraBench {
 
     /// Local no-op jobs on one local worker: throughput, then unloaded submit-to-start latency.
     static func local(jobs: Int) throws {
-        var config = Configuration()
-        config.workers = [Configuration.Worker(name: "local", kind: .local, maxActive: 1 << 30)]
+        var config = scratchConfiguration()
+        config.workers = [Configuration.Worker(name: "local", kind: .local, maxActive: Configuration.Worker.maxLimit)]
         let engine = try HydraEngine(configuration: config)
         defer { engine.shutdown() }
         let startedAt = Atomic<UInt64>(0)

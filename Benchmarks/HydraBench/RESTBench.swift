@@ -28,7 +28,7 @@ enum RESTBench {
 
     /// An engine with one remote worker named `worker` (its thread: `hydra-<worker>`).
     static func engine(worker: String, concurrency: Int, auth: Bool) throws -> HydraEngine {
-        var config = Configuration()
+        var config = HydraBench.scratchConfiguration()
         config.defaults.headers = [:]
         config.workers = [Configuration.Worker(name: worker, kind: .remote, maxConnections: concurrency,
                                                maxHostConnections: concurrency, maxActive: concurrency)]
@@ -102,7 +102,7 @@ enum RESTBench {
             ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").count
         }
         func run(coalesce: Bool) throws -> (seconds: Double, reached: Int) {
-            var config = Configuration()
+            var config = HydraBench.scratchConfiguration()
             config.defaults.headers = [:]
             config.workers = [Configuration.Worker(name: "rest", kind: .remote, maxConnections: 64,
                                                    maxHostConnections: 64, maxActive: jobs)]

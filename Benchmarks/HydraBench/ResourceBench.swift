@@ -14,7 +14,7 @@ enum ResourceBench {
         defer { try? FileManager.default.removeItem(atPath: state) }
         var config = Configuration()
         config.workers = [Configuration.Worker(name: "rest", kind: .remote, maxConnections: 16, maxHostConnections: 16,
-                                               maxActive: 1 << 30)]
+                                               maxActive: Configuration.Worker.maxLimit)]
         if !memory { config.resources.memoryBytes = 0 }
         let engine = try HydraEngine(configuration: config, stateDirectory: state)
         defer { engine.shutdown() }
