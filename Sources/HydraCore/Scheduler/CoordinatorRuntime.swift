@@ -510,7 +510,9 @@ final class CoordinatorRuntime {
     /// Cancels a node and everything running under it; `error` says why (cancelled or timeout).
     private func cancel(_ node: GraphNode, error: JobError) {
         guard !node.state.isFinal else { return }
-        if node.isLeaf {
+        // A leaf, or a group that never started (queued with its siblings, cancelled
+        // before its turn to run: see `advance`): it ends as a leaf does, with no result.
+        if node.isLeaf || node.state == .queued {
             if node.token != 0 {
                 outboxes[node.workerIndex].post(.cancel(node.token))
             }
