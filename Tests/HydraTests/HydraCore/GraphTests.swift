@@ -109,6 +109,15 @@ import Testing
             let stepOne = log.names(job: result.jobId).filter { $0.hasSuffix("@1") }
             #expect(stepOne.first == "job.queued@1" && stepOne.last == "job.cancelled@1", "\(first): \(stepOne)")
         }
+        // A nested group cancelled before its turn to run ends as a leaf does: no
+        // result (it ended with an empty `{results: [], errors: []}`), an error.
+        let nested = try await engine.run(spec("""
+            {"type":"concurrent","stopWhenFailed":true,"steps":[{"type":"local","name":"echo","input":"${input.missing}"},
+              {"type":"serial","steps":[{"type":"local","name":"delay","input":{"ms":5000}}]}]}
+            """))
+        #expect(nested.result?["results"] == [nil, nil])
+        #expect(nested.result?["errors"]?[1]?["kind"] == "cancelled")
+        #expect(log.names(job: nested.jobId).filter { $0.hasSuffix("@1") } == ["job.queued@1", "job.cancelled@1"])
     }
 
     /// A failed nested group's result (its steps' results and errors) is its
