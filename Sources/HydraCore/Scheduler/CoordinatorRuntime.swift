@@ -591,8 +591,7 @@ final class CoordinatorRuntime {
             root.waiters.removeAll()
             if !root.journaled, let completion = root.completion {
                 root.completion = nil
-                completion(JobResult(jobId: root.id, state: .cancelled, result: nil,
-                                     error: JobError(.cancelled, "cancelled: the engine shut down")))
+                completion(Scheduler.shutDownResult(root.id))
             }
         }
     }

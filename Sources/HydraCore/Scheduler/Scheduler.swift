@@ -166,8 +166,8 @@ public final class Scheduler: Sendable {
         coordinator.inbox.send(contentsOf: messages)
     }
 
-    /// What a job gets that reached the coordinator after it stopped (a submit
-    /// racing ``shutdown()``): the result every job the stop abandons gets.
+    /// What a job the stop abandons gets, and one that reached the coordinator
+    /// after it stopped (a submit racing ``shutdown()``).
     static func shutDownResult(_ jobId: String) -> JobResult {
         JobResult(jobId: jobId, state: .cancelled, result: nil, error: JobError(.cancelled, "cancelled: the engine shut down"))
     }
