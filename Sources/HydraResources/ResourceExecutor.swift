@@ -49,7 +49,7 @@ final class ResourceExecutor: JobExecutor {
     @exclusivity(unchecked) private var registeredTier = false
     /// The size and name of ``remakePool``: the worker's `threads`.
     private let remakeThreads: (count: Int, name: String)
-    /// Where an embedder's remakers run (the worker's blocking pool, resources.md §5),
+    /// Where remakers run (the worker's blocking pool, resources.md §5),
     /// started by the first of them. Loop thread only.
     @exclusivity(unchecked) private var startedRemakePool: BlockingPool?
     private var remakePool: BlockingPool {
@@ -609,9 +609,10 @@ final class ResourceExecutor: JobExecutor {
         let work = CopyWriter(manager: manager, components: manager.components(of: fetch.key), body: response.body,
                             remake: remake, cipher: fetch.cipher, accepted: fetch.acceptedDigests)
         manager.replacements.begin(fetch.key)  // the writer renames its file into place on the pool
-        // An embedder's remaker may take long: it runs on this worker's own
-        // threads (resources.md §5, the worker's blocking pool), so it never holds
-        // up the process's thread pool, where every other copy is written.
+        // A remaker may take long (an embedder's code, or one that replaced
+        // `gunzip`): it runs on this worker's own threads (resources.md §5, the
+        // worker's blocking pool), so it never holds up the process's thread
+        // pool, where every other copy is written.
         let written = { [self] (result: Result<CopyWriter.Copy, JobError>) in
             switch result {
             case .success(let copy):
@@ -631,7 +632,7 @@ final class ResourceExecutor: JobExecutor {
                 self.fail(fetch, error)
             }
         }
-        if let remake, remake.name != "gunzip" {
+        if remake != nil {
             loop.offload(to: remakePool, { work.run() }, then: written)
         } else {
             loop.offload({ work.run() }, then: written)

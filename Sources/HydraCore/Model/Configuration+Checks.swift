@@ -69,11 +69,16 @@ extension Configuration {
 }
 
 extension Configuration.Worker {
+    /// A worker's name: not empty, and no control characters (names reach
+    /// logs, events and terminals, where they would be escape sequences).
+    static func checkName(_ name: String, path: String) throws(ValidationError) {
+        guard !name.isEmpty else { throw ValidationError(path: path, "must not be empty") }
+        try Configuration.checkPlainText(name, path: path)
+    }
+
     /// A worker's name and numbers, as the file's `workers[i]` is checked.
     func check(path: String) throws(ValidationError) {
-        guard !name.isEmpty else { throw ValidationError(path: path + ".name", "must not be empty") }
-        // Names reach logs, events and terminals: no control characters (escape sequences).
-        try Configuration.checkPlainText(name, path: path + ".name")
+        try Self.checkName(name, path: path + ".name")
         try SpecBounds.check(maxConnections, Configuration.Bounds.workerLimit, path + ".maxConnections")
         try SpecBounds.check(maxHostConnections, Configuration.Bounds.workerLimit, path + ".maxHostConnections")
         try SpecBounds.check(maxActive, Configuration.Bounds.workerLimit, path + ".maxActive")

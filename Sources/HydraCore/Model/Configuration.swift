@@ -309,9 +309,7 @@ extension Configuration {
             for (i, item) in items.enumerated() {
                 var w = try FieldReader(item, path: "workers[\(i)]")
                 let name = try w.requiredString("name")
-                guard !name.isEmpty else { throw ValidationError(path: w.path("name"), "must not be empty") }
-                // Names reach logs, events and terminals: no control characters (escape sequences).
-                try Configuration.checkPlainText(name, path: w.path("name"))
+                try Worker.checkName(name, path: w.path("name"))
                 guard names.insert(name).inserted else { throw ValidationError(path: w.path("name"), "duplicate worker '\(name)'") }
                 let kindText = try w.requiredString("kind")
                 guard let kind = JobKind(rawValue: kindText) else {
