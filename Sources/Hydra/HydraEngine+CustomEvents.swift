@@ -58,7 +58,8 @@ extension HydraEngine {
 }
 
 /// The `emit` job's result, `{"seq"}`: built on the coordinator, after it issued the event.
-private struct EmittedEvent: DeferredResult {
+private final class EmittedEvent: DeferredResult {
     let emission: CustomEmission
+    init(emission: CustomEmission) { self.emission = emission }
     func build() -> JSONValue { ["seq": .int(Int(clamping: emission.seq))] }
 }

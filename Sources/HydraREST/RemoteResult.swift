@@ -6,7 +6,7 @@ import OrderedCollections
 /// raw header block and decoded body, plus the call's figures. The worker's
 /// loop makes it; the coordinator builds the `{status, headers, body, …}`
 /// object of protocol §4 from it (see ``DeferredResult``).
-struct RemoteResult: DeferredResult {
+final class RemoteResult: DeferredResult {
     let status: Int
     let headers: HTTPHeaderBlock
     let body: JSONValue
@@ -16,6 +16,17 @@ struct RemoteResult: DeferredResult {
     let elapsedMs: Double
     /// Where the body came from, after redirects (protocol §4 `url`).
     let url: String
+
+    init(status: Int, headers: HTTPHeaderBlock, body: JSONValue, file: (path: String, bytes: Int)?, attempts: Int,
+         elapsedMs: Double, url: String) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.file = file
+        self.attempts = attempts
+        self.elapsedMs = elapsedMs
+        self.url = url
+    }
 
     /// The members of a remote job's result, in order (protocol §4).
     static let keys = ["status", "headers", "body", "fromCache", "attempts", "elapsedMs", "url"]

@@ -10,12 +10,18 @@ import OrderedCollections
 /// third of that, shared with nothing else. It is built when someone reads it
 /// (`job.result`, an event), and encoded straight to JSON for the journal.
 /// Only for results without `content` (`as` absent or `path`).
-struct ResourceResult: DeferredResult {
+final class ResourceResult: DeferredResult {
     let record: ResourceRecord
     /// `memory`, `disk`, `network` or `revalidated`.
     let source: String
     /// For the copy's path (computed when built, not kept).
     let manager: ResourceManager
+
+    init(record: ResourceRecord, source: String, manager: ResourceManager) {
+        self.record = record
+        self.source = source
+        self.manager = manager
+    }
 
     func build() -> JSONValue { .object(fields) }
 

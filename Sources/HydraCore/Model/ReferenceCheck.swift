@@ -12,13 +12,16 @@
 enum ReferenceCheck {
     /// Checks every string of `spec` and of the named jobs it loaded.
     /// `allowEnv`: the names `${env.NAME}` may read (nil: not checked here).
-    static func validate(_ spec: JobSpec, path: String, allowEnv: Set<String>? = nil) throws(ValidationError) {
+    /// Returns true for a leaf none of whose own strings holds a reference.
+    @discardableResult
+    static func validate(_ spec: JobSpec, path: String, allowEnv: Set<String>? = nil) throws(ValidationError) -> Bool {
         // Most submitted jobs are single leaves without references: one scan, nothing built.
-        if spec.kind != nil && !spec.ownStringsHaveReferences { return }
+        if spec.kind != nil && !spec.ownStringsHaveReferences { return true }
         var places: [String: [Int]] = [:]
         var trail: [Int] = []
         collectIDs(spec, trail: &trail, into: &places)
         try check(spec, path: path, scope: Scope(places: places, allowEnv: allowEnv, previous: false, trail: [], serial: []))
+        return false
     }
 
     /// What a step's references may name, and where the step stands.

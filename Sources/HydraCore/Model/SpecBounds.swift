@@ -93,7 +93,7 @@ extension ResourceSpec {
     func checkValues(path: String) throws(ValidationError) {
         try request.checkValues(path: path)
         try SpecBounds.check(maxAgeSec, SpecBounds.lifetimeSec, FieldReader.join(path, "maxAgeSec"))
-        for name in ResourceSpec.refusedRemoteFields where request.refusedInResource(name) {
+        if let name = request.refusedInResource {
             throw ValidationError(path: FieldReader.join(path, name), "not allowed in a resource job (a resource is fetched with GET)")
         }
         if let sha256, sha256.utf8.count != 64 || !sha256.utf8.allSatisfy(\.isLowercaseHexDigit) {
@@ -103,21 +103,20 @@ extension ResourceSpec {
 }
 
 private extension RemoteSpec {
-    /// Whether the member `name` (one of ``ResourceSpec/refusedRemoteFields``) is
-    /// set to what a resource job cannot do; `method` GET says what it does anyway.
-    func refusedInResource(_ name: String) -> Bool {
-        switch name {
-        case "method": return method.map { $0.uppercased() != "GET" } ?? false
-        case "body": return body != nil
-        case "bodyEncoding": return bodyEncoding != nil
-        case "dogma": return dogma != nil
-        case "cache": return cache != nil
-        case "saveAs": return saveAs != nil
-        case "bodyFile": return bodyFile != nil
-        case "contentMD5": return contentMD5 != nil
-        case "gzipBody": return gzipBody != nil
-        default: return false
-        }
+    /// The first member of ``ResourceSpec/refusedRemoteFields`` (in its order)
+    /// set to what a resource job cannot do, or nil; `method` GET says what it
+    /// does anyway. Fields tested directly: runs at every resource submit.
+    var refusedInResource: String? {
+        if let method, method != "GET", method.uppercased() != "GET" { return "method" }
+        if body != nil { return "body" }
+        if bodyEncoding != nil { return "bodyEncoding" }
+        if dogma != nil { return "dogma" }
+        if cache != nil { return "cache" }
+        if saveAs != nil { return "saveAs" }
+        if bodyFile != nil { return "bodyFile" }
+        if contentMD5 != nil { return "contentMD5" }
+        if gzipBody != nil { return "gzipBody" }
+        return nil
     }
 }
 

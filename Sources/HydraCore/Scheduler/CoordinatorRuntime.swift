@@ -125,6 +125,7 @@ final class CoordinatorRuntime {
         root.node = node
         root.completion = submission.completion
         root.journaled = submission.journaled && journal != nil
+        root.plainLeaf = submission.plainLeaf
         root.recoveredSteps = submission.recoveredSteps
         root.emittedEvents = submission.emittedEvents
         root.startedAt = submission.startedAt
@@ -184,7 +185,7 @@ final class CoordinatorRuntime {
             return
         }
         var spec = node.effective
-        if spec.ownStringsHaveReferences {
+        if !(node.parent == nil && node.root.plainLeaf) && spec.ownStringsHaveReferences {
             do throws(JobError) {
                 // A named job's own strings (a named leaf) see its input, not the graph around it.
                 spec = try resolveReferences(in: spec, scope: referenceScope(for: node, in: node.innerScope), node: node)

@@ -12,7 +12,12 @@
 /// reads it (see ``JobResult/result``): an embedding program that only looks at
 /// the state never pays for it, and the finished jobs kept in memory stay small.
 /// The journal gets it encoded straight to JSON (``encode(into:)``).
-public protocol DeferredResult: Sendable {
+///
+/// Class-bound: the reports, steps and jobs that hold one copy and drop it as
+/// one reference (an existential of a struct was copied through its value
+/// witnesses, about 120 instructions each, several times per job on the
+/// coordinator). Conformers are immutable final classes.
+public protocol DeferredResult: AnyObject, Sendable {
     /// The result. Pure: any thread, as often as asked.
     func build() -> JSONValue
 

@@ -3,13 +3,20 @@
 /// 50,000 result objects on the coordinator only to encode them once at the
 /// end (`hydra run`, the journal), and holds the smaller unbuilt parts
 /// meanwhile. Immutable, so any thread may build or encode it.
-struct GroupResult: DeferredResult {
+final class GroupResult: DeferredResult {
     let results: [StepResult?]
     let errors: [JobError?]
     let stopped: Bool
     /// The encoded length, or an upper bound of it when some results are
     /// unbuilt (their sizes are bounds: see ``DeferredResult/encodedSize(limit:)``).
     let size: Int
+
+    init(results: [StepResult?], errors: [JobError?], stopped: Bool, size: Int) {
+        self.results = results
+        self.errors = errors
+        self.stopped = stopped
+        self.size = size
+    }
 
     func build() -> JSONValue {
         ["results": .array(results.map { $0?.value ?? .null }),

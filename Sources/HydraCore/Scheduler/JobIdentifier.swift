@@ -17,22 +17,28 @@ public enum JobIdentifier {
         let millis = UInt64(Date().timeIntervalSince1970 * 1000)
         return Array("j".utf8) + base36(millis) + [digits[Int.random(in: 0..<36)]]
     }()
-    private static let prefix = String(decoding: prefixBytes, as: UTF8.self)
     private static let counter = Atomic<UInt64>(0)
 
     /// A new id and its key.
     public static func next() -> (id: String, key: UInt64) {
         let key = nextKey()
-        var id = prefix
-        // The counter's digits, most significant first. Appending ASCII to a
-        // short string keeps it inline: no allocation.
-        var place: UInt64 = 1
-        while place <= key / 36 { place *= 36 }
-        var rest = key
-        while place > 0 {
-            id.unicodeScalars.append(Unicode.Scalar(digits[Int(rest / place)]))
-            rest %= place
-            place /= 36
+        var length = 1
+        var left = key / 36
+        while left > 0 {
+            length += 1
+            left /= 36
+        }
+        // Written as bytes in one go (up to 15 bytes: an inline string, no allocation);
+        // appending scalars one by one cost ~1k instructions per id.
+        let total = prefixBytes.count + length
+        let id = String(unsafeUninitializedCapacity: total) { out in
+            for i in prefixBytes.indices { out[i] = prefixBytes[i] }
+            var rest = key
+            for i in stride(from: total - 1, through: prefixBytes.count, by: -1) {
+                out[i] = digits[Int(rest % 36)]
+                rest /= 36
+            }
+            return total
         }
         return (id, key)
     }

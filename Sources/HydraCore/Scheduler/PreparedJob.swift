@@ -4,6 +4,8 @@ public struct PreparedJob: Sendable {
     let key: UInt64
     let foreignID: Bool
     let spec: JobSpec
+    /// See ``Submission/plainLeaf``.
+    let plainLeaf: Bool
 
     /// How many leaf steps the job has (named jobs counted by their graph).
     public var stepCount: Int { spec.leafCount }

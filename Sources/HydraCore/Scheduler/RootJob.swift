@@ -21,6 +21,8 @@ final class RootJob {
     @exclusivity(unchecked) var emittedEvents = EmittedEvents()
     /// True when each finished leaf step goes to the step journal.
     @exclusivity(unchecked) var journaled = false
+    /// See ``Submission/plainLeaf``: the root leaf's strings need no resolving.
+    @exclusivity(unchecked) var plainLeaf = false
     /// True once counted in ``RunningJobs``.
     @exclusivity(unchecked) var countedRunning = false
 

@@ -7,6 +7,10 @@ public final class Submission: Sendable {
     /// True when the caller chose the id (it does not encode `key`).
     let foreignID: Bool
     let spec: JobSpec
+    /// A leaf none of whose own strings holds a `${…}` reference (found out by
+    /// the submit-time check, ``Dispatcher/check(_:path:)``): its worker gets it
+    /// as it is. False when not known.
+    let plainLeaf: Bool
     let input: JSONValue
     let priority: Int
     let createdAt: Double
@@ -23,7 +27,7 @@ public final class Submission: Sendable {
     /// Picked up again after a restart: `job.resumed` goes out.
     let resumed: Bool
 
-    init(jobId: String, key: UInt64, foreignID: Bool = false, spec: JobSpec, input: JSONValue, priority: Int,
+    init(jobId: String, key: UInt64, foreignID: Bool = false, spec: JobSpec, plainLeaf: Bool = false, input: JSONValue, priority: Int,
          createdAt: Double, completion: (@Sendable (JobResult) -> Void)?, journaled: Bool = false,
          recoveredSteps: [String: StoredStep] = [:], emittedEvents: EmittedEvents = EmittedEvents(),
          startedAt: Double? = nil, resumed: Bool = false) {
@@ -36,6 +40,7 @@ public final class Submission: Sendable {
         self.key = key
         self.foreignID = foreignID
         self.spec = spec
+        self.plainLeaf = plainLeaf
         self.input = input
         self.priority = priority
         self.createdAt = createdAt
