@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import Hydra
@@ -25,6 +26,28 @@ import Testing
         let saved = try await engine.run(spec(#"{"type":"remote","endpoint":"/large/200000","saveAs":"downloads/after-pending.bin"}"#))
         #expect(saved.state == .succeeded, "\(saved.error.map { "\($0)" } ?? "")")
         #expect(await engine.result(of: holding)?.state == .succeeded)
+    }
+
+    /// The submit-time reference scan tells the coordinator which root leaves
+    /// it may send as they are (`plainLeaf`); in a batch, each job keeps its own
+    /// answer: the plain one is sent untouched, the one with a reference resolved.
+    @Test func aBatchOfPlainAndReferencingJobsResolvesOnlyWhatReferences() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let plain = try spec(#"{"type":"remote","endpoint":"/echo","headers":{"X-Plain":"$"}}"#)
+        let referencing = try spec(#"{"type":"remote","endpoint":"/echo","headers":{"X-N":"${input.n}"}}"#)
+        let results = Mutex<[String: JobResult]>([:])
+        let ids = try engine.submit(batch: [plain, referencing, plain], input: ["n": 7]) { result in
+            results.withLock { $0[result.jobId] = result }
+        }
+        try await waitUntil { results.withLock { $0.count } == 3 }
+        let byId = results.withLock { $0 }
+        let first = try #require(byId[ids[0]]?.result?["body"]?["headers"])
+        let second = try #require(byId[ids[1]]?.result?["body"]?["headers"])
+        #expect(first["x-plain"] == "$")
+        #expect(first["x-n"] == nil)
+        #expect(second["x-n"] == "7")
+        #expect(byId[ids[2]]?.state == .succeeded)
     }
 
     @Test func getDecodesJSONAndReportsResultShape() async throws {
