@@ -201,6 +201,37 @@ start_serve() { # config, port, name
     warn "hydra serve ($3) did not listen on 127.0.0.1:$2"
 }
 
+# CPU nanoseconds each thread of process PID has used, summed by thread name,
+# as one JSON object (from /proc/PID/task/*/schedstat).
+thread_ns() { # pid
+    python3 - "$1" <<'PY'
+import json, os, sys
+pid, out = sys.argv[1], {}
+for t in os.listdir(f"/proc/{pid}/task"):
+    try:
+        name = open(f"/proc/{pid}/task/{t}/comm").read().strip()
+        ns = int(open(f"/proc/{pid}/task/{t}/schedstat").read().split()[0])
+    except (OSError, ValueError, IndexError):
+        continue
+    out[name] = out.get(name, 0) + ns
+print(json.dumps(out))
+PY
+}
+
+# LINE with "serverCpuUsPerJob": the server's CPU µs per job of each thread
+# between two `thread_ns` readings (jobs: the line's "jobs" or "requests").
+with_server_cpu() { # line, before, after
+    python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+line, before, after = json.loads(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3])
+jobs = line.get("jobs") or line.get("requests") or 0
+if jobs:
+    cpu = {name: round((ns - before.get(name, 0)) / 1000 / jobs, 2) for name, ns in after.items()}
+    line["serverCpuUsPerJob"] = {k: v for k, v in sorted(cpu.items(), key=lambda kv: -kv[1]) if v >= 0.05}
+print(json.dumps(line, separators=(",", ":")))
+PY
+}
+
 # Last line of stdout that is a JSON object with the wanted name, or nothing.
 json_line() { # name, file
     python3 - "$1" "$2" <<'PY'
@@ -590,9 +621,12 @@ EOF
     start_serve "$TMP/hydra.json" "$RPC_PORT" serve
     SERVE_PID=$SERVED_PID
     rpc_run() { # name, args...
-        local name="$1" line; shift
+        local name="$1" line before after; shift
+        before="$(thread_ns "$SERVE_PID")"
         if "$HYDRA_BENCH" "$@" --connect "127.0.0.1:$RPC_PORT" > "$TMP/out.txt"; then
+            after="$(thread_ns "$SERVE_PID")"
             line="$(json_line "$name" "$TMP/out.txt")"
+            [[ -n "$line" ]] && line="$(with_server_cpu "$line" "$before" "$after")"
             if [[ -n "$line" ]]; then record "$line"; else warn "hydra-bench $name printed no result"; fi
         else
             warn "hydra-bench $* failed"
@@ -808,8 +842,9 @@ if submits or remote_rpc or fan:
         if len(paired) == len(remote_rpc):
             pairs = [h["rps"] / r["rps"] for r, h in zip(paired, remote_rpc) if r["rps"] > 0]
             if pairs:
-                ratio += "%s%.2f× raw C run just before, median of pairs %s" % (
-                    "; " if raw64 else "", statistics.median(pairs), "/".join("%.2f" % p for p in pairs))
+                ratio += "%s%.2f× raw C run just before, median of pairs %s; raw C %s req/s" % (
+                    "; " if raw64 else "", statistics.median(pairs), "/".join("%.2f" % p for p in pairs),
+                    "/".join(f"{r['rps']:,.0f}" for r in paired))
         ratio = ratio + ")" if ratio != " (" else ""
         failed = sum(r.get("failed", 0) for r in remote_rpc)
         out.append("| remote jobs end to end, 64 in flight | 1 | %d | %s jobs/s%s%s |" % (
@@ -817,6 +852,20 @@ if submits or remote_rpc or fan:
     if fan:
         out.append("| event fan-out, %d subscribers | 1 | 500 | %s events/s delivered (%s of %s) |" % (
             fan["subscribers"], f"{fan['eventsPerSecond']:,}", f"{fan['events']:,}", f"{fan['expected']:,}"))
+    # The server's own threads, CPU µs per job (median of the runs), busiest first.
+    def server_cpu(runs):
+        cpu = {}
+        for r in runs:
+            for t, v in r.get("serverCpuUsPerJob", {}).items(): cpu.setdefault(t, []).append(v)
+        return ", ".join("%s %.1f" % (t, statistics.median(v)) for t, v in
+                         sorted(cpu.items(), key=lambda kv: -statistics.median(kv[1])) if statistics.median(v) >= 0.1)
+    lines = []
+    for label, runs in (("durable submits, 16 clients, single calls", [r for r in submits if (r["clients"], r["batch"]) == (16, 1)]),
+                        ("remote jobs end to end", remote_rpc)):
+        text = server_cpu(runs)
+        if text: lines.append("%s: %s" % (label, text))
+    if lines:
+        out += ["", "Server CPU µs per job by thread (median of runs): " + "; ".join(lines)]
 auth = next((r for r in rows if r.get("name") == "auth-bearer"), None)
 merged = next((r for r in rows if r.get("name") == "merged"), None)
 uploads = [r for r in rows if r.get("name") == "upload"]
