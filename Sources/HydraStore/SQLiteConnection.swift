@@ -155,18 +155,37 @@ final class SQLiteConnection {
     func query(_ sql: String, _ bindings: [SQLValue] = [],
                row: (SQLRow) throws(StoreError) -> Void) throws(StoreError) {
         let statement = try prepared(sql)
-        defer {
-            sqlite3_reset(statement)
-            sqlite3_clear_bindings(statement)
+        // Every text value's bytes in one buffer, bound in place (`SQLITE_STATIC`)
+        // while the statement runs: SQLite then copies none of them (it copied each
+        // into an allocation of its own: ~23 per durable job on the writer thread).
+        var texts: [UInt8] = []
+        var spans: [Range<Int>?] = []
+        if bindings.contains(where: \.isText) {
+            texts.reserveCapacity(bindings.reduce(0) { $0 + $1.textSizeHint })
+            spans.reserveCapacity(bindings.count)
+            for value in bindings { spans.append(value.appendText(to: &texts)) }
         }
-        for (i, value) in bindings.enumerated() {
-            try bind(value, at: Int32(i + 1), in: statement)
-        }
-        while true {
-            let status = sqlite3_step(statement)
-            if status == SQLITE_DONE { return }
-            guard status == SQLITE_ROW else { throw error("cannot run \(Self.verb(of: sql))") }
-            try row(SQLRow(statement: statement))
+        try texts.withUnsafeBufferPointer { (buffer) throws(StoreError) in
+            // Reset and cleared before the buffer goes: no binding outlives it.
+            defer {
+                sqlite3_reset(statement)
+                sqlite3_clear_bindings(statement)
+            }
+            for (i, value) in bindings.enumerated() {
+                let index = Int32(i + 1)
+                if !spans.isEmpty, let span = spans[i] {
+                    let status = Self.bindText(UnsafeBufferPointer(rebasing: buffer[span]), at: index, in: statement)
+                    guard status == SQLITE_OK else { throw error("cannot bind parameter \(index)") }
+                } else {
+                    try bind(value, at: index, in: statement)
+                }
+            }
+            while true {
+                let status = sqlite3_step(statement)
+                if status == SQLITE_DONE { return }
+                guard status == SQLITE_ROW else { throw error("cannot run \(Self.verb(of: sql))") }
+                try row(SQLRow(statement: statement))
+            }
         }
     }
 
@@ -188,9 +207,9 @@ final class SQLiteConnection {
         case .null: status = sqlite3_bind_null(statement, index)
         case .int(let v): status = sqlite3_bind_int64(statement, index, Int64(v))
         case .double(let v): status = sqlite3_bind_double(statement, index, v)
-        case .text(var v): status = v.withUTF8 { Self.bindText($0, at: index, in: statement) }
-        case .json(let v): status = JSONWriter.bytes(v).withUnsafeBufferPointer { Self.bindText($0, at: index, in: statement) }
-        case .utf8(let v): status = v.withUnsafeBufferPointer { Self.bindText($0, at: index, in: statement) }
+        case .text, .json, .utf8:
+            // Bound from the statement's text buffer by `query` (see `appendText`).
+            preconditionFailure("text values are bound from the statement's buffer")
         case .blob(let v):
             status = v.withUnsafeBytes { raw in
                 guard let base = raw.baseAddress, !raw.isEmpty else { return sqlite3_bind_zeroblob(statement, index, 0) }
@@ -200,13 +219,16 @@ final class SQLiteConnection {
         guard status == SQLITE_OK else { throw error("cannot bind parameter \(index)") }
     }
 
-    /// Binds UTF-8 text, copied by SQLite; an empty text binds `''`, not NULL.
+    /// Binds UTF-8 text in place (`SQLITE_STATIC`: SQLite does not copy it):
+    /// `utf8` must stay valid until the statement is reset and its bindings
+    /// cleared (``query(_:_:row:)`` does both inside its buffer's scope). An
+    /// empty text binds `''`, not NULL.
     private static func bindText(_ utf8: UnsafeBufferPointer<UInt8>, at index: Int32, in statement: OpaquePointer) -> Int32 {
         guard let base = utf8.baseAddress, !utf8.isEmpty else {
             return sqlite3_bind_text(statement, index, "", 0, hydra_sqlite_transient)
         }
         return base.withMemoryRebound(to: CChar.self, capacity: utf8.count) { chars in
-            sqlite3_bind_text64(statement, index, chars, sqlite3_uint64(utf8.count), hydra_sqlite_transient, UInt8(SQLITE_UTF8))
+            sqlite3_bind_text64(statement, index, chars, sqlite3_uint64(utf8.count), nil, UInt8(SQLITE_UTF8))
         }
     }
 
@@ -230,6 +252,37 @@ enum SQLValue {
     case blob([UInt8])
 
     init(_ text: String?) { self = text.map { .text($0) } ?? .null }
+
+    /// True for the values bound as text.
+    var isText: Bool {
+        switch self {
+        case .text, .json, .utf8: return true
+        case .null, .int, .double, .blob: return false
+        }
+    }
+
+    /// About how many bytes ``appendText(to:)`` appends (exact but for JSON values).
+    var textSizeHint: Int {
+        switch self {
+        case .text(let v): return v.utf8.count
+        case .utf8(let v): return v.count
+        case .json: return 64
+        case .null, .int, .double, .blob: return 0
+        }
+    }
+
+    /// Appends a text value's UTF-8 bytes to `buffer` and returns where they
+    /// lie; nil for the values that are not text.
+    func appendText(to buffer: inout [UInt8]) -> Range<Int>? {
+        let start = buffer.count
+        switch self {
+        case .text(let v): buffer.append(contentsOf: v.utf8)
+        case .json(let v): JSONWriter.write(v, into: &buffer)
+        case .utf8(let v): buffer.append(contentsOf: v)
+        case .null, .int, .double, .blob: return nil
+        }
+        return start..<buffer.count
+    }
     init(_ number: Double?) { self = number.map { .double($0) } ?? .null }
     init(_ json: JSONValue?) { self = json.map { .json($0) } ?? .null }
 }
