@@ -100,24 +100,30 @@ final class RemoteResult: DeferredResult {
     /// it had written is dropped), otherwise.
     private func writeHeaderBytes(into out: inout [UInt8]) -> Bool {
         let start = out.count
-        let bytes = headers.bytes
         var names: [Range<Int>] = []
         names.reserveCapacity(16)
         var plain = true
         out.append(UInt8(ascii: "{"))
-        headers.forEachRange { name, value in
-            guard plain else { return }
-            // A repeated field (in any case) has its values joined: the slow path's work.
-            for earlier in names where Self.sameLowered(bytes[earlier], bytes[name]) {
-                plain = false
-                return
+        // The block read in place: a slice of the array per field (retained and
+        // released each time) and a generic `zip` per comparison cost the
+        // coordinator a tenth of its time per remote job over RPC.
+        headers.bytes.withUnsafeBufferPointer { bytes in
+            headers.forEachRange { nameRange, valueRange in
+                guard plain else { return }
+                let name = UnsafeBufferPointer(rebasing: bytes[nameRange])
+                // A repeated field (in any case) has its values joined: the slow path's work.
+                for earlier in names where Self.sameLowered(UnsafeBufferPointer(rebasing: bytes[earlier]), name) {
+                    plain = false
+                    return
+                }
+                if !names.isEmpty { out.append(UInt8(ascii: ",")) }
+                names.append(nameRange)
+                plain = JSONWriter.writeString(bytes: name, lowercase: true, asciiOnly: true, into: &out)
+                guard plain else { return }
+                out.append(UInt8(ascii: ":"))
+                plain = JSONWriter.writeString(bytes: UnsafeBufferPointer(rebasing: bytes[valueRange]), lowercase: false,
+                                               asciiOnly: true, into: &out)
             }
-            if !names.isEmpty { out.append(UInt8(ascii: ",")) }
-            names.append(name)
-            plain = JSONWriter.writeString(bytes: bytes[name], lowercase: true, asciiOnly: true, into: &out)
-            guard plain else { return }
-            out.append(UInt8(ascii: ":"))
-            plain = JSONWriter.writeString(bytes: bytes[value], lowercase: false, asciiOnly: true, into: &out)
         }
         guard plain else {
             out.removeSubrange(start...)
@@ -127,9 +133,10 @@ final class RemoteResult: DeferredResult {
         return true
     }
 
-    private static func sameLowered(_ a: ArraySlice<UInt8>, _ b: ArraySlice<UInt8>) -> Bool {
+    private static func sameLowered(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
         guard a.count == b.count else { return false }
-        return zip(a, b).allSatisfy { HTTPHeaderBlock.lowercase($0) == HTTPHeaderBlock.lowercase($1) }
+        for i in 0..<a.count where HTTPHeaderBlock.lowercase(a[i]) != HTTPHeaderBlock.lowercase(b[i]) { return false }
+        return true
     }
 
     /// Every header field as a member: names lowercased, a repeated field's values joined.

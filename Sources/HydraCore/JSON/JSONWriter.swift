@@ -94,9 +94,15 @@ public enum JSONWriter {
     /// string (the caller drops what it wrote): one pass where a check of the
     /// bytes first and the writing after took two.
     public static func writeString(bytes: ArraySlice<UInt8>, lowercase: Bool, asciiOnly: Bool, into out: inout [UInt8]) -> Bool {
+        bytes.withUnsafeBufferPointer { writeString(bytes: $0, lowercase: lowercase, asciiOnly: asciiOnly, into: &out) }
+    }
+
+    /// As the `ArraySlice` variant above, for bytes a caller already holds in place (a response's header block,
+    /// field after field, without a slice of the array for each).
+    public static func writeString(bytes: UnsafeBufferPointer<UInt8>, lowercase: Bool, asciiOnly: Bool, into out: inout [UInt8]) -> Bool {
         out.append(UInt8(ascii: "\""))
         // Runs of bytes that stay as they are are copied in bulk (a result's header values, mostly).
-        let complete = bytes.withUnsafeBufferPointer { bytes -> Bool in
+        let complete = { (bytes: UnsafeBufferPointer<UInt8>) -> Bool in
             let raw = UnsafeRawBufferPointer(bytes)
             var runStart = 0
             var i = 0
@@ -119,7 +125,7 @@ public enum JSONWriter {
             }
             if runStart < bytes.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...])) }
             return true
-        }
+        }(bytes)
         out.append(UInt8(ascii: "\""))
         return complete
     }
