@@ -154,7 +154,7 @@ public final class RESTManager: JobManager {
             throw ValidationError(path: at("server"), "required with endpoint when defaults.server is not set")
         }
         if let url = remote.url, !Template.containsReference(url) {
-            guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
+            guard URLScheme(of: url) != nil else {
                 throw ValidationError(path: at("url"), "expected an http:// or https:// URL")
             }
             if let problem = URLSyntax.problem(in: url) { throw ValidationError(path: at("url"), "not a URL: \(problem)") }

@@ -30,11 +30,12 @@ public enum JobIdentifier {
         }
         // Written as bytes in one go (up to 15 bytes: an inline string, no allocation);
         // appending scalars one by one cost ~1k instructions per id.
-        let total = prefixBytes.count + length
+        let prefix = prefixBytes, digits = self.digits  // read once: each access to a static is a `swift_once` check
+        let total = prefix.count + length
         let id = String(unsafeUninitializedCapacity: total) { out in
-            for i in prefixBytes.indices { out[i] = prefixBytes[i] }
+            for i in prefix.indices { out[i] = prefix[i] }
             var rest = key
-            for i in stride(from: total - 1, through: prefixBytes.count, by: -1) {
+            for i in stride(from: total - 1, through: prefix.count, by: -1) {
                 out[i] = digits[Int(rest % 36)]
                 rest /= 36
             }
