@@ -7,11 +7,8 @@ public final class Dispatcher: Sendable {
     /// Indexed by `JobKind.index` (a switch, not a hash, on the submit path):
     /// the managers bound to workers of that kind.
     private let managers: [[any JobManager]]
-    /// The manager of each spec type (`remote`, `resource`, `local`), as
-    /// parallel arrays: a handful of short names, scanned rather than hashed
-    /// for every leaf submitted.
-    private let managerTypes: [String]
-    private let managersByType: [any JobManager]
+    /// The manager of each spec type (`remote`, `resource`, `local`).
+    private let managersByType: TypeTable<any JobManager>
     private let defaultWorker: [Int?]
     private let library: (any JobLibrary)?
     /// The names `${env.NAME}` may read (config `allowEnv`); nil: not checked at submit.
@@ -28,21 +25,12 @@ public final class Dispatcher: Sendable {
         self.library = library
         self.allowEnv = allowEnv
         var byKind = [[any JobManager]](repeating: [], count: JobKind.allCases.count)
-        var types: [String] = []
-        var byType: [any JobManager] = []
+        var byType = TypeTable<any JobManager>()
         for manager in managers {
             for kind in manager.kinds { byKind[kind.index].append(manager) }
-            for type in manager.jobTypes {
-                if let i = types.firstIndex(of: type) {
-                    byType[i] = manager  // a later manager takes the type
-                } else {
-                    types.append(type)
-                    byType.append(manager)
-                }
-            }
+            for type in manager.jobTypes { byType.set(manager, for: type) }
         }
         self.managers = byKind
-        managerTypes = types
         managersByType = byType
         secretHeaderNames = managers.reduce(into: []) { $0.formUnion($1.secretHeaderNames) }
         var defaults = [Int?](repeating: nil, count: JobKind.allCases.count)
@@ -103,11 +91,10 @@ public final class Dispatcher: Sendable {
             } else if defaultWorker[kind.index] == nil {
                 throw ValidationError(path: FieldReader.join(path, "type"), "no \(kind.rawValue) worker is configured")
             }
-            let typeName = spec.typeName
-            guard let at = managerTypes.firstIndex(of: typeName) else {
-                throw ValidationError(path: FieldReader.join(path, "type"), "no manager runs \(typeName) jobs")
+            guard let manager = managersByType[spec.typeName] else {
+                throw ValidationError(path: FieldReader.join(path, "type"), "no manager runs \(spec.typeName) jobs")
             }
-            try managersByType[at].validate(spec, path: path)
+            try manager.validate(spec, path: path)
         case .serial(var group):
             for i in group.steps.indices {
                 group.steps[i] = try prepare(group.steps[i], path: FieldReader.join(path, "steps[\(i)]"), depth: depth)

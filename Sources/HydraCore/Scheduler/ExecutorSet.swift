@@ -2,38 +2,20 @@
 /// managers on a remote worker), as one: each task goes to the executor of its
 /// spec `type`. Loop-confined like every executor (the worker's loop thread).
 final class ExecutorSet: JobExecutor {
-    /// Each type with its executor. A handful: scanned, not hashed (the type
-    /// names are short inline strings, compared in one step; a dictionary
-    /// lookup hashed the name for every task).
-    private let types: [String]
-    private let executors: [any JobExecutor]
+    private let byType: TypeTable<any JobExecutor>
     private let all: [any JobExecutor]
 
     init(_ executors: [(types: Set<String>, executor: any JobExecutor)]) {
-        var types: [String] = []
-        var byType: [any JobExecutor] = []
-        for (names, executor) in executors {
-            for type in names {
-                if let i = types.firstIndex(of: type) {
-                    byType[i] = executor  // a later manager's executor takes the type, as before
-                } else {
-                    types.append(type)
-                    byType.append(executor)
-                }
-            }
+        var byType = TypeTable<any JobExecutor>()
+        for (types, executor) in executors {
+            for type in types { byType.set(executor, for: type) }
         }
-        self.types = types
-        self.executors = byType
+        self.byType = byType
         all = executors.map(\.executor)
     }
 
-    private func executor(for type: String) -> (any JobExecutor)? {
-        for i in types.indices where types[i] == type { return executors[i] }
-        return nil
-    }
-
     func start(_ task: WorkTask, handle: TaskHandle) {
-        guard let executor = executor(for: task.spec.typeName) else {
+        guard let executor = byType[task.spec.typeName] else {
             handle.finish(.failure(JobError(.internal, "no executor runs \(task.spec.typeName) jobs on this worker")))
             return
         }
@@ -41,7 +23,7 @@ final class ExecutorSet: JobExecutor {
     }
 
     func cancel(_ task: WorkTask, handle: TaskHandle) {
-        executor(for: task.spec.typeName)?.cancel(task, handle: handle)
+        byType[task.spec.typeName]?.cancel(task, handle: handle)
     }
 
     func reconfigure(_ limits: WorkerLimits) {
