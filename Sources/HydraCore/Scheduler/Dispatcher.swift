@@ -56,14 +56,10 @@ public final class Dispatcher: Sendable {
     }
 
     /// Checks `spec` and everything in it, and loads named jobs. Errors name the
-    /// field by path under `path` (`job.steps[2].url: expected string`).
-    public func prepare(_ spec: JobSpec, path: String) throws(ValidationError) -> JobSpec {
-        try check(spec, path: path).spec
-    }
-
-    /// ``prepare(_:path:)``, and whether the spec is a plain leaf: a leaf none
-    /// of whose own strings holds a `${…}` reference, so the coordinator sends
-    /// it to its worker as it is, without looking again (``Submission/plainLeaf``).
+    /// field by path under `path` (`job.steps[2].url: expected string`). Also
+    /// says whether the spec is a plain leaf: a leaf none of whose own strings
+    /// holds a `${…}` reference, so the coordinator sends it to its worker as
+    /// it is, without looking again (``Submission/plainLeaf``).
     func check(_ spec: JobSpec, path: String) throws(ValidationError) -> (spec: JobSpec, plainLeaf: Bool) {
         let prepared = try prepare(spec, path: path, depth: 0)
         let plainLeaf = try ReferenceCheck.validate(prepared, path: path, allowEnv: allowEnv)

@@ -3,6 +3,7 @@ import Testing
 import HydraLoop
 
 @testable import Hydra
+@testable import HydraCore
 
 /// The embedding API as a careless program uses it: a shutdown from the
 /// engine's own callbacks, work after the shutdown, values built in Swift that
@@ -105,6 +106,23 @@ import HydraLoop
         var withBody = ResourceSpec(.get(TestServer.url("/resource/x")))
         withBody.request.body = ["a": 1]
         #expect(refusal(JobSpec(.resource(withBody)))?.path == "body")
+        // Each member JSON refuses in a resource job is refused in one built in Swift,
+        // under its own name (the two checks keep one list: `refusedRemoteFields`).
+        let setters: [String: (inout RemoteSpec) -> Void] = [
+            "method": { $0.method = "PUT" }, "body": { $0.body = ["a": 1] }, "bodyEncoding": { $0.bodyEncoding = .form },
+            "dogma": { $0.dogma = "json" }, "cache": { $0.cache = CacheSpec(mode: .use, ttlSec: 5) },
+            "saveAs": { $0.saveAs = "x.bin" }, "bodyFile": { $0.bodyFile = "uploads/a.bin" },
+            "contentMD5": { $0.contentMD5 = true }, "gzipBody": { $0.gzipBody = true },
+        ]
+        #expect(Set(setters.keys) == Set(ResourceSpec.refusedRemoteFields))
+        for (name, set) in setters {
+            var one = ResourceSpec(.get(TestServer.url("/resource/x")))
+            set(&one.request)
+            #expect(refusal(JobSpec(.resource(one)))?.path == name, "\(name)")
+        }
+        var lowercaseGet = ResourceSpec(.get(TestServer.url("/resource/x")))
+        lowercaseGet.request.method = "get"
+        #expect(throws: Never.self) { _ = try engine.prepare(JobSpec(.resource(lowercaseGet))) }  // checked, not queued
         var digest = ResourceSpec(.get(TestServer.url("/resource/x")))
         digest.sha256 = "ABC"
         #expect(refusal(JobSpec(.resource(digest)))?.path == "sha256")

@@ -78,9 +78,7 @@ import Testing
         client = try server.client()
         let result = try client.call("job.result", ["jobId": job, "waitMs": 20_000])
         #expect(result["state"] == "failed", "\(result)")
-        let count = try client.call("job.submit", ["job": ["type": "remote", "url": .string(TestServer.url("/count/\(key)"))]])["jobId"]!
-        let counted = try client.call("job.result", ["jobId": count, "waitMs": 10_000])
-        #expect(counted["result"]?["body"]?["count"] == 4, "the origin saw every attempt: \(counted)")
+        #expect(try Self.requestsSeen(key, through: client) == 4, "the origin saw every attempt")
     }
 
     /// A server that cannot have its address stops before it resumes anything:
@@ -104,10 +102,7 @@ import Testing
         let other = try ServerProcess()
         defer { other.terminate() }
         let counter = try other.client()
-        func count() throws -> JSONValue? {
-            let id = try counter.call("job.submit", ["job": ["type": "remote", "url": .string(TestServer.url("/count/\(key)"))]])["jobId"]!
-            return try counter.call("job.result", ["jobId": id, "waitMs": 10_000])["result"]?["body"]?["count"]
-        }
+        func count() throws -> JSONValue? { try Self.requestsSeen(key, through: counter) }
         #expect(try count() == 1)
         guard case .tcp(_, let port)? = other.address else { Issue.record("no TCP address"); return }
         let refused = try RunCommandTests().hydra(["serve", "--config", server.configPath, "--state", state,
@@ -226,9 +221,7 @@ import Testing
             let after = try client.call("job.result", ["jobId": job, "waitMs": 10_000])
             #expect(after["state"] == "succeeded", "\(way): \(after)")
             #expect(after["result"]?["body"] == ["hits": 1], "\(way): the job ran again: \(after)")
-            let count = try client.call("job.submit", ["job": ["type": "remote", "url": .string(TestServer.url("/count/\(key)"))]])["jobId"]!
-            let sent = try client.call("job.result", ["jobId": count, "waitMs": 10_000])
-            #expect(sent["result"]?["body"] == ["count": 1], "\(way): requests sent: \(sent)")
+            #expect(try Self.requestsSeen(key, through: client) == 1, "\(way): requests sent")
         }
     }
 
@@ -251,8 +244,7 @@ import Testing
         client = try server.client()
         let after = try client.call("job.result", ["jobId": job, "waitMs": 5_000])
         #expect(after["state"] == "cancelled", "the cancel was lost: \(after)")
-        let count = try client.call("job.submit", ["job": ["type": "remote", "url": .string(TestServer.url("/count/\(key)"))]])["jobId"]!
-        #expect(try client.call("job.result", ["jobId": count, "waitMs": 10_000])["result"]?["body"] == ["count": 0])
+        #expect(try Self.requestsSeen(key, through: client) == 0)
     }
 
     /// An event a subscriber saw live is in the store: after `kill -9` a
@@ -300,5 +292,12 @@ import Testing
         #expect(FileManager.default.contents(atPath: folder + "/file.bin") == Data("kept".utf8))
         // The startup says what it removed.
         #expect(server.terminate().stderr.contains("removed 1 partial download(s)"))
+    }
+
+    /// How many requests the test server's origin saw for `key` (`/hits/KEY`,
+    /// `/count-status/KEY/…`), asked through a remote job on `client`'s server.
+    private static func requestsSeen(_ key: String, through client: RPCClient) throws -> JSONValue? {
+        let id = try client.call("job.submit", ["job": ["type": "remote", "url": .string(TestServer.url("/count/\(key)"))]])["jobId"]!
+        return try client.call("job.result", ["jobId": id, "waitMs": 10_000])["result"]?["body"]?["count"]
     }
 }
