@@ -70,7 +70,7 @@ public final class HydraEngine: Sendable {
         // none and locked nothing had its copies cleared by the next one to start.
         // A server passes its index and holds the lock itself.
         var folderLock: StateFolderLock?
-        if resourceIndex == nil, let lock = try? StateFolderLock(folder: self.stateDirectory) {
+        if resourceIndex == nil, let lock = try? StateFolderLock(folder: self.stateDirectory, settle: .milliseconds(250)) {
             // An index in memory starts empty: every copy an earlier run left in
             // the repository is unknown to it, and would stay on disk uncounted
             // by `maxBytes` for ever. They go now, with any partial download, but

@@ -27,7 +27,14 @@ public final class StateFolderLock: Sendable {
     /// folder whose database links to it. (`flock` and SQLite's own POSIX locks
     /// do not meet; the descriptor stays open until the lock ends, since closing
     /// any descriptor of a database file drops the process's POSIX locks on it.)
-    public init(folder: String, database: String? = nil) throws(Refusal) {
+    ///
+    /// A lock this process has just let go of can still be held for a moment
+    /// by a child another of its threads is spawning: the fork shares the
+    /// lock's open file until its `exec` closes it (`O_CLOEXEC`), measured at
+    /// one immediate re-lock in three with a thread running `Process`es. With
+    /// `settle`, a lock whose holder is this process's own pid is tried again
+    /// for up to that long before the refusal.
+    public init(folder: String, database: String? = nil, settle: Duration = .zero) throws(Refusal) {
         try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let path = folder + "/" + Configuration.State.lockName
         // Not through a link: a planted one would have the pid written over what it points at.
@@ -35,7 +42,7 @@ public final class StateFolderLock: Sendable {
         guard fd >= 0 else {
             throw Refusal(description: "cannot open \(path): \(String(cString: strerror(errno)))")
         }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+        guard StateFolderLock.lock(fd, path: path, settle: settle) else {
             let reason = errno
             let busy = reason == EWOULDBLOCK
             let holder = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -65,6 +72,24 @@ public final class StateFolderLock: Sendable {
                 : "cannot lock \(folder)/\(database!): \(String(cString: strerror(reason)))")
         }
         databaseDescriptor = db
+    }
+
+    /// `flock`s `fd` at once, or, while the holder is this process within
+    /// `settle`, every 2 ms until it is let go; errno says why on false.
+    private static func lock(_ fd: Int32, path: String, settle: Duration) -> Bool {
+        if flock(fd, LOCK_EX | LOCK_NB) == 0 { return true }
+        guard errno == EWOULDBLOCK, settle > .zero else { return false }
+        let deadline = ContinuousClock.now + settle
+        let ownPid = "\(getpid())"
+        while ContinuousClock.now < deadline {
+            let holder = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard holder == ownPid else { errno = EWOULDBLOCK; return false }
+            usleep(2_000)
+            if flock(fd, LOCK_EX | LOCK_NB) == 0 { return true }
+            guard errno == EWOULDBLOCK else { return false }
+        }
+        errno = EWOULDBLOCK
+        return false
     }
 
     deinit {
