@@ -36,6 +36,8 @@ final class ResourceExecutor: JobExecutor {
     @exclusivity(unchecked) private var waiting: [UInt64: String] = [:]
     /// Jobs waiting for another worker's transfer of their key (see ``TransferRegistry``), by task token.
     @exclusivity(unchecked) private var following: [UInt64: Waiter] = [:]
+    /// Jobs waiting out their own retry delay before they start again (``retryOrFail(_:_:)``), by task token.
+    @exclusivity(unchecked) private var delayed: [UInt64: Waiter] = [:]
     /// The next hand-over of recorded uses to the index (``PendingUses``): once a second, not per hit.
     @exclusivity(unchecked) private var touchTimer: ScheduledTask?
     /// Keys of plain `url` requests (see ``plainKey(_:)``), at most 4,096.
@@ -98,7 +100,33 @@ final class ResourceExecutor: JobExecutor {
         /// The credentials its request sends (known once routed): masked in the
         /// content its result carries (`as` text, json, base64), as in a remote job's body.
         var secrets: [String] = []
+        /// Its own retry policy and per-attempt timeout, as routed: a job that
+        /// shares a transfer is judged by them, not by the first job's.
+        var retry = RetryPolicy()
+        var timeoutMs: Int?
+        /// The attempts this job was charged (a job that joins a transfer
+        /// under way counts it as an attempt of its own), and when its current
+        /// attempt times out (uptime, ms; nil between attempts).
+        var attempts = 0
+        var deadline: UInt64?
+        /// While it follows another worker's transfer: the end of its attempt.
+        var followTimer: ScheduledTask?
+
+        /// Starts an attempt of this job at `now` (uptime ms).
+        mutating func startAttempt(at now: UInt64) {
+            attempts += 1
+            deadline = timeoutMs.map { now &+ UInt64(max(1, $0)) } ?? .max
+        }
+
+        /// The delay before its next attempt, when it has one left after `error`.
+        func retryDelay(after error: JobError) -> Int? {
+            guard RoutedRequest.isRetryable(error), attempts < retry.maxAttempts else { return nil }
+            return max(0, min(retry.delayMs(afterAttempt: attempts), RetryPolicy.maxDelayMs))
+        }
     }
+
+    /// Milliseconds of a monotonic clock, for the jobs' own deadlines.
+    private static func uptimeMs() -> UInt64 { DispatchTime.now().uptimeNanoseconds / 1_000_000 }
 
     /// One transfer of a key, across its attempts, and the jobs waiting for it.
     private final class Fetch {
@@ -107,9 +135,13 @@ final class ResourceExecutor: JobExecutor {
         @exclusivity(unchecked) var waiters: [Waiter]
         /// The copy being revalidated, if any (its validators are sent).
         @exclusivity(unchecked) var previous: ResourceRecord?
-        @exclusivity(unchecked) var attempts = 0
         @exclusivity(unchecked) var transfer: HTTPTransferID?
         @exclusivity(unchecked) var timer: ScheduledTask?
+        /// Fires at the earliest deadline of a job the transfer serves that is
+        /// earlier than the attempt's own end (``attemptEnds``).
+        @exclusivity(unchecked) var deadlineTimer: ScheduledTask?
+        /// When the attempt under way times out (uptime ms): the latest deadline of its jobs.
+        @exclusivity(unchecked) var attemptEnds: UInt64 = .max
         /// What an attempt cut mid-body received (the response's headers and the bytes so far) and
         /// the validator, if any, the rest is asked for with: the next attempt sends `Range` (+ `If-Range`).
         /// (`bytes` holds the bytes so far of a body kept in memory; a streamed one's are in `file`.)
@@ -196,8 +228,9 @@ final class ResourceExecutor: JobExecutor {
     /// Serves or fetches a job's resource. `counted`: the job started before
     /// (it waited for a transfer, here or on another worker) and was counted
     /// then: `resource.stats` counts each job once, as a memory or disk hit or
-    /// a miss (`merged` and `revalidated` count misses too).
-    private func begin(_ task: WorkTask, handle: TaskHandle, counted: Bool) {
+    /// a miss (`merged` and `revalidated` count misses too). `attempts`: those
+    /// it was charged before (it starts again after a failure it retries).
+    private func begin(_ task: WorkTask, handle: TaskHandle, counted: Bool, attempts: Int = 0) {
         let statistics: ResourceStatistics? = counted ? nil : manager.statistics
         if closed {
             // A job that waited for another cipher's fetch, started again as the worker closes:
@@ -210,6 +243,7 @@ final class ResourceExecutor: JobExecutor {
             return
         }
         var waiter = Waiter(task: task, handle: handle, spec: spec)
+        waiter.attempts = attempts
         let now = Date().timeIntervalSince1970
         let maxAge = Double(spec.maxAgeSec ?? manager.settings.maxAgeSec)
         func fresh(_ record: ResourceRecord) -> Bool { spec.mode == .only || now - record.storedAt < maxAge }
@@ -243,6 +277,8 @@ final class ResourceExecutor: JobExecutor {
             return
         }
         waiter.secrets = routed.secrets
+        waiter.retry = routed.retry
+        waiter.timeoutMs = routed.http.timeoutMilliseconds
         let key = plain ?? ResourceKey.make(url: routed.http.url, remaker: spec.remaker, options: spec.remakeOptions)
         if plain == nil, memoryHit(key) { return }
         // Then disk. A copy kept with another cipher is no copy for this job: it
@@ -297,7 +333,15 @@ final class ResourceExecutor: JobExecutor {
         if let fetch = fetches[key] {
             if fetch.cipher == spec.cipher {
                 statistics?.countMerged()
-                fetch.waiters.append(waiter)
+                // Joined while an attempt is under way: that attempt is this job's
+                // too, bounded by its own timeout (between attempts: the next one).
+                if fetch.transfer != nil {
+                    waiter.startAttempt(at: Self.uptimeMs())
+                    fetch.waiters.append(waiter)
+                    armDeadlines(fetch)
+                } else {
+                    fetch.waiters.append(waiter)
+                }
             } else {
                 var later = waiter
                 later.startsAgain = true
@@ -314,7 +358,9 @@ final class ResourceExecutor: JobExecutor {
         }) == .following {
             waiting[task.token] = nil
             statistics?.countMerged()
+            waiter.startAttempt(at: Self.uptimeMs())
             following[task.token] = waiter
+            armFollowTimer(token)
             return
         }
         let previous = onDisk.flatMap { $0.record.etag != nil || $0.record.lastModified != nil ? $0.record : nil }
@@ -327,12 +373,50 @@ final class ResourceExecutor: JobExecutor {
     /// its network failure, or starts again (served the copy that transfer
     /// stored, or fetching for itself).
     private func followed(_ token: UInt64, _ failure: JobError?) {
-        guard let waiter = following.removeValue(forKey: token) else { return }  // cancelled meanwhile
-        if let failure {
-            waiter.handle.finish(.failure(failure))
+        guard let waiter = following.removeValue(forKey: token) else { return }  // cancelled or timed out meanwhile
+        waiter.followTimer?.cancel()
+        if let failure, failure.kind == .timeout, let deadline = waiter.deadline, deadline > Self.uptimeMs() &+ 20 {
+            // The other job's timeout, not this one's: it starts again at once, within its own.
+            begin(waiter.task, handle: waiter.handle, counted: true, attempts: waiter.attempts - 1)
+        } else if let failure {
+            retryOrFail(waiter, failure)
         } else {
-            begin(waiter.task, handle: waiter.handle, counted: true)
+            begin(waiter.task, handle: waiter.handle, counted: true, attempts: waiter.attempts - 1)
         }
+    }
+
+    /// Bounds a job that follows another worker's transfer by its own timeout.
+    private func armFollowTimer(_ token: UInt64) {
+        guard let waiter = following[token], let deadline = waiter.deadline, deadline != .max else { return }
+        let now = Self.uptimeMs()
+        following[token]?.followTimer = loop.schedule(afterMilliseconds: deadline > now ? deadline - now : 0) { [unowned self] in
+            guard let waiter = following.removeValue(forKey: token) else { return }
+            retryOrFail(waiter, Self.ownTimeout(waiter))
+        }
+    }
+
+    /// A job that no longer waits for a transfer (it followed one that failed,
+    /// or its own time ran out) after `error`: it starts again after its own
+    /// delay when it has attempts left, else fails.
+    private func retryOrFail(_ waiter: Waiter, _ error: JobError) {
+        guard let delay = waiter.retryDelay(after: error) else {
+            waiter.handle.finish(.failure(error))
+            return
+        }
+        waiter.handle.retrying(attempt: waiter.attempts + 1, delayMs: delay, error: error)
+        let token = waiter.task.token
+        var later = waiter
+        later.deadline = nil
+        later.followTimer = loop.schedule(afterMilliseconds: UInt64(delay)) { [unowned self] in
+            guard let waiter = delayed.removeValue(forKey: token) else { return }
+            begin(waiter.task, handle: waiter.handle, counted: true, attempts: waiter.attempts)
+        }
+        delayed[token] = later  // cancellable while it waits
+    }
+
+    /// The failure of a job whose own timeout ran out while it waited for a transfer it shares.
+    private static func ownTimeout(_ waiter: Waiter) -> JobError {
+        JobError(.timeout, "timed out after \(waiter.timeoutMs ?? 0) ms waiting for this resource's transfer (shared with another job)")
     }
 
     /// The transfer of `fetch`'s key ends here (with `failure`, when it failed):
@@ -344,31 +428,48 @@ final class ResourceExecutor: JobExecutor {
     }
 
     func cancel(_ task: WorkTask, handle: TaskHandle) {
-        if following.removeValue(forKey: task.token) != nil {
+        if let waiter = following.removeValue(forKey: task.token) ?? delayed.removeValue(forKey: task.token) {
+            waiter.followTimer?.cancel()
             handle.finish(.failure(JobError(.cancelled, "cancelled")))
             return
         }
         guard let key = waiting.removeValue(forKey: task.token), let fetch = fetches[key] else { return }
         fetch.waiters.removeAll { $0.task.token == task.token }
         handle.finish(.failure(JobError(.cancelled, "cancelled")))
-        if fetch.waiters.isEmpty {
-            // Nobody waits any more: the transfer stops (its completion finds no waiter).
-            fetch.timer?.cancel()
-            fetch.timer = nil
-            if let transfer = fetch.transfer { client.cancel(transfer) } else { forget(fetch) }
+        leftBehind(fetch)
+    }
+
+    /// Some of `fetch`'s jobs went: with none left the transfer stops (its
+    /// completion finds no waiter), else the next deadline is armed again.
+    private func leftBehind(_ fetch: Fetch) {
+        guard fetch.waiters.isEmpty else {
+            armDeadlines(fetch)
+            return
         }
+        fetch.timer?.cancel()
+        fetch.timer = nil
+        fetch.deadlineTimer?.cancel()
+        fetch.deadlineTimer = nil
+        if let transfer = fetch.transfer { client.cancel(transfer) } else { forget(fetch) }
     }
 
     func close() {
         closed = true
         for fetch in fetches.values {
             fetch.timer?.cancel()
+            fetch.deadlineTimer?.cancel()
             if let transfer = fetch.transfer { client.cancel(transfer) }
             manager.transfers.ended(fetch.key, by: ObjectIdentifier(self))
         }
         fetches.removeAll()
         waiting.removeAll()
+        for waiter in following.values { waiter.followTimer?.cancel() }
         following.removeAll()
+        for waiter in delayed.values {
+            waiter.followTimer?.cancel()
+            waiter.handle.finish(.failure(JobError(.cancelled, "cancelled")))
+        }
+        delayed.removeAll()
         touchTimer?.cancel()
         flushTouches()
         memory.removeAll()
@@ -379,9 +480,19 @@ final class ResourceExecutor: JobExecutor {
     // MARK: - Transfers
 
     private func attempt(_ fetch: Fetch) {
-        fetch.attempts += 1
         manager.statistics.countRequest()
         var http = fetch.routed.http
+        // Each job it serves starts an attempt of its own (unless one under way
+        // goes on: a timeout that was not its own); the transfer lasts as long
+        // as the job that allows the longest.
+        let now = Self.uptimeMs()
+        for i in fetch.waiters.indices where !fetch.waiters[i].startsAgain && fetch.waiters[i].deadline == nil {
+            fetch.waiters[i].startAttempt(at: now)
+        }
+        if !fetch.served.isEmpty {
+            fetch.attemptEnds = fetch.served.map { $0.deadline ?? .max }.max() ?? .max
+            http.timeoutMilliseconds = fetch.attemptEnds == .max ? nil : Int(clamping: max(1, fetch.attemptEnds &- now))
+        }
         // Every body can be a bomb: nothing larger than the repository, and a body
         // kept in memory to be remade, compressed or sealed no larger than
         // `defaults.maxBodyBytes` (protocol §4: the limit of bodies kept in memory).
@@ -420,8 +531,11 @@ final class ResourceExecutor: JobExecutor {
             fetch.transfer = try client.start(http, progress: http.reportsProgress ? progress : nil,
                                               spillFile: spillFile) { [unowned self] result in
                 fetch.transfer = nil
+                fetch.deadlineTimer?.cancel()
+                fetch.deadlineTimer = nil
                 self.completed(fetch, result)
             }
+            armDeadlines(fetch)
         } catch {
             fail(fetch, JobError(.invalid, error.message))
         }
@@ -514,16 +628,85 @@ final class ResourceExecutor: JobExecutor {
                     : JobError(.tooLarge, "the resource is larger than \(manager.inMemoryLimit) bytes: a copy remade or kept with a cipher is made in memory (defaults.maxBodyBytes, or resources.maxBytes when smaller)")
             }
         }
-        if RoutedRequest.isRetryable(error), fetch.attempts < fetch.routed.retry.maxAttempts {
-            let delay = max(0, min(fetch.routed.retry.delayMs(afterAttempt: fetch.attempts), RetryPolicy.maxDelayMs))
-            for waiter in fetch.served { waiter.handle.retrying(attempt: fetch.attempts + 1, delayMs: delay, error: error) }
-            fetch.timer = loop.schedule(afterMilliseconds: UInt64(delay)) { [unowned self] in
-                fetch.timer = nil
-                self.attempt(fetch)
+        judge(fetch, error)  // a failure never touches the good copy
+    }
+
+    /// A failed attempt, judged for each job it served by that job's own
+    /// policy: a job with attempts left is told `job.retrying` (its own delay)
+    /// and the transfer is tried again after the shortest of those delays; a
+    /// job with none fails. A timeout that came before a job's own deadline
+    /// (the attempt lasted as long as another job allowed) is not that job's:
+    /// its attempt goes on in the next one, started at once.
+    private func judge(_ fetch: Fetch, _ error: JobError) {
+        let now = Self.uptimeMs()
+        var next: Int?
+        var failed: [Waiter] = []
+        for i in fetch.waiters.indices.reversed() where !fetch.waiters[i].startsAgain {
+            let waiter = fetch.waiters[i]
+            if error.kind == .timeout, let deadline = waiter.deadline, deadline != .max, deadline > now &+ 20 {
+                next = 0
+                continue
             }
+            if let delay = waiter.retryDelay(after: error) {
+                waiter.handle.retrying(attempt: waiter.attempts + 1, delayMs: delay, error: error)
+                fetch.waiters[i].deadline = nil
+                next = min(next ?? delay, delay)
+            } else {
+                failed.append(fetch.waiters.remove(at: i))
+            }
+        }
+        guard let next, !fetch.served.isEmpty else {
+            // Nobody tries again: the fetch ends (those that wait to start again do).
+            fetch.waiters += failed.reversed()
+            fail(fetch, error)
             return
         }
-        fail(fetch, error)  // a failure never touches the good copy
+        for waiter in failed.reversed() {
+            waiting[waiter.task.token] = nil
+            waiter.handle.finish(.failure(error))
+        }
+        fetch.timer = loop.schedule(afterMilliseconds: UInt64(next)) { [unowned self] in
+            fetch.timer = nil
+            self.attempt(fetch)
+        }
+    }
+
+    /// Arms `fetch`'s timer for the earliest deadline of a job it serves that
+    /// comes before the attempt's own end (the attempt is then cut for no one).
+    private func armDeadlines(_ fetch: Fetch) {
+        fetch.deadlineTimer?.cancel()
+        fetch.deadlineTimer = nil
+        guard fetch.transfer != nil,
+              let earliest = fetch.served.compactMap(\.deadline).min(), earliest < fetch.attemptEnds else { return }
+        let now = Self.uptimeMs()
+        fetch.deadlineTimer = loop.schedule(afterMilliseconds: earliest > now ? earliest - now : 0) { [unowned self] in
+            fetch.deadlineTimer = nil
+            expireDeadlines(fetch)
+        }
+    }
+
+    /// The jobs of `fetch` whose own time ran out while its transfer goes on
+    /// for others: each retries by its own policy (waiting on, with a new
+    /// deadline after its delay) or fails with kind `timeout`.
+    private func expireDeadlines(_ fetch: Fetch) {
+        guard fetch.transfer != nil else { return }
+        let now = Self.uptimeMs()
+        var failed: [(Waiter, JobError)] = []
+        for i in fetch.waiters.indices.reversed() where !fetch.waiters[i].startsAgain {
+            guard let deadline = fetch.waiters[i].deadline, deadline <= now else { continue }
+            let waiter = fetch.waiters[i]
+            let error = Self.ownTimeout(waiter)
+            if let delay = waiter.retryDelay(after: error) {
+                waiter.handle.retrying(attempt: waiter.attempts + 1, delayMs: delay, error: error)
+                fetch.waiters[i].startAttempt(at: now &+ UInt64(delay))
+            } else {
+                fetch.waiters.remove(at: i)
+                waiting[waiter.task.token] = nil
+                failed.append((waiter, error))
+            }
+        }
+        for (waiter, error) in failed.reversed() { waiter.handle.finish(.failure(error)) }
+        leftBehind(fetch)
     }
 
     /// Keeps what a cut attempt received when the rest can be asked for: a

@@ -9,10 +9,11 @@ import HydraLoop
 /// starts again, finding the copy it stored (resources.md: two jobs for the
 /// same resource at the same time make one transfer). If that transfer
 /// failed on the network (kinds `network`, `timeout`, `tls`: the server's
-/// doing, the same for every job), the job fails with that error ("every
-/// waiter gets the result or the error"); after any other ending (a failure
-/// of the first job's own making, such as its `sha256`, or nobody waiting
-/// any more) it starts again and fetches for itself. Thread-safe.
+/// doing, the same for every job), the job is told that error and judges it
+/// by its own `retry` and `timeoutMs` (the executor's `followed`); after any
+/// other ending (a failure of the first job's own making, such as its
+/// `sha256`, or nobody waiting any more) it starts again and fetches for
+/// itself. Thread-safe.
 final class TransferRegistry: Sendable {
     /// Who fetches a key, and the callbacks of the jobs waiting on other workers.
     private struct Entry {

@@ -277,6 +277,82 @@ import HydraLoop
         for task in slow { #expect(try await task.value["source"] == "network") }
     }
 
+    /// Runs `first` and `second` (resource jobs of `/resource/NAME?QUERY`):
+    /// `first` starts the transfer, `second` joins it once the server has the
+    /// request (on another worker it could otherwise start first).
+    func shared(_ engine: HydraEngine, _ name: String, _ query: String, _ first: String, _ second: String) async throws
+        -> (JobResult, JobResult)
+    {
+        let url = TestServer.url("/resource/\(name)?\(query)")
+        let a = try engine.submit(job(url, #","as":"text""# + first))
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try await counter(engine, "res-\(name)") < 1 {
+            try #require(ContinuousClock.now < deadline, "the first job's request never reached the server")
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let b = try engine.submit(job(url, #","as":"text""# + second))
+        return (try #require(await engine.result(of: a)), try #require(await engine.result(of: b)))
+    }
+
+    /// Jobs sharing a transfer were judged by the first one's `timeoutMs` and
+    /// `retry`: a job with a short timeout waited past it, one with a long
+    /// timeout failed at the first one's, one with retries got none.
+    @Test func aJobSharingATransferKeepsItsOwnTimeoutAndRetries() async throws {
+        let engine = try engine()
+        defer { engine.shutdown() }
+        // The second job's short timeout ends its wait; the transfer goes on for the first.
+        var n = name()
+        var (first, second) = try await shared(engine, n, "delay=1200", "", #","timeoutMs":300"#)
+        #expect(first.state == .succeeded && first.result?["content"] == .string("resource \(n) v1"), "\(first)")
+        #expect(second.error?.kind == .timeout, "\(second)")
+        #expect(try await counter(engine, "res-\(n)") == 1)
+        // The first job's short timeout is not the second's: it goes on (a new request).
+        n = name()
+        (first, second) = try await shared(engine, n, "delay=1200",
+                                           #","timeoutMs":300,"retry":{"maxAttempts":1}"#, "")
+        #expect(first.error?.kind == .timeout, "\(first)")
+        #expect(second.state == .succeeded && second.result?["content"] == .string("resource \(n) v1"), "\(second)")
+        #expect(try await counter(engine, "res-\(n)") == 2)
+        // The second job's retries are its own: the transfer is tried again for it alone.
+        n = name()
+        (first, second) = try await shared(engine, n, "delay=600&status=503",
+                                           #","retry":{"maxAttempts":1}"#, #","retry":{"maxAttempts":3,"backoffMs":10}"#)
+        #expect(first.error?.kind == .http && second.error?.kind == .http, "\(first) \(second)")
+        #expect(try await counter(engine, "res-\(n)") == 3)
+        // ...and the first job's retries do not keep the second waiting past its own one attempt.
+        n = name()
+        let events = engine.events(EventFilter(events: [EventName.retrying]))  // (the first two: the second job never retries)
+        (first, second) = try await shared(engine, n, "delay=600&status=503",
+                                           #","retry":{"maxAttempts":3,"backoffMs":300}"#, #","retry":{"maxAttempts":1}"#)
+        #expect(first.error?.kind == .http && second.error?.kind == .http, "\(first) \(second)")
+        #expect(try await counter(engine, "res-\(n)") == 3)
+        var retried: [String] = []
+        for await event in events {
+            retried.append(event.jobId)
+            if retried.count == 2 { break }
+        }
+        #expect(retried == [first.jobId, first.jobId], "only the first job retried: \(retried)")
+    }
+
+    /// The same across workers: a job following another worker's transfer
+    /// keeps its own timeout, and the other job's is not its own.
+    @Test func aJobFollowingAnotherWorkersTransferKeepsItsOwnTimeout() async throws {
+        let engine = try engine(workers: #"[{"name":"a","kind":"remote"},{"name":"b","kind":"remote"},{"name":"l","kind":"local"}]"#)
+        defer { engine.shutdown() }
+        var n = name()
+        var (first, second) = try await shared(engine, n, "delay=1200",
+                                               #","worker":"a""#, #","worker":"b","timeoutMs":300"#)
+        #expect(first.state == .succeeded, "\(first)")
+        #expect(second.error?.kind == .timeout, "\(second)")
+        #expect(try await counter(engine, "res-\(n)") == 1)
+        n = name()
+        (first, second) = try await shared(engine, n, "delay=1200",
+                                           #","worker":"a","timeoutMs":300,"retry":{"maxAttempts":1}"#, #","worker":"b""#)
+        #expect(first.error?.kind == .timeout, "\(first)")
+        #expect(second.state == .succeeded && second.result?["content"] == .string("resource \(n) v1"), "\(second)")
+        #expect(try await counter(engine, "res-\(n)") == 2)
+    }
+
     /// Peers' numbers never overflow: huge offsets and lengths read what there is.
     @Test func readsWithHugeOffsetsAndLengths() async throws {
         let engine = try engine()
