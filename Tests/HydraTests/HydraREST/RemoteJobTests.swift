@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 
 @testable import Hydra
+@testable import HydraREST
 
 /// Remote jobs against the real local test server, through the real engine.
 @Suite(.ownThreads) struct RemoteJobTests {
@@ -367,6 +368,28 @@ import Testing
         // Unmatched requests still reach the network.
         let real = try await engine.run(spec(#"{"type":"remote","api":"items"}"#))
         #expect(real.result?["body"]?["count"] == 3)
+    }
+
+    /// A dummy for an endpoint with defaults (rest.md §8) answers the
+    /// requests built from it, a removed segment included: they went to the
+    /// network when a segment was left out.
+    @Test func aDummyMatchesItsEndpointWithSegmentsRemoved() async throws {
+        let engine = try makeEngine(#", "dummy": {"enabled": true, "responses": [{"server":"testsvr","endpoint":"/v1/users/:id=me/items/:page=","body":"dd"}]}, "apis": {"route": {"server":"testsvr","endpoint":"/v1/users/:id=me/items/:page="}}"#)
+        defer { engine.shutdown() }
+        for vars in [#"{}"#, #"{"id":"","page":"2"}"#, #"{"page":"2"}"#, #"{"id":"x","page":""}"#, #"{"id":"","page":""}"#] {
+            let result = try await engine.run(spec(#"{"type":"remote","api":"route","pathVars":\#(vars)}"#))
+            #expect(result.result?["body"] == "dd", "pathVars \(vars): \(result)")
+        }
+        #expect(DummyResponder.matches(pattern: "/a/:x=1/b", path: "/a/b"))
+        #expect(DummyResponder.matches(pattern: "/a/:x=1/b", path: "/a/z/b?q=1"))
+        #expect(!DummyResponder.matches(pattern: "/a/:x=1/b", path: "/a/z/y/b"))
+        #expect(!DummyResponder.matches(pattern: "/a/:x/b", path: "/a/b"))
+        #expect(DummyResponder.matches(pattern: "/a/*", path: "/a/b/c"))
+        #expect(!DummyResponder.matches(pattern: "/a/b", path: "/a"))
+        // Many removable segments against a long path that fits none: quick, not 2^n.
+        let many = "/" + Array(repeating: ":v=", count: 40).joined(separator: "/") + "/end"
+        #expect(!DummyResponder.matches(pattern: many, path: "/" + Array(repeating: "x", count: 60).joined(separator: "/")))
+        #expect(DummyResponder.matches(pattern: many, path: "/x/x/end"))
     }
 
     @Test func submitTimeValidationNamesFields() throws {
