@@ -164,6 +164,7 @@ public final class RESTManager: JobManager {
                 throw ValidationError(path: at("pathVars.\(name)"), "required by endpoint \(endpoint)")
             }
         }
+        try checkPathVars(remote, endpoint: endpoint, at: at)
         if let dogma = remote.dogma {
             // A dogma named by a reference is checked when the step runs, before sending.
             if !Template.containsReference(dogma), self.dogma(named: dogma) == nil {
@@ -283,5 +284,28 @@ public final class RESTStatistics: Sendable {
                  dummyResponses: dummies.load(ordering: .relaxed), failedRequests: failures.load(ordering: .relaxed),
                  cacheHits: cacheHits.load(ordering: .relaxed), cacheMisses: cacheMisses.load(ordering: .relaxed),
                  merged: merged.load(ordering: .relaxed))
+    }
+}
+
+extension RESTManager {
+    /// A typo never silently changes what a call does (protocol §4): path
+    /// variables the route never uses are refused (a `url` is sent as it is:
+    /// it takes none), and so is a value that is a dot segment (`.`, `..`),
+    /// which would move the request to another route.
+    func checkPathVars(_ remote: RemoteSpec, endpoint: String?, at: (String) -> String) throws(ValidationError) {
+        guard !remote.pathVars.isEmpty else { return }
+        if remote.url != nil {
+            throw ValidationError(path: at("pathVars"), "a url is sent as it is: path variables are for an endpoint or api")
+        }
+        for (name, value) in remote.pathVars {
+            if case .string(let text) = value, RouteResolver.isDotSegment(text) {
+                throw ValidationError(path: at("pathVars.\(name)"), RouteResolver.dotSegmentReason(text))
+            }
+        }
+        guard let endpoint, !Template.containsReference(endpoint), remote.api.map(Template.containsReference) != true else { return }
+        let used = Set(endpoint.split(separator: "/").compactMap { RouteResolver.pathVariable($0)?.name })
+        for name in remote.pathVars.keys where !used.contains(name) {
+            throw ValidationError(path: at("pathVars.\(name)"), "endpoint \(endpoint) has no :\(name) segment")
+        }
     }
 }

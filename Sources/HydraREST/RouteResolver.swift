@@ -320,6 +320,14 @@ final class RouteResolver: Sendable {
         }
     }
 
+    /// `.` or `..`: a path variable with such a value would leave its segment
+    /// (the server resolves it: `/users/../items` is `/items`).
+    static func isDotSegment(_ text: String) -> Bool { text == "." || text == ".." }
+
+    static func dotSegmentReason(_ text: String) -> String {
+        "\(text.debugDescription) is a dot segment: it would change the route, not fill a segment"
+    }
+
     /// A path variable segment, `:name` or `:name=default`; nil for a literal one.
     static func pathVariable(_ segment: Substring) -> (name: String, defaultValue: String?)? {
         guard segment.hasPrefix(":") else { return nil }
@@ -345,6 +353,9 @@ final class RouteResolver: Sendable {
                 text = defaultValue
             } else {
                 throw JobError(.invalid, "pathVars.\(variable.name): missing for endpoint \(endpoint)")
+            }
+            if RouteResolver.isDotSegment(text) {
+                throw JobError(.invalid, "pathVars.\(variable.name): " + RouteResolver.dotSegmentReason(text))
             }
             if !text.isEmpty { out.append(Substring(percentEncode(text))) }
         }

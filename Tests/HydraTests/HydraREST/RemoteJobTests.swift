@@ -392,6 +392,35 @@ import Testing
         #expect(DummyResponder.matches(pattern: many, path: "/x/x/end"))
     }
 
+    /// A path variable of `..` sent `/v1/users/../items`, which the origin
+    /// read as `/v1/items`; path variables nobody uses (a typo, or any on a
+    /// `url`) were ignored.
+    @Test func pathVarsThatWouldChangeTheRouteAreRefused() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        for value in [".", ".."] {
+            let refused = #expect(throws: ValidationError.self) {
+                try engine.submit(spec(#"{"type":"remote","api":"echo","pathVars":{"name":"\#(value)"}}"#))
+            }
+            #expect(refused?.path == "pathVars.name" && refused?.reason.contains("dot segment") == true, "\(String(describing: refused))")
+        }
+        // From a reference: refused when the step runs, before anything is sent.
+        let late = try await engine.run(spec(#"{"type":"remote","api":"echo","pathVars":{"name":"${input.name}"}}"#),
+                                        input: ["name": ".."])
+        #expect(late.error?.kind == .invalid && late.error?.message.contains("pathVars.name") == true, "\(late)")
+        // Dots inside a value are only text.
+        let dots = try await engine.run(spec(#"{"type":"remote","api":"echo","pathVars":{"name":"..a"}}"#))
+        #expect(dots.state == .succeeded, "\(dots)")
+        let typo = #expect(throws: ValidationError.self) {
+            try engine.submit(spec(#"{"type":"remote","api":"echo","pathVars":{"name":"a","nmae":"b"}}"#))
+        }
+        #expect(typo?.path == "pathVars.nmae", "\(String(describing: typo))")
+        let onURL = #expect(throws: ValidationError.self) {
+            try engine.submit(spec(#"{"type":"remote","url":"\#(TestServer.url("/v/:a"))","pathVars":{"a":"1"}}"#))
+        }
+        #expect(onURL?.path == "pathVars", "\(String(describing: onURL))")
+    }
+
     @Test func submitTimeValidationNamesFields() throws {
         let engine = try makeEngine()
         defer { engine.shutdown() }
