@@ -371,6 +371,10 @@ final class Transfer {
             list = curl_slist_append(list, "Accept-Encoding: \(Transfer.acceptedEncodings)")
         }
         if shape.hasBody { list = curl_slist_append(list, "Expect:") }
+        if !shape.hasBody && shape.method == "POST" && !shape.headers.contains(where: { $0.hasName("content-type") }) {
+            // A POST without a body: curl would label the nothing it sends as a form.
+            list = curl_slist_append(list, "Content-Type:")
+        }
         headerList = list
         hydra_easy_setopt_ptr(easy, CURLOPT_HTTPHEADER, list)
 

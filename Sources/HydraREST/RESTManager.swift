@@ -140,6 +140,7 @@ public final class RESTManager: JobManager {
         let resolver = self.resolver
         func at(_ key: String) -> String { FieldReader.join(path, key) }
         var endpoint = remote.endpoint
+        if let endpoint, !Template.containsReference(endpoint) { try Configuration.checkEndpoint(endpoint, path: at("endpoint")) }
         if let api = remote.api, !Template.containsReference(api) {
             guard let route = resolver.configuration.apis[api] else { throw ValidationError(path: at("api"), "unknown api '\(api)'") }
             endpoint = route.endpoint

@@ -136,6 +136,11 @@ final class RouteResolver: Sendable {
             guard let key = serverKey else { throw JobError(.invalid, "no server: give url, server or api, or set defaults.server") }
             guard let server = configuration.servers[key] else { throw JobError(.invalid, "unknown server '\(key)'") }
             guard let endpoint = spec.endpoint ?? api?.endpoint else { throw JobError(.invalid, "no endpoint") }
+            do throws(ValidationError) {
+                try Configuration.checkEndpoint(endpoint, path: "endpoint")  // one from a reference
+            } catch {
+                throw JobError(.invalid, error.description)
+            }
             let filled = try RouteResolver.fill(endpoint: endpoint, with: spec.pathVars)
             path = filled
             url = RouteResolver.join(server.url, filled)

@@ -15,6 +15,8 @@ extension Configuration {
         public static let status = 100...599
         /// `dummy.responses[].delayMs`, `state.minFreeBytes`, `resources.memoryBytes`, `retention.hours`.
         public static let nonNegative = 0...Int.max
+        /// A dummy response's delay: at most 10 minutes (a longer one is a typo, and every job it answers would wait it).
+        public static let dummyDelayMs = 0...600_000
         /// `resources.maxBytes`, `defaults.maxBodyBytes`, `limits.maxQueuedJobs`.
         public static let positive = 1...Int.max
         /// `resources.purgeIntervalSec` (at most a year: the timer counts milliseconds in 64 bits).
@@ -45,7 +47,7 @@ extension Configuration {
         try defaults.retry.checkValues(path: "defaults.retry")
         try HeaderSyntax.check(defaults.headers, path: "defaults.headers")
         for (key, server) in servers {
-            _ = try Configuration.checkURL(server.url, path: "servers.\(key).url")
+            _ = try Configuration.checkBaseURL(server.url, path: "servers.\(key).url")
             try HeaderSyntax.check(server.headers, path: "servers.\(key).headers")
         }
         for (key, api) in apis { try api.check(path: "apis.\(key)") }
@@ -90,6 +92,7 @@ extension Configuration.API {
     /// An api built in Swift, as the file's `apis.KEY` is checked.
     func check(path: String) throws(ValidationError) {
         guard RemoteSpec.isValidMethod(method) else { throw ValidationError(path: path + ".method", "invalid method '\(method)'") }
+        try Configuration.checkEndpoint(endpoint, path: path + ".endpoint")
         try HeaderSyntax.check(headers, path: path + ".headers")
         try SpecBounds.check(timeoutMs, SpecBounds.timeoutMs, path + ".timeoutMs")
         try SpecBounds.check(staleIfErrorSec, SpecBounds.staleIfErrorSec, path + ".staleIfErrorSec")
@@ -105,6 +108,7 @@ extension Configuration.DummyResponse {
             throw ValidationError(path: path + ".method", "invalid method '\(method)'")
         }
         try SpecBounds.check(status, Configuration.Bounds.status, path + ".status")
-        try SpecBounds.check(delayMs, Configuration.Bounds.nonNegative, path + ".delayMs")
+        try Configuration.checkEndpoint(endpoint, path: path + ".endpoint")
+        try SpecBounds.check(delayMs, Configuration.Bounds.dummyDelayMs, path + ".delayMs")
     }
 }

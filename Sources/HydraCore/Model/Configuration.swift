@@ -214,6 +214,7 @@ public struct Configuration: Sendable {
         public init(json: JSONValue, path: String) throws(ValidationError) {
             var d = try FieldReader(json, path: path)
             endpoint = try d.requiredString("endpoint")
+            try Configuration.checkEndpoint(endpoint, path: d.path("endpoint"))
             server = try d.string("server")
             method = try d.string("method")?.uppercased()
             if let method, !RemoteSpec.isValidMethod(method) {
@@ -222,7 +223,7 @@ public struct Configuration: Sendable {
             status = try d.int("status", in: Bounds.status) ?? 200
             headers = try d.stringMap("headers") ?? [:]
             body = d.value("body")
-            delayMs = try d.int("delayMs", in: Bounds.nonNegative) ?? 0
+            delayMs = try d.int("delayMs", in: Bounds.dummyDelayMs) ?? 0
             try d.rejectUnknownKeys()
         }
     }
@@ -328,11 +329,14 @@ extension Configuration {
             for (key, value) in o.members {
                 let path = o.path(key)
                 if case .string(let url) = value {
-                    servers[key] = Server(url: try Configuration.checkURL(url, path: path))
+                    servers[key] = Server(url: try Configuration.checkBaseURL(url, path: path))
                     continue
                 }
+                guard case .object = value else {
+                    throw ValidationError(path: path, "expected string (the base URL) or object, got \(value.typeName)")
+                }
                 var s = try FieldReader(value, path: path)
-                var server = Server(url: try Configuration.checkURL(try s.requiredString("url"), path: s.path("url")))
+                var server = Server(url: try Configuration.checkBaseURL(try s.requiredString("url"), path: s.path("url")))
                 server.verifyTLS = try s.bool("verifyTLS") ?? true
                 // Files are relative to the directory the server runs in (as the config's other paths).
                 server.caFile = try s.string("caFile")
@@ -373,6 +377,7 @@ extension Configuration {
                 // Without a server the api uses defaults.server (filled in by `checkReferences`).
                 let server = try a.string("server") ?? ""
                 var api = API(server: server, endpoint: try a.requiredString("endpoint"))
+                try Configuration.checkEndpoint(api.endpoint, path: a.path("endpoint"))
                 api.method = try a.string("method")?.uppercased() ?? "GET"
                 if !RemoteSpec.isValidMethod(api.method) {
                     throw ValidationError(path: a.path("method"), "invalid method '\(api.method)'")
@@ -577,6 +582,25 @@ extension Configuration {
             guard let number = Int(port), (1...65535).contains(number) else {
                 throw ValidationError(path: path, "the proxy URL's port must be a number from 1 to 65535")
             }
+        }
+    }
+
+    /// A server's base URL: an http(s) URL without a query or fragment
+    /// (endpoints are appended to it: `…/q?a=1` put them in the query, and
+    /// `…#frag` lost them).
+    static func checkBaseURL(_ url: String, path: String) throws(ValidationError) -> String {
+        _ = try checkURL(url, path: path)
+        if url.contains("?") || url.contains("#") {
+            throw ValidationError(path: path, "a base URL takes no query or fragment (endpoints are appended to it)")
+        }
+        return url
+    }
+
+    /// An endpoint is a path under a server, not a URL of its own (an absolute
+    /// one was appended to the server's: `http://host/http://other/x`).
+    public static func checkEndpoint(_ endpoint: String, path: String) throws(ValidationError) {
+        if endpoint.contains("://") {
+            throw ValidationError(path: path, "a path under the server (/v1/...), not a URL: name the host in servers, or use url")
         }
     }
 

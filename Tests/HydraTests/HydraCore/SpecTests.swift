@@ -114,6 +114,12 @@ import Testing
         (#"{"state":{"minFreeBytes":-1}}"#, "state.minFreeBytes"),
         ("{\"dummy\":{\"responses\":[\(Array(repeating: #"{"endpoint":"/x","status":200}"#, count: 10_001).joined(separator: ","))]}}",
          "dummy.responses"),
+        // A base URL with a query or fragment lost the endpoints appended to it; an endpoint that is a URL of its own.
+        (#"{"servers":{"s":"http://h/q?a=1"}}"#, "servers.s"), (#"{"servers":{"s":{"url":"http://h/pre#frag"}}}"#, "servers.s.url"),
+        (#"{"servers":{"s":5}}"#, "servers.s"),
+        (#"{"servers":{"s":"http://h"},"apis":{"a":{"server":"s","endpoint":"http://other/x"}}}"#, "apis.a.endpoint"),
+        (#"{"dummy":{"responses":[{"endpoint":"https://other/x"}]}}"#, "dummy.responses[0].endpoint"),
+        (#"{"dummy":{"responses":[{"endpoint":"/x","delayMs":1000000000000}]}}"#, "dummy.responses[0].delayMs"),
     ])
     func configurationRejectsValuesThatCannotWork(text: String, path: String) throws {
         do {

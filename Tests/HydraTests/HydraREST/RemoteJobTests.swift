@@ -421,6 +421,29 @@ import Testing
         #expect(onURL?.path == "pathVars", "\(String(describing: onURL))")
     }
 
+    /// A POST without a body went out labelled as a form (curl's default);
+    /// a header given `""` drops the one a lower level set; an endpoint that is
+    /// a URL of its own was appended to the server's.
+    @Test func requestEdgesAreWhatTheSpecSays() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let bare = try await engine.run(spec(#"{"type":"remote","api":"echo","pathVars":{"name":"n"}}"#))
+        let headers = try #require(bare.result?["body"]?["headers"], "\(bare)")
+        #expect(bare.result?["body"]?["method"] == "POST")
+        #expect(headers["content-type"] == nil, "\(headers)")
+        #expect(headers["x-api"] == "echo")
+        let dropped = try await engine.run(spec(#"{"type":"remote","api":"echo","pathVars":{"name":"n"},"headers":{"X-Api":""}}"#))
+        #expect(dropped.result?["body"]?["headers"]?["x-api"] == nil, "\(dropped)")
+        let typed = try await engine.run(spec(#"{"type":"remote","api":"echo","pathVars":{"name":"n"},"headers":{"Content-Type":"text/plain"}}"#))
+        #expect(typed.result?["body"]?["headers"]?["content-type"] == "text/plain", "\(typed)")
+        let absolute = #expect(throws: ValidationError.self) {
+            try engine.submit(spec(#"{"type":"remote","server":"testsvr","endpoint":"http://other/x"}"#))
+        }
+        #expect(absolute?.path == "endpoint", "\(String(describing: absolute))")
+        let late = try await engine.run(spec(#"{"type":"remote","server":"testsvr","endpoint":"${input.e}"}"#), input: ["e": "http://other/x"])
+        #expect(late.error?.kind == .invalid, "\(late)")
+    }
+
     @Test func submitTimeValidationNamesFields() throws {
         let engine = try makeEngine()
         defer { engine.shutdown() }
