@@ -118,13 +118,22 @@ public enum AuthScheme: Sendable, CustomStringConvertible {
         }
     }
 
-    /// `text` with every `${env.NAME}` replaced by that variable's value.
+    /// `text` with every `${env.NAME}` replaced by that variable's value. Any
+    /// other reference (`${input.x}`) is refused: this section is read once, at
+    /// startup, and such text would have been sent as it is. (A value that
+    /// really holds `${` comes from the environment, which is not read again.)
     static func expand(_ text: String, path: String, environment: [String: String]) throws(ValidationError) -> String {
-        guard text.contains("${env.") else { return text }
+        func literal(_ part: Substring) throws(ValidationError) -> Substring {
+            guard !part.contains("${") else {
+                throw ValidationError(path: path, "only ${env.NAME} references are read here (at startup); put such a value in an environment variable")
+            }
+            return part
+        }
+        guard text.contains("${") else { return text }
         var out = ""
         var rest = Substring(text)
         while let start = rest.range(of: "${env.") {
-            out += rest[..<start.lowerBound]
+            out += try literal(rest[..<start.lowerBound])
             guard let end = rest[start.upperBound...].firstIndex(of: "}") else {
                 throw ValidationError(path: path, "unterminated ${env.…}")
             }
@@ -135,6 +144,6 @@ public enum AuthScheme: Sendable, CustomStringConvertible {
             out += value
             rest = rest[rest.index(after: end)...]
         }
-        return out + rest
+        return out + (try literal(rest))
     }
 }

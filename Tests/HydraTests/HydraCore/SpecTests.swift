@@ -120,6 +120,9 @@ import Testing
         (#"{"servers":{"s":"http://h"},"apis":{"a":{"server":"s","endpoint":"http://other/x"}}}"#, "apis.a.endpoint"),
         (#"{"dummy":{"responses":[{"endpoint":"https://other/x"}]}}"#, "dummy.responses[0].endpoint"),
         (#"{"dummy":{"responses":[{"endpoint":"/x","delayMs":1000000000000}]}}"#, "dummy.responses[0].delayMs"),
+        // Only ${env.NAME} is read in the auth section: another reference was sent as it is.
+        (#"{"auth":{"ci":{"type":"bearer","token":"${input.x}"}}}"#, "auth.ci.token"),
+        (#"{"auth":{"ci":{"type":"bearer","token":"a${env.HOME}${steps.x}"}}}"#, "auth.ci.token"),
     ])
     func configurationRejectsValuesThatCannotWork(text: String, path: String) throws {
         do {
