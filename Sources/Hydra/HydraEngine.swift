@@ -100,6 +100,16 @@ public final class HydraEngine: Sendable {
         resources.startUpkeep()
     }
 
+    /// Runs the checks an engine's start runs on `configuration` (those a
+    /// configuration file gets, and the dogmas its apis name among the
+    /// built-in ones), starting nothing and touching no file: what `hydra
+    /// serve --check-config` reports.
+    public static func check(_ configuration: Configuration) throws(ValidationError) {
+        var configuration = configuration
+        try configuration.check()
+        try RESTManager(configuration: configuration, stateDirectory: configuration.state.path).checkConfiguredDogmas()
+    }
+
     /// Starts an engine from a configuration file (errors name the file and key path).
     public convenience init(configurationFile path: String) throws {
         try self.init(configuration: Configuration.load(path: path))

@@ -28,10 +28,17 @@ struct ServeCommand: AsyncParsableCommand {
             Exit status: 0 after a clean stop, 2 for a bad config file, a bad
             address or an address in use.
 
+            --check-config runs the checks a start runs on the configuration (the
+            file, the flags given with it, the listen address, HYDRA_RPC_SECRET and
+            HYDRA_SHARED_KEY, the dogmas the apis name) and exits: 0 with a summary
+            on stdout when the server would start with it, 2 with the reason. It
+            starts nothing, binds no address and touches no file.
+
             Examples:
               hydra serve
               hydra serve --config config/hydra.json --listen 127.0.0.1:7401
               hydra serve --state /tmp/hydra --unix-socket /tmp/hydra.sock
+              hydra serve --config /etc/hydra/hydra.json --check-config
             """)
 
     @Option(help: "Configuration file (default: config/hydra.json when it exists).")
@@ -48,6 +55,9 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(help: "Seconds running jobs get to finish on SIGTERM/SIGINT (0 to 86400).")
     var grace: Double = 10
+
+    @Flag(help: "Check the configuration as a start would, print a summary and exit (0: usable, 2: not).")
+    var checkConfig = false
 
     func validate() throws {
         // A number the shutdown would turn into milliseconds: finite and bounded (nan or inf trapped there).
@@ -94,6 +104,8 @@ struct ServeCommand: AsyncParsableCommand {
         if let path = configuration.rpc.unixSocket {
             addresses.append(.unix(path: absolutePath(path)))
         }
+
+        if checkConfig { checkOnly(configuration, addresses: addresses) }
 
         let statePath = absolutePath(configuration.state.path)
         let cleanMarker = statePath + "/" + Configuration.State.cleanShutdownName
@@ -170,6 +182,33 @@ struct ServeCommand: AsyncParsableCommand {
         _ = FileManager.default.createFile(atPath: cleanMarker, contents: Data())
         FileHandle.standardError.write(Data(
             "hydra: stopped\(finished ? "" : "; unfinished jobs are kept and resume at the next start")\n".utf8))
+    }
+}
+
+extension ServeCommand {
+    /// `--check-config`: what a start would refuse in `configuration` (already
+    /// read, with the flags applied and the addresses checked), then exits.
+    func checkOnly(_ configuration: Configuration, addresses: [SocketAddress]) -> Never {
+        let source = configurationSource(config)
+        let sharedKey = ProcessInfo.processInfo.environment["HYDRA_SHARED_KEY"]
+        if sharedKey?.isEmpty == true {
+            exitInvalid("HYDRA_SHARED_KEY is set but empty: give a passphrase of 16+ characters, or unset it to run without one")
+        }
+        do { try SQLiteStore.checkSharedKey(sharedKey) } catch { exitInvalid(error) }
+        do { try HydraEngine.check(configuration) } catch { exitInvalid("\(source): \(error)") }
+        var isFolder: ObjCBool = false
+        let statePath = absolutePath(configuration.state.path)
+        if FileManager.default.fileExists(atPath: statePath, isDirectory: &isFolder), !isFolder.boolValue {
+            exitInvalid("state.path: \(statePath) is not a folder")
+        }
+        func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
+        writeLine("\(source): OK")
+        writeLine("  \(count(configuration.workers.count, "worker")) (\(configuration.workers.map { "\($0.name): \($0.kind.rawValue)" }.joined(separator: ", "))), "
+                  + "\(count(configuration.servers.count, "server")), \(count(configuration.apis.count, "api")), "
+                  + "\(count(configuration.auth.count, "auth session"))")
+        writeLine("  listen: \(addresses.map(\.description).joined(separator: " and "))\(configuration.rpc.secret == nil ? "" : " (secret set)")")
+        writeLine("  state: \(statePath)")
+        Foundation.exit(0)
     }
 }
 

@@ -241,6 +241,44 @@ import Testing
         #expect(serve.status == 2 && serve.err.contains("config/hydra.json"), "\(serve.err)")
     }
 
+    /// `hydra serve --check-config` (http.md §6): the checks of a start, a
+    /// summary, an exit; nothing started, no address bound, no file made.
+    @Test func serveCheckConfigChecksAndExits() throws {
+        let folder = NSTemporaryDirectory() + "hydra-checkconfig-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let good = folder + "/good.json", state = folder + "/state"
+        try #"{"servers": {"s": "http://127.0.0.1:9"}, "apis": {"a": {"server": "s", "endpoint": "/x"}}, "state": {"path": "\#(state)"}}"#
+            .write(toFile: good, atomically: true, encoding: .utf8)
+        // A port another socket holds: a start would fail on it, the check does not bind it.
+        let holder = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(holder) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(holder, $0, length) } }
+        _ = listen(holder, 1)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(holder, $0, &length) } }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let ok = try hydra(["serve", "--config", good, "--listen", "127.0.0.1:\(port)", "--check-config"])
+        #expect(ok.status == 0 && ok.out.hasPrefix(good + ": OK") && ok.out.contains("1 server, 1 api"), "\(ok)")
+        #expect(ok.out.contains("listen: 127.0.0.1:\(port)"), "\(ok.out)")
+        #expect(!FileManager.default.fileExists(atPath: state), "the check made the state folder")
+        // What a start refuses, it refuses.
+        let bad = folder + "/bad.json"
+        try #"{"servers": {"s": "http://h/?q"}}"#.write(toFile: bad, atomically: true, encoding: .utf8)
+        let refused = try hydra(["serve", "--config", bad, "--check-config"])
+        #expect(refused.status == 2 && refused.err.contains("servers.s") && refused.out.isEmpty, "\(refused)")
+        let open = try hydra(["serve", "--config", good, "--listen", "0.0.0.0:7400", "--check-config"])
+        #expect(open.status == 2 && open.err.contains("not a loopback address"), "\(open)")
+        let key = try hydra(["serve", "--config", good, "--check-config"], environment: ["HYDRA_SHARED_KEY": "short"])
+        #expect(key.status == 2 && key.err.contains("HYDRA_SHARED_KEY"), "\(key)")
+        try "x".write(toFile: state, atomically: true, encoding: .utf8)
+        let file = try hydra(["serve", "--config", good, "--check-config"])
+        #expect(file.status == 2 && file.err.contains("not a folder"), "\(file)")
+    }
+
     /// One server per database, not only per folder's lock file: with
     /// `hydra.lock` removed under a running server, or from another folder
     /// whose `hydra.db` links to the first one's, a second server ran the
