@@ -284,15 +284,31 @@ public final class SQLiteStore: StateStore {
         return EncodedEvent(event)
     }
 
-    /// Events with `seq > after`, oldest first, at most `limit`. Caller's thread.
-    public func events(after seq: UInt64, limit: Int) throws(StoreError) -> [HydraEvent] {
+    /// Names pushed into the query at most: a longer list is matched by the caller.
+    static let maxQueriedNames = 64
+
+    /// Events with `seq > after`, oldest first, at most `limit`, of `jobId`
+    /// and `names` when given (see ``EventStore``). Caller's thread.
+    public func events(after seq: UInt64, limit: Int, jobId: String?, names: Set<String>?) throws(StoreError) -> [HydraEvent] {
         guard let after = Int(exactly: seq), limit > 0 else { return [] }
+        var conditions = "seq > ?"
+        var bindings: [SQLValue] = [.int(after)]
+        if let jobId {
+            conditions += " AND (job_id = ? OR root_job_id = ?)"
+            bindings += [.text(jobId), .text(jobId)]
+        }
+        if let names, names.count <= Self.maxQueriedNames {
+            guard !names.isEmpty else { return [] }
+            conditions += " AND name IN (" + Array(repeating: "?", count: names.count).joined(separator: ", ") + ")"
+            bindings += names.sorted().map { .text($0) }
+        }
+        bindings.append(.int(min(limit, 1_000_000)))
         return try reader.use { db throws(StoreError) in
             var events: [HydraEvent] = []
             try db.query("""
                 SELECT seq, name, job_id, root_job_id, step_path, time, fields FROM events
-                WHERE seq > ? ORDER BY seq LIMIT ?
-                """, [.int(after), .int(min(limit, 1_000_000))]) { row throws(StoreError) in
+                WHERE \(conditions) ORDER BY seq LIMIT ?
+                """, bindings) { row throws(StoreError) in
                 events.append(HydraEvent(seq: UInt64(clamping: row.int(0)), name: row.text(1) ?? "",
                                          jobId: row.text(2) ?? "", rootJobId: row.text(3) ?? "",
                                          stepPath: row.text(4) ?? "", time: row.double(5),

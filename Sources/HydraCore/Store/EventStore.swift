@@ -8,8 +8,11 @@ public protocol EventStore: Sendable {
     /// Appends one event (the journal's case: every event as it is emitted).
     func append(_ event: HydraEvent)
 
-    /// Events with `seq > after`, oldest first, at most `limit`.
-    func events(after seq: UInt64, limit: Int) throws(StoreError) -> [HydraEvent]
+    /// Events with `seq > after`, oldest first, at most `limit`. With
+    /// `jobId`, only events whose `jobId` or `rootJobId` it is; with `names`,
+    /// only events of those names: the store passes over the others without
+    /// decoding them (a replay for one job reads the whole history).
+    func events(after seq: UInt64, limit: Int, jobId: String?, names: Set<String>?) throws(StoreError) -> [HydraEvent]
 
     /// The highest `seq` ever appended (0 for a new store).
     func lastSeq() throws(StoreError) -> UInt64
@@ -21,4 +24,11 @@ public protocol EventStore: Sendable {
     /// when they could not be written (reported on stderr), so nobody waits
     /// for ever.
     func whenEventsStored(_ stored: @escaping @Sendable (_ upTo: UInt64) -> Void)
+}
+
+extension EventStore {
+    /// Every event with `seq > after`, oldest first, at most `limit`.
+    public func events(after seq: UInt64, limit: Int) throws(StoreError) -> [HydraEvent] {
+        try events(after: seq, limit: limit, jobId: nil, names: nil)
+    }
 }

@@ -102,6 +102,7 @@ extension RPCServerRuntime {
     private func readStorePage(for subscription: Subscription, after: UInt64, committed: UInt64) {
         let context = LoopBound((self, subscription), loop: loop)
         let bus = service.engine.bus, store = service.store, loop = self.loop, reads = service.reads
+        let filter = subscription.filter
         // Events up to `upTo` reached this loop: their emits handed them to the
         // store journal too, so after a flush they are all committed.
         let upTo = committed > after ? committed : lastSeq
@@ -112,7 +113,8 @@ extension RPCServerRuntime {
                     bus.waitForEmits()
                     store.flush()
                 }
-                return try store.events(after: after, limit: ReplayCursor.pageSize)
+                // Matched in the store as far as it can (a job's events in a long history).
+                return try store.events(after: after, limit: ReplayCursor.pageSize, jobId: filter.jobId, names: filter.events)
             }
             loop.execute {
                 let (server, subscription) = context.value

@@ -256,6 +256,42 @@ import Testing
 
     // MARK: - Events
 
+    /// A replay for one job (or some names) is matched in the store: the
+    /// history of other jobs is passed over without being decoded (a filtered
+    /// replay of 1.2M events took 9 s). Same answer as filtering every event.
+    @Test func eventsAreFilteredByJobAndNameInTheStore() throws {
+        let store = try SQLiteStore(directory: folder())
+        defer { store.close() }
+        let names = ["job.queued", "job.started", "job.succeeded", "shared.updated"]
+        var events: [HydraEvent] = []
+        var random = SeededRandom(seed: 7)
+        for seq in 1...3_000 {
+            let root = "r\(random.next() % 5)"
+            let own = random.next() % 3 == 0 ? root : "s\(seq)"
+            events.append(HydraEvent(seq: UInt64(seq), name: names[Int(random.next() % 4)], jobId: own, rootJobId: root,
+                                     stepPath: "", time: Double(seq), fields: ["n": .int(seq)]))
+        }
+        store.append(events)
+        store.flush()
+        func expected(after: UInt64, limit: Int, jobId: String?, names: Set<String>?) -> [UInt64] {
+            Array(events.filter { e in
+                e.seq > after && (jobId.map { e.jobId == $0 || e.rootJobId == $0 } ?? true) && (names?.contains(e.name) ?? true)
+            }.prefix(limit).map(\.seq))
+        }
+        for (jobId, wanted) in [("r1", nil), ("r3", Set(["job.succeeded"])), (nil, Set(["shared.updated", "job.queued"])),
+                                ("s7", nil), ("nobody", nil), ("r2", Set<String>())] as [(String?, Set<String>?)] {
+            for (after, limit) in [(0, 1_000_000), (0, 7), (1_500, 100), (2_999, 10), (3_000, 10)] as [(UInt64, Int)] {
+                let read = try store.events(after: after, limit: limit, jobId: jobId, names: wanted)
+                #expect(read.map(\.seq) == expected(after: after, limit: limit, jobId: jobId, names: wanted),
+                        "jobId \(jobId ?? "-") names \(wanted ?? []) after \(after) limit \(limit)")
+                #expect(read.allSatisfy { $0.fields["n"] == .int(Int($0.seq)) })
+            }
+        }
+        // A list of names longer than the query takes is matched by the caller: every event comes back.
+        let many = Set((0...SQLiteStore.maxQueriedNames).map { "custom.n\($0)" })
+        #expect(try store.events(after: 0, limit: 10, jobId: nil, names: many).count == 10)
+    }
+
     @Test func eventsReplayInOrderAndSurviveReopen() throws {
         let dir = folder()
         var store = try SQLiteStore(directory: dir)
