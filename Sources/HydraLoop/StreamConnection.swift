@@ -112,7 +112,7 @@ public final class StreamConnection {
             if input[i] == newline {
                 var end = i
                 if end > start, input[end - 1] == UInt8(ascii: "\r") { end -= 1 }
-                if i - start > maxLineBytes {
+                if end - start > maxLineBytes {  // the line itself: "\r\n" ends it like "\n"
                     lineTooLong()
                     return
                 }
@@ -124,7 +124,8 @@ public final class StreamConnection {
         }
         if start > 0 { input.removeFirst(start) }
         scanned = input.count
-        if input.count > maxLineBytes { lineTooLong() }
+        // (A full line's worth and a "\r" may still end well: with the "\n" to come.)
+        if input.count > maxLineBytes, input.count > maxLineBytes + 1 || input.last != UInt8(ascii: "\r") { lineTooLong() }
     }
 
     /// The peer ended its side (EOF): a last line without its newline is
@@ -141,7 +142,7 @@ public final class StreamConnection {
             closeNow()
             return
         }
-        if !tooLong, !input.isEmpty, input.count <= maxLineBytes {
+        if !tooLong, !input.isEmpty {
             var end = input.count
             if input[end - 1] == UInt8(ascii: "\r") { end -= 1 }
             let line = input[0..<end]

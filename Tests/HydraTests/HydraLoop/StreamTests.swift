@@ -99,6 +99,18 @@ import Testing
         #expect(stat(path, &info) != 0)  // removed on close
     }
 
+    /// The limit is the line's: a line of exactly `maxLineBytes` ended by
+    /// "\r\n" was refused as too long (its "\r" counted), one past it still is.
+    @Test func aLineAtTheLimitMayEndWithCRLF() throws {
+        let server = try EchoServer(.tcp(host: "127.0.0.1", port: 0), maxLineBytes: 100)
+        defer { server.stop() }
+        let client = try LineClient(connectingTo: .tcp(host: "127.0.0.1", port: server.port!))
+        try client.send([UInt8](repeating: UInt8(ascii: "x"), count: 100) + [UInt8(ascii: "\r")])
+        #expect(try client.readLine(timeout: .seconds(5)) == [UInt8](repeating: UInt8(ascii: "X"), count: 100))
+        try client.send([UInt8](repeating: UInt8(ascii: "y"), count: 101) + [UInt8(ascii: "\r")])
+        #expect(try client.readLine(timeout: .seconds(5)) == Array("too long".utf8))
+    }
+
     @Test func clientErrorsNameTheAddress() throws {
         let port = TestServer.closedPort
         do {
