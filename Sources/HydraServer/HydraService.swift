@@ -134,7 +134,7 @@ public final class HydraService: Sendable {
                     case .existing(let jobId, let sameSpec):
                         engine.release(1)
                         results[job.index] = sameSpec ? .success(jobId) : .failure(ServiceError(.conflict,
-                            "idempotencyKey \"\(request.idempotencyKey ?? "")\" was used by job \(jobId) with a different spec"))
+                            "idempotencyKey \"\(ServiceError.clip(request.idempotencyKey ?? ""))\" was used by job \(jobId) with a different spec"))
                     case .inserted:
                         queued.append(QueuedJob(prepared: job.prepared, input: request.input, priority: request.priority,
                                                 createdAt: now, completion: nil))

@@ -30,7 +30,9 @@ struct AuthCommand: ParsableCommand {
                 if password.isEmpty { exitInvalid("auth login: the password is empty (typed or read from stdin)") }
                 params["password"] = .string(password)
             }
-            writeLine(JSONWriter.string(call(connection.client(), "auth.login", .object(params))))
+            // The identity provider may take its time (its timeout and retries are the server's).
+            writeLine(JSONWriter.string(call(connection.client(), "auth.login", .object(params),
+                                             timeout: .seconds(240) + connection.callTimeout)))
         }
     }
 

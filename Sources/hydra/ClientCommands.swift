@@ -17,6 +17,18 @@ struct ConnectOptions: ParsableArguments {
     @Option(help: "Server address: HOST:PORT or unix:PATH.")
     var connect = ConnectOptions.defaultAddress
 
+    @Option(parsing: .unconditional, help: "Seconds to wait for each answer (1 to 86400; a wait the command asks for, as result --wait, comes on top).")
+    var timeout: Double = 60
+
+    func validate() throws {
+        guard timeout.isFinite, (1...86_400).contains(timeout) else {
+            throw ValidationError("--timeout: expected seconds from 1 to 86400, got \(timeout)")
+        }
+    }
+
+    /// ``timeout`` as a duration.
+    var callTimeout: Duration { .milliseconds(Int(timeout * 1000)) }
+
     /// Connects (and authenticates); exits 2 for a malformed address, 1 when the server cannot be reached.
     func client() -> RPCClient {
         guard let parsed = SocketAddress(parsing: connect) else {
@@ -29,7 +41,8 @@ struct ConnectOptions: ParsableArguments {
         var failure: RPCClientError?
         for address in addresses {
             do {
-                return try RPCClient(address: address, secret: secret)
+                // A peer that takes the connection and never answers (not a hydra server) ends the command.
+                return try RPCClient(address: address, secret: secret, callTimeout: callTimeout)
             } catch {
                 // A refused secret is the answer; an address that does not answer is not.
                 if error.code != nil { exitWith(error) }
@@ -43,11 +56,12 @@ struct ConnectOptions: ParsableArguments {
 /// Prints an RPC failure and exits: 2 for invalid params or a malformed
 /// request, 1 for everything else (not found, conflict, unreachable server).
 func exitWith(_ error: RPCClientError) -> Never {
-    FileHandle.standardError.write(Data("hydra: \(error)\n".utf8))
+    FileHandle.standardError.write(Data("hydra: \(TerminalText.safe("\(error)"))\n".utf8))
     Foundation.exit(error.code == -32602 || error.code == -32600 || error.code == -32700 ? 2 : 1)
 }
 
-/// Calls one method and returns its result, exiting on failure.
+/// Calls one method and returns its result, exiting on failure. Without a
+/// `timeout`, the client's own (`--timeout`).
 func call(_ client: RPCClient, _ method: String, _ params: JSONValue = .object([:]),
           timeout: Duration? = nil) -> JSONValue {
     do {
@@ -80,7 +94,7 @@ struct PingCommand: ParsableCommand {
 
     func run() {
         // Whether the server answers: one that does not within 10 s does not (exit 1).
-        writeLine(JSONWriter.string(call(connection.client(), "hydra.ping", timeout: .seconds(10))))
+        writeLine(JSONWriter.string(call(connection.client(), "hydra.ping", timeout: min(.seconds(10), connection.callTimeout))))
     }
 }
 
@@ -119,10 +133,15 @@ struct SubmitCommand: ParsableCommand {
             """)
     @Argument(help: "The job spec file (JSON), or - for standard input.") var spec: String
     @Option(help: "The job's input as JSON.") var input: String?
-    @Option(help: "Priority: higher goes ahead of waiting jobs.") var priority: Int?
+    @Option(parsing: .unconditional, help: "Priority: higher goes ahead of waiting jobs.") var priority: Int?
     @Option(help: "Idempotency key: a repeated submit returns the first job's id.") var idempotencyKey: String?
     @Flag(help: "Wait for the end and show progress or events.") var follow = false
     @OptionGroup var connection: ConnectOptions
+
+    func validate() throws {
+        // An unset shell variable ("$KEY") would make every submit the same job.
+        if idempotencyKey?.isEmpty == true { throw ValidationError("--idempotency-key: must not be empty") }
+    }
 
     func run() throws {
         var params: OrderedJSON = ["job": readJSONFile(spec)]
@@ -185,7 +204,13 @@ struct SubmitCommand: ParsableCommand {
         }
         if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K\(tracker.line)\n".utf8)) }
         lineOpen = false
-        let result = request("job.result", ["jobId": .string(jobId), "waitMs": 60_000])
+        let result: JSONValue
+        do {
+            result = try client.call("job.result", ["jobId": .string(jobId), "waitMs": 60_000],
+                                     timeout: .seconds(60) + connection.callTimeout)
+        } catch {
+            fail(error)
+        }
         writeLine(JSONWriter.string(result))
         if result["state"] != "succeeded" { throw ExitCode(1) }
     }
@@ -209,13 +234,13 @@ struct ResultCommand: ParsableCommand {
               hydra result JOB_ID --wait 30000 --pretty   (waits up to 30 s)
             """)
     @Argument(help: "The job id.") var jobId: String
-    @Option(help: "Wait up to this many milliseconds for the job to finish (at most 3600000).") var wait = 0
+    @Option(parsing: .unconditional, help: "Wait up to this many milliseconds for the job to finish (at most 3600000).") var wait = 0
     @Flag(help: "Indented JSON, for people rather than scripts.") var pretty = false
     @OptionGroup var connection: ConnectOptions
     func validate() throws { try validateWait(wait) }
     func run() throws {
         let result = call(connection.client(), "job.result", ["jobId": .string(jobId), "waitMs": .int(wait)],
-                          timeout: .milliseconds(wait + 10_000))
+                          timeout: .milliseconds(wait) + connection.callTimeout)
         writeLine(pretty ? PrettyJSON.string(result) : JSONWriter.string(result))
         if result["state"] != "succeeded" { throw ExitCode(1) }
     }
@@ -235,8 +260,11 @@ struct JobsCommand: ParsableCommand {
         commandName: "jobs", abstract: "List jobs, newest first (one JSON status per line).",
         discussion: "Example: hydra jobs --state failed --limit 20")
     @Option(help: "Only jobs in this state: queued, running, succeeded, failed, cancelled.") var state: String?
-    @Option(help: "How many jobs (all pages are fetched up to this many).") var limit = 100
+    @Option(parsing: .unconditional, help: "How many jobs (all pages are fetched up to this many).") var limit = 100
     @OptionGroup var connection: ConnectOptions
+    func validate() throws {
+        guard limit >= 1 else { throw ValidationError("--limit: expected 1 or more, got \(limit)") }
+    }
     func run() {
         let client = connection.client()
         var after: String?
@@ -257,34 +285,62 @@ struct JobsCommand: ParsableCommand {
 
 struct EventsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "events", abstract: "Stream events as JSON lines until interrupted.",
+        commandName: "events", abstract: "Stream events as JSON lines until interrupted (with --job: until the job ends).",
         discussion: """
+            With --job, the stream ends (exit 0) after that job's final event
+            (job.succeeded, job.failed or job.cancelled), replayed or live: no
+            event of the job comes after it. A subscription the server drops
+            (this side read too slowly) is taken up again after the last event
+            seen, so none is missed.
+
             Examples:
               hydra events                    everything from now on
-              hydra events --job j1 --from 0  that job's retained events, then live
+              hydra events --job j1 --from 0  that job's retained events, then live, to its end
               hydra events --event job.failed --pretty
             """)
     @Option(help: "Only this job and its steps.") var job: String?
-    @Option(help: "Replay retained events after this seq first.") var from: Int?
+    @Option(parsing: .unconditional, help: "Replay retained events after this seq first.") var from: Int?
     @Option(help: "Only events with this name (repeatable).") var event: [String] = []
     @Flag(help: "One readable line per event (time, event, job and step, what happened), for people.")
     var pretty = false
     @OptionGroup var connection: ConnectOptions
+    func validate() throws {
+        if job?.isEmpty == true { throw ValidationError("--job: must not be empty (a job id)") }
+        if let from, from < 0 { throw ValidationError("--from: expected a seq of 0 or more, got \(from)") }
+    }
+
     func run() {
         let client = connection.client()
         var params: OrderedJSON = [:]
         if let job { params["jobId"] = .string(job) }
         if let from { params["fromSeq"] = .int(from) }
         if !event.isEmpty { params["events"] = .array(event.map { .string($0) }) }
-        _ = call(client, "events.subscribe", .object(params))
+        let subscribed = call(client, "events.subscribe", .object(params))
+        // Where a dropped subscription resumes: after the last event seen (or where it began).
+        var lastSeq = from ?? subscribed["seq"]?.intValue ?? 0
+        var seqAtLastDrop = -1
+        let finalNames: Set<String> = [EventName.succeeded, EventName.failed, EventName.cancelled]
         while true {
             do {
-                if let note = try client.nextNotification(timeout: nil) {
-                    if note["method"] == "hydra.event", let event = note["params"] {
-                        writeLine(pretty ? EventLine.string(event) : JSONWriter.string(event))
-                    } else {
-                        writeLine(JSONWriter.string(note))
+                guard let note = try client.nextNotification(timeout: nil) else { continue }
+                if note["method"] == "hydra.event", let event = note["params"] {
+                    if let seq = event["seq"]?.intValue { lastSeq = max(lastSeq, seq) }
+                    writeLine(pretty ? EventLine.string(event) : JSONWriter.string(event))
+                    if let job, event["jobId"]?.stringValue == job, event["stepPath"] == "",
+                       let name = event["event"]?.stringValue, finalNames.contains(name) {
+                        return
                     }
+                } else if note["method"] == "hydra.dropped" {
+                    let reason = note["params"]?["reason"]?.stringValue ?? "no reason given"
+                    // Dropped again before any new event came: taking it up once more would loop.
+                    if lastSeq == seqAtLastDrop {
+                        FileHandle.standardError.write(Data("hydra: the server dropped the subscription again (\(TerminalText.safe(reason)))\n".utf8))
+                        Foundation.exit(1)
+                    }
+                    seqAtLastDrop = lastSeq
+                    FileHandle.standardError.write(Data("hydra: the server dropped the subscription (this side read too slowly); taken up again after seq \(lastSeq)\n".utf8))
+                    params["fromSeq"] = .int(lastSeq)
+                    _ = call(client, "events.subscribe", .object(params))
                 }
             } catch {
                 exitWith(error)
@@ -351,9 +407,9 @@ struct WorkersCommand: ParsableCommand {
             """)
     @Argument(help: "pause, resume or configure (omit to list).") var action: String?
     @Argument(help: "The worker's name.") var name: String?
-    @Option(help: "configure: tasks running at once.") var maxActive: Int?
-    @Option(help: "configure: connections of a remote worker's pool.") var maxConnections: Int?
-    @Option(help: "configure: connections per host.") var maxHostConnections: Int?
+    @Option(parsing: .unconditional, help: "configure: tasks running at once.") var maxActive: Int?
+    @Option(parsing: .unconditional, help: "configure: connections of a remote worker's pool.") var maxConnections: Int?
+    @Option(parsing: .unconditional, help: "configure: connections per host.") var maxHostConnections: Int?
     @OptionGroup var connection: ConnectOptions
     func run() {
         // A limit given with another action would be ignored: refused instead (a typo is not silently dropped).

@@ -22,7 +22,8 @@ enum EventLine {
         if subject.isEmpty, let key = event["key"]?.stringValue { subject = key }
         let parts = [time, name.padding(toLength: max(nameWidth, name.count), withPad: " ", startingAt: 0),
                      subject, detail(name, event)]
-        return parts.filter { !$0.isEmpty }.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+        // Names, keys, labels and errors come from jobs and origins: no escape sequence reaches the terminal.
+        return TerminalText.safe(parts.filter { !$0.isEmpty }.joined(separator: "  ").trimmingCharacters(in: .whitespaces))
     }
 
     /// What this kind of event says beyond its name and subject.

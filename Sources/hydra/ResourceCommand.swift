@@ -42,7 +42,7 @@ struct ResourceCommand: ParsableCommand {
         @Argument(help: "The resource's URL.") var url: String
         @Option(name: .customLong("as"), help: "path, text, json or base64.") var presentation = "path"
         @Flag(help: "Go to the network (conditionally) even for a fresh copy.") var refresh = false
-        @Option(help: "Give up waiting after this many milliseconds (at most 3600000).") var wait = 60_000
+        @Option(parsing: .unconditional, help: "Give up waiting after this many milliseconds (at most 3600000).") var wait = 60_000
         @OptionGroup var connection: ConnectOptions
         func validate() throws { try validateWait(wait) }
         func run() throws {
@@ -51,9 +51,16 @@ struct ResourceCommand: ParsableCommand {
             if refresh { job["mode"] = "refresh" }
             let submitted = call(client, "job.submit", ["job": .object(job)])
             let reply = call(client, "job.result", ["jobId": submitted["jobId"] ?? .null, "waitMs": .int(wait)],
-                             timeout: .milliseconds(wait + 10_000))
+                             timeout: .milliseconds(wait) + connection.callTimeout)
             guard reply["state"] == "succeeded", let result = reply["result"] else {
-                FileHandle.standardError.write(Data("hydra: \(JSONWriter.string(reply["error"] ?? reply))\n".utf8))
+                // The job's error as the other commands say theirs (`kind: message`); still running: its state.
+                let message: String
+                if let error = reply["error"], let text = error["message"]?.stringValue {
+                    message = (error["kind"]?.stringValue.map { "\($0): " } ?? "") + text
+                } else {
+                    message = "job \(submitted["jobId"]?.stringValue ?? "?") is \(reply["state"]?.stringValue ?? "unknown") after --wait \(wait) ms"
+                }
+                FileHandle.standardError.write(Data("hydra: \(TerminalText.safe(message))\n".utf8))
                 throw ExitCode(1)
             }
             switch presentation {
@@ -95,7 +102,7 @@ struct ResourceCommand: ParsableCommand {
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "ls", abstract: "List copies, newest first.")
         @Option(help: "Only URLs starting with this.") var prefix: String?
-        @Option(help: "At most this many (1...1000).") var limit = 100
+        @Option(parsing: .unconditional, help: "At most this many (1...1000).") var limit = 100
         @Option(help: "The page after this key (a previous answer's next).") var after: String?
         @OptionGroup var connection: ConnectOptions
         func run() {
@@ -129,8 +136,8 @@ struct ResourceCommand: ParsableCommand {
     struct Purge: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Remove copies unused for a while, then the least recently used past a size.")
-        @Option(help: "Copies unused for this many seconds go.") var olderThan: Int?
-        @Option(help: "Then the least recently used go until the repository holds at most this many bytes.") var maxBytes: Int?
+        @Option(parsing: .unconditional, help: "Copies unused for this many seconds go.") var olderThan: Int?
+        @Option(parsing: .unconditional, help: "Then the least recently used go until the repository holds at most this many bytes.") var maxBytes: Int?
         @OptionGroup var connection: ConnectOptions
         func run() {
             var params: OrderedJSON = [:]

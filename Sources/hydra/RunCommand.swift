@@ -44,7 +44,7 @@ struct RunCommand: AsyncParsableCommand {
     var state: String?
 
     func run() async throws {
-        let configuration: Configuration
+        var configuration: Configuration
         let specJSON: JSONValue
         var inputJSON = JSONValue.null
         do {
@@ -55,10 +55,18 @@ struct RunCommand: AsyncParsableCommand {
             exitInvalid(error)
         }
 
-        if state?.isEmpty == true { exitInvalid("--state: must not be empty (a folder; \".\" for the current one)") }
+        if let state {
+            if state.isEmpty { exitInvalid("--state: must not be empty (a folder; \".\" for the current one)") }
+            do { try Configuration.checkPlainText(state, path: "--state") } catch { exitInvalid(error) }
+            configuration.state.path = state
+        }
+        // Absolute, as the server's: a result's `file` is the file's absolute path (README).
+        if !configuration.state.path.isEmpty { configuration.state.path = absolutePath(configuration.state.path) }
         let engine: HydraEngine
         do {
-            engine = try HydraEngine(configuration: configuration, stateDirectory: state)
+            engine = try HydraEngine(configuration: configuration)
+        } catch where state != nil && error.path == "state.path" {
+            exitInvalid("--state: \(error.fullReason)")
         } catch {
             exitInvalid(error)
         }

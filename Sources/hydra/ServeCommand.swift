@@ -53,7 +53,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "State folder; overrides state.path.")
     var state: String?
 
-    @Option(help: "Seconds running jobs get to finish on SIGTERM/SIGINT (0 to 86400).")
+    @Option(parsing: .unconditional, help: "Seconds running jobs get to finish on SIGTERM/SIGINT (0 to 86400).")
     var grace: Double = 10
 
     @Flag(help: "Check the configuration as a start would, print a summary and exit (0: usable, 2: not).")
@@ -77,12 +77,14 @@ struct ServeCommand: AsyncParsableCommand {
             exitInvalid(error)
         }
         if let listen { configuration.rpc.listen = listen }
+        // The flags get the checks the file's keys get, under their own names.
         if let unixSocket {
-            guard !unixSocket.isEmpty else { exitInvalid("--unix-socket: must not be empty") }
+            do { try Configuration.checkUnixSocket(unixSocket, path: "--unix-socket") } catch { exitInvalid(error) }
             configuration.rpc.unixSocket = unixSocket
         }
         if let state {
             guard !state.isEmpty else { exitInvalid("--state: must not be empty (a folder; \".\" for the current one)") }
+            do { try Configuration.checkPlainText(state, path: "--state") } catch { exitInvalid(error) }
             configuration.state.path = state
         }
         if let secret = ProcessInfo.processInfo.environment["HYDRA_RPC_SECRET"] {
@@ -258,6 +260,6 @@ func absolutePath(_ path: String) -> String {
 
 /// Prints `hydra: MESSAGE` on stderr and exits with status 2 (invalid spec, input, config or address).
 func exitInvalid(_ error: Any) -> Never {
-    FileHandle.standardError.write(Data("hydra: \(error)\n".utf8))
+    FileHandle.standardError.write(Data("hydra: \(TerminalText.safe("\(error)"))\n".utf8))
     Foundation.exit(2)
 }

@@ -116,7 +116,7 @@ public enum JSONParser {
             case UInt8(ascii: "f"): try expectWord("false"); return .bool(false)
             case UInt8(ascii: "n"): try expectWord("null"); return .null
             case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try readNumber()
-            default: throw error("unexpected character '\(Character(Unicode.Scalar(bytes[index])))'")
+            default: throw error("unexpected \(JSONParser.describe(byte: bytes[index]))")
             }
         }
 
@@ -307,5 +307,12 @@ public enum JSONParser {
         }
 
         func isDigit(_ b: UInt8) -> Bool { b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") }
+    }
+
+    /// A byte named for a message a terminal shows: a printable ASCII
+    /// character as itself, anything else (a control character, which would
+    /// be an escape sequence there, or part of a multi-byte one) by its value.
+    static func describe(byte: UInt8) -> String {
+        (0x21...0x7E).contains(byte) ? "character '\(Character(Unicode.Scalar(byte)))'" : "byte 0x" + (byte < 0x10 ? "0" : "") + String(byte, radix: 16, uppercase: true)
     }
 }

@@ -267,17 +267,7 @@ extension Configuration {
                 throw ValidationError(path: o.path("listen"), "\"\(rpc.listen)\" is not HOST:PORT")
             }
             rpc.unixSocket = try o.string("unixSocket")
-            if let socket = rpc.unixSocket {
-                if socket.isEmpty {
-                    throw ValidationError(path: o.path("unixSocket"), "must not be empty (a socket path, or null for none)")
-                }
-                try Configuration.checkPlainText(socket, path: o.path("unixSocket"))
-                // sun_path holds 108 bytes with the terminating NUL; a relative path is checked again once made absolute.
-                if socket.utf8.count > Configuration.maxUnixSocketPath {
-                    throw ValidationError(path: o.path("unixSocket"),
-                                          "\(socket.utf8.count) bytes long: a Unix socket's path is at most \(Configuration.maxUnixSocketPath)")
-                }
-            }
+            if let socket = rpc.unixSocket { try Configuration.checkUnixSocket(socket, path: o.path("unixSocket")) }
             rpc.secret = try o.string("secret")
             if rpc.secret?.isEmpty == true {
                 throw ValidationError(path: o.path("secret"), "must not be empty (leave it out to run without a secret)")
@@ -519,7 +509,21 @@ extension Configuration {
 
     /// Refuses control characters (a NUL cuts a path short where the system reads
     /// it; an escape sequence in a name rewrites the terminal that prints it).
-    static func checkPlainText(_ text: String, path: String) throws(ValidationError) {
+    /// A Unix socket's path (`rpc.unixSocket`, `--unix-socket`): not empty, no
+    /// control character, and within the 107 bytes `sun_path` holds (a
+    /// relative path is checked again once made absolute).
+    public static func checkUnixSocket(_ socket: String, path: String) throws(ValidationError) {
+        if socket.isEmpty {
+            throw ValidationError(path: path, "must not be empty (a socket path, or null for none)")
+        }
+        try checkPlainText(socket, path: path)
+        if socket.utf8.count > maxUnixSocketPath {
+            throw ValidationError(path: path, "\(socket.utf8.count) bytes long: a Unix socket's path is at most \(maxUnixSocketPath)")
+        }
+    }
+
+    /// Text that reaches logs, events and terminals (names, paths): no control character.
+    public static func checkPlainText(_ text: String, path: String) throws(ValidationError) {
         if let bad = text.unicodeScalars.first(where: { $0.properties.generalCategory == .control }) {
             let hex = String(bad.value, radix: 16, uppercase: true)
             throw ValidationError(path: path, "must not contain control characters (U+\(String(repeating: "0", count: max(0, 4 - hex.count)) + hex))")

@@ -10,17 +10,24 @@ public final class RPCClient: @unchecked Sendable {
     private var nextID = 1
     private var notifications: [JSONValue] = []
     public let address: SocketAddress
+    /// How long ``call(_:_:timeout:)`` and ``callBatch(_:timeout:)`` wait for
+    /// an answer when given no timeout of their own (nil: for ever). A peer
+    /// that takes the connection and never answers fails them with "timed out".
+    public let callTimeout: Duration?
 
-    /// Connects, and authenticates with `secret` when one is given.
-    public init(address: SocketAddress, secret: String? = nil, timeout: Duration = .seconds(5)) throws(RPCClientError) {
+    /// Connects (within `timeout`), and authenticates with `secret` when one is given.
+    public init(address: SocketAddress, secret: String? = nil, timeout: Duration = .seconds(5),
+                callTimeout: Duration? = nil) throws(RPCClientError) {
         self.address = address
+        self.callTimeout = callTimeout
         do {
             connection = try LineClient(connectingTo: address, timeout: timeout)
         } catch {
             throw RPCClientError(code: nil, message: error.description)
         }
         if let secret {
-            _ = try call("rpc.auth", ["token": .string(secret)])
+            // A peer that takes the connection and never answers is not a server to wait for.
+            _ = try call("rpc.auth", ["token": .string(secret)], timeout: callTimeout ?? timeout + .seconds(5))
         }
     }
 
@@ -36,7 +43,7 @@ public final class RPCClient: @unchecked Sendable {
             throw RPCClientError(code: nil, message: error.description)
         }
         while true {
-            let message = try readMessage(timeout: timeout)
+            let message = try readMessage(timeout: timeout ?? callTimeout)
             if message["method"] != nil, message["id"] == nil {
                 notifications.append(message)
                 continue
@@ -68,7 +75,7 @@ public final class RPCClient: @unchecked Sendable {
             throw RPCClientError(code: nil, message: error.description)
         }
         while true {
-            let message = try readMessage(timeout: timeout)
+            let message = try readMessage(timeout: timeout ?? callTimeout)
             guard case .array(let replies) = message else {
                 if message["method"] != nil { notifications.append(message) }
                 if let error = message["error"], message["id"] == .null {

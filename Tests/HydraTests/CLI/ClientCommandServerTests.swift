@@ -106,4 +106,77 @@ import Testing
         #expect(last.hasPrefix("hydra: ") && !last.contains("steps"), "\(terminal.text)")
         #expect(lines.dropLast().last?.contains("hydra: steps 0/1 done · 1 in flight") == true, "\(terminal.text)")
     }
+
+    /// `events --job` ends with the job (it streamed on after the job's end
+    /// until interrupted, though `submit --follow` offers it to follow a job
+    /// again); what a server sends to show is escaped and cut: an escape
+    /// sequence in an idempotency key reached the terminal raw, and a key of
+    /// 100,000 bytes came back whole.
+    @Test func eventsOfAJobEndWithItAndServerTextIsMadeSafe() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let connect = ["--connect", server.address.description]
+        let submitted = try cli.hydra(["submit", "-", "--priority", "-5"] + connect,
+                                      stdin: #"{"type":"serial","steps":[{"type":"local","name":"echo","input":1},{"type":"local","name":"echo","input":2}]}"#)
+        #expect(submitted.status == 0, "\(submitted.err)")
+        let jobId = try #require(try JSONParser.parse(submitted.out)["jobId"]?.stringValue)
+        #expect(try cli.hydra(["result", jobId, "--wait", "10000"] + connect).status == 0)
+        let events = try cli.hydra(["events", "--job", jobId, "--from", "0"] + connect)
+        #expect(events.status == 0, "\(events.err)")
+        let names = try events.out.split(separator: "\n").map { try JSONParser.parse(String($0)) }
+            .map { "\($0["event"]?.stringValue ?? "?")@\($0["stepPath"]?.stringValue ?? "?")" }
+        #expect(names.last == "job.succeeded@" && names.contains("group.done@") && names.filter { $0 == "job.succeeded@0" }.count == 1,
+                "\(names)")
+
+        let key = "k\u{1B}[2J" + String(repeating: "x", count: 5_000)
+        #expect(try cli.hydra(["submit", "-", "--idempotency-key", key] + connect, stdin: #"{"type":"local","name":"echo","input":1}"#).status == 0)
+        let conflict = try cli.hydra(["submit", "-", "--idempotency-key", key] + connect, stdin: #"{"type":"local","name":"echo","input":2}"#)
+        #expect(conflict.status == 1 && conflict.err.contains("k\\u{1B}[2J"), "\(conflict.err.prefix(300))")
+        #expect(!conflict.err.utf8.contains(0x1B) && conflict.err.utf8.count < 500, "\(conflict.err.prefix(300))")
+        let empty = try cli.hydra(["submit", "-", "--idempotency-key", ""] + connect, stdin: #"{"type":"local","name":"echo","input":1}"#)
+        #expect(empty.status == 2 && empty.err.contains("--idempotency-key"), "\(empty.err)")
+
+        // A resource job that fails says so as the other commands do, not as raw JSON.
+        let missing = try cli.hydra(["resource", "get", TestServer.url("/resource/gone?status=404")] + connect)
+        #expect(missing.status == 1 && missing.err.hasPrefix("hydra: http: HTTP 404"), "\(missing.err)")
+    }
+
+    /// A subscription the server drops (`hydra events` read too slowly: its
+    /// stdout was not read) is taken up again after the last event seen: the
+    /// command sat silent for ever, with the raw `hydra.dropped` on stdout.
+    @Test func eventsTakesADroppedSubscriptionUpAgain() throws {
+        let server = try ServerProcess(config: #""rpc": {"listen": "127.0.0.1:0", "maxOutboundBytes": 65536}"#)
+        defer { server.terminate() }
+        let errors = Pipe()
+        let events = try start(["events", "--event", "job.succeeded", "--connect", server.address.description],
+                               stderr: errors.fileHandleForWriting)
+        defer { kill(events.process.processIdentifier, SIGKILL); events.process.waitUntilExit() }
+        let client = try server.client()
+        Thread.sleep(forTimeInterval: 0.5)  // subscribed
+        let step: JSONValue = ["type": "local", "name": "echo", "input": .string(String(repeating: "z", count: 3_000))]
+        var ids: Set<String> = []
+        for _ in 0..<30 {
+            let job = try client.call("job.submit", ["job": ["type": "concurrent", "steps": .array(Array(repeating: step, count: 25))]])
+            ids.insert(try #require(job["jobId"]?.stringValue))
+        }
+        for id in ids { _ = try client.call("job.result", ["jobId": .string(id), "waitMs": 20_000]) }
+        // Only now is stdout read: 30 × 26 job.succeeded events, none missing, none twice.
+        var seqs: [Int] = []
+        var buffer = Data()
+        let deadline = ContinuousClock.now + .seconds(30)
+        while seqs.count < 30 * 26, ContinuousClock.now < deadline {
+            buffer += events.out.fileHandleForReading.availableData
+            while let newline = buffer.firstIndex(of: 0x0A) {
+                let line = buffer[buffer.startIndex..<newline]
+                buffer = Data(buffer[buffer.index(after: newline)...])
+                let event = try JSONParser.parse(Array(line))
+                if let id = event["jobId"]?.stringValue, ids.contains(id), let seq = event["seq"]?.intValue { seqs.append(seq) }
+            }
+        }
+        #expect(seqs.count == 30 * 26 && Set(seqs).count == seqs.count && seqs == seqs.sorted(), "\(seqs.count) events")
+        try errors.fileHandleForWriting.close()
+        kill(events.process.processIdentifier, SIGKILL)
+        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(said.contains("taken up again after seq"), "the subscription was never dropped: the test proved nothing (\(said))")
+    }
 }

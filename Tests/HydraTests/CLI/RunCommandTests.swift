@@ -279,6 +279,81 @@ import Testing
         #expect(file.status == 2 && file.err.contains("not a folder"), "\(file)")
     }
 
+    /// A listening socket that never answers (nobody accepts); its port.
+    func silentListener() -> (descriptor: Int32, port: Int) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        _ = listen(fd, 8)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
+    }
+
+    /// Input that cannot be read is said, with why (stdin a folder or closed
+    /// trapped with a crash report; every file error read "cannot read the
+    /// file"); a fifo or a process substitution is read like a pipe. Flags get
+    /// the checks of the keys they stand for, under their own names.
+    @Test func inputThatCannotBeReadIsSaidAndFlagsAreChecked() throws {
+        let folder = NSTemporaryDirectory() + "hydra-input-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        func run(stdin: FileHandle, _ arguments: [String]) throws -> (status: Int32, err: String) {
+            let process = ChildProcess()
+            process.executableURL = BuiltProducts.url("hydra")
+            process.arguments = arguments
+            process.currentDirectoryURL = URL(fileURLWithPath: folder)
+            let err = Pipe()
+            process.standardInput = stdin
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = err
+            try process.run()
+            let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            return (process.terminationStatus, text)
+        }
+        let fromFolder = try run(stdin: try #require(FileHandle(forReadingAtPath: folder)), ["run", "-"])
+        #expect(fromFolder.status == 2 && fromFolder.err == "hydra: stdin: cannot read: it is a folder\n", "\(fromFolder)")
+        let missing = try hydra(["run", folder + "/nowhere.json"])
+        #expect(missing.status == 2 && missing.err.contains("nowhere.json: cannot read: No such file or directory"), "\(missing.err)")
+        // A fifo, written by another thread.
+        let fifo = folder + "/spec.fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let writer = Thread {
+            if let handle = FileHandle(forWritingAtPath: fifo) {
+                handle.write(Data(#"{"type":"local","name":"echo","input":7}"#.utf8))
+                try? handle.close()
+            }
+        }
+        writer.start()
+        let fromFifo = try hydra(["run", fifo])
+        #expect(fromFifo.status == 0 && fromFifo.out.contains(#""result":7"#), "\(fromFifo)")
+
+        // --state: checked as state.path is, named as the flag; a relative one gives absolute paths.
+        let control = try hydra(["run", "-", "--state", "st\u{1}x"], stdin: #"{"type":"local","name":"echo","input":1}"#, directory: folder)
+        #expect(control.status == 2 && control.err.hasPrefix("hydra: --state: must not contain control characters"), "\(control.err)")
+        let saved = try hydra(["run", "-", "--state", "rel"], stdin: #"{"type":"remote","url":"\#(TestServer.url("/items"))","saveAs":"d/items.json"}"#,
+                              directory: folder)
+        let file = try #require(try JSONParser.parse(String(saved.out.split(separator: "\n").last ?? ""))["result"]?["file"]?.stringValue,
+                                "\(saved)")
+        #expect(file.hasPrefix("/") && file.hasSuffix("/rel/d/items.json") && FileManager.default.fileExists(atPath: file), "\(file)")
+        let socketPath = "/tmp/" + String(repeating: "s", count: 120)
+        let longSocket = try hydra(["serve", "--unix-socket", socketPath, "--state", folder + "/state", "--check-config"])
+        #expect(longSocket.status == 2 && longSocket.err.hasPrefix("hydra: --unix-socket: "), "\(longSocket.err)")
+
+        // A peer that takes the connection and never answers ends the command (it waited for ever).
+        let silent = silentListener()
+        defer { close(silent.descriptor) }
+        let started = ContinuousClock.now
+        let waited = try hydra(["status", "j1", "--connect", "127.0.0.1:\(silent.port)", "--timeout", "1"])
+        #expect(waited.status == 1 && waited.err.contains("timed out"), "\(waited.err)")
+        #expect(ContinuousClock.now - started < .seconds(30))
+        let badTimeout = try hydra(["status", "j1", "--timeout", "-1"])
+        #expect(badTimeout.status == 2 && badTimeout.err.contains("--timeout"), "\(badTimeout.err)")
+    }
+
     /// One server per database, not only per folder's lock file: with
     /// `hydra.lock` removed under a running server, or from another folder
     /// whose `hydra.db` links to the first one's, a second server ran the
