@@ -295,7 +295,7 @@ struct EventsCommand: ParsableCommand {
 
             Examples:
               hydra events                    everything from now on
-              hydra events --job j1 --from 0  that job's retained events, then live, to its end
+              hydra events --job j1 --from 0  its retained events, then live, to its end
               hydra events --event job.failed --pretty
             """)
     @Option(help: "Only this job and its steps.") var job: String?
