@@ -56,7 +56,9 @@ struct ConnectOptions: ParsableArguments {
 /// Prints an RPC failure and exits: 2 for invalid params or a malformed
 /// request, 1 for everything else (not found, conflict, unreachable server).
 func exitWith(_ error: RPCClientError) -> Never {
-    FileHandle.standardError.write(Data("hydra: \(TerminalText.safe("\(error)"))\n".utf8))
+    // -32001 speaks of rpc.auth, the protocol's word; from here the secret is HYDRA_RPC_SECRET.
+    let hint = error.code == -32001 ? " (the CLI sends HYDRA_RPC_SECRET: set it to the server's secret)" : ""
+    FileHandle.standardError.write(Data("hydra: \(TerminalText.safe("\(error)"))\(hint)\n".utf8))
     Foundation.exit(error.code == -32602 || error.code == -32600 || error.code == -32700 ? 2 : 1)
 }
 

@@ -240,6 +240,12 @@ import Testing
         }
         let authed = try server.client(secret: "s3cret-value")
         #expect(try authed.call("worker.list")["workers"]?.arrayValue?.isEmpty == false)
+        // The CLI says which variable carries the secret; with it, the call goes through.
+        let cli = RunCommandTests()
+        let refused = try cli.hydra(["workers", "--connect", server.address.description], environment: ["HYDRA_RPC_SECRET": "wrong"])
+        #expect(refused.status == 1 && refused.err.contains("set it to the server's secret") && !refused.err.contains("s3cret"), "\(refused.err)")
+        let allowed = try cli.hydra(["workers", "--connect", server.address.description], environment: ["HYDRA_RPC_SECRET": "s3cret-value"])
+        #expect(allowed.status == 0, "\(allowed.err)")
         let (status, stderr) = server.terminate()
         #expect(status == 0)
         #expect(!stderr.contains("s3cret"))
