@@ -178,7 +178,7 @@ public final class HydraService: Sendable {
                 let result = JobResult(jobId: job.jobId, state: .failed, result: nil,
                                        error: JobError(.invalid, "cannot resume after a restart: \(error)"))
                 journal.jobFinished(jobId: job.jobId, state: .failed, result: result.encodedJSON(),
-                                    at: Date().timeIntervalSince1970)
+                                    at: Date().timeIntervalSince1970, finalEventFollows: false)
             }
         }
         try engine.reserve(queued.count)

@@ -24,12 +24,12 @@ final class StoreJobJournal: JobJournal {
         store.markStarted(jobId: jobId, at: time)
     }
 
-    func stepFinished(jobId: String, stepPath: String, step: EncodedStep) {
-        store.recordStep(jobId: jobId, stepPath: stepPath, step: step, done: nil)
+    func stepFinished(jobId: String, stepPath: String, step: EncodedStep, finalEventFollows: Bool) {
+        store.recordStep(jobId: jobId, stepPath: stepPath, step: step, withFinalEvent: finalEventFollows, done: nil)
     }
 
-    func jobFinished(jobId: String, state: JobState, result: [UInt8], at time: Double) {
-        store.finish(jobId: jobId, state: state, result: result, at: time, done: nil)
+    func jobFinished(jobId: String, state: JobState, result: [UInt8], at time: Double, finalEventFollows: Bool) {
+        store.finish(jobId: jobId, state: state, result: result, at: time, withFinalEvent: finalEventFollows, done: nil)
         endings.withLock {
             switch state {
             case .succeeded: $0.succeeded += 1

@@ -129,11 +129,26 @@ public final class SQLiteStore: StateStore {
         writer.enqueue(.finish(jobId: jobId, state: state, result: result, time: time, done: done))
     }
 
+    /// A finish held until the job's final event is appended, then committed in
+    /// the same batch (see ``StoreWriter/enqueue(_:withFinalEventOf:stepPath:)``). Any thread.
+    public func finish(jobId: String, state: JobState, result: [UInt8], at time: Double, withFinalEvent: Bool,
+                       done: (@Sendable (Result<Void, StoreError>) -> Void)?) {
+        let operation = WriteOperation.finish(jobId: jobId, state: state, result: result, time: time, done: done)
+        if withFinalEvent { writer.enqueue(operation, withFinalEventOf: jobId, stepPath: "") } else { writer.enqueue(operation) }
+    }
+
     /// Records (or replaces) one finished step of a graph. `done` (optional)
     /// runs on the writer thread once committed. Any thread.
     public func recordStep(jobId: String, stepPath: String, step: EncodedStep,
                            done: (@Sendable (Result<Void, StoreError>) -> Void)?) {
         writer.enqueue(.step(jobId: jobId, stepPath: stepPath, step, done: done))
+    }
+
+    /// A step's record held until its final event is appended, as ``finish(jobId:state:result:at:withFinalEvent:done:)``. Any thread.
+    public func recordStep(jobId: String, stepPath: String, step: EncodedStep, withFinalEvent: Bool,
+                           done: (@Sendable (Result<Void, StoreError>) -> Void)?) {
+        let operation = WriteOperation.step(jobId: jobId, stepPath: stepPath, step, done: done)
+        if withFinalEvent { writer.enqueue(operation, withFinalEventOf: jobId, stepPath: stepPath) } else { writer.enqueue(operation) }
     }
 
     private static let jobColumns =

@@ -48,7 +48,37 @@ final class StoreWriter: @unchecked Sendable {
         /// the writer must not linger (see ``lingerMicroseconds``).
         var urgent = false
         var closed = false
+        /// Writes that go with a final event not appended yet, by ``StoreWriter/heldKey(_:_:)``
+        /// (see ``StoreWriter/enqueue(_:withFinalEventOf:stepPath:)``), with when they were held (uptime ns).
+        var held: [String: (operation: WriteOperation, since: UInt64)] = [:]
+
+        /// Moves the write held for `event` (a final event: the job's or a
+        /// step's) to the queue; true when that write is urgent.
+        mutating func releaseHeld(for event: EncodedEvent) -> Bool {
+            guard StoreWriter.finalEventNames.contains(event.name),
+                  let write = held.removeValue(forKey: StoreWriter.heldKey(event.rootJobId, event.stepPath)) else { return false }
+            queue.append(write.operation)
+            return write.operation.hasCallback || write.operation.isStep
+        }
+
+        /// Moves held writes to the queue: all of them, or those held since before `before`.
+        mutating func releaseHeld(before: UInt64 = .max) {
+            for (key, write) in held where write.since < before {
+                queue.append(write.operation)
+                held[key] = nil
+            }
+        }
     }
+
+    /// The events a held write waits for.
+    static let finalEventNames: Set<String> = [EventName.succeeded, EventName.failed, EventName.cancelled]
+
+    static func heldKey(_ jobId: String, _ stepPath: String) -> String { jobId + "\u{0}" + stepPath }
+
+    /// How long a write waits for its final event at most: the event is
+    /// appended right after it by the same thread, so only a bug could make
+    /// it wait longer, and the write is not to be lost for that.
+    static let maxHoldNanoseconds: UInt64 = 1_000_000_000
 
     /// The failure of every call on a closed store.
     static let closedError = StoreError.closed
@@ -76,32 +106,63 @@ final class StoreWriter: @unchecked Sendable {
         // A finished step is not held either: a graph resumed after a crash
         // restarts after the steps whose records were committed.
         let urgent = operation.hasCallback || operation.isBarrier || operation.isStep
-        switch queue(urgent: urgent, { $0.queue.append(operation) }) {
+        switch queue(urgent: urgent, { $0.queue.append(operation); return false }) {
         case nil: operation.complete(.failure(Self.closedError))
         case true?: wake.signal()
         case false?: break
         }
     }
 
-    /// Appends an event for the next batch. Fire and forget; any thread.
-    /// Events are inserted before the batch's other writes: nothing the
-    /// writer runs depends on an event being absent.
+    /// Queues a write that is kept with the final event (`job.succeeded`,
+    /// `job.failed`, `job.cancelled`) of `jobId`'s step `stepPath` (`""`: the
+    /// job's own): held until that event is appended, it goes in the same
+    /// batch, so a crash never keeps one without the other. (The writer takes
+    /// writes and events together; a job's finish queued before its event,
+    /// or after it, could be committed a batch apart.) Any thread; the event
+    /// must follow (a write left waiting goes after ``maxHoldNanoseconds``).
+    func enqueue(_ operation: WriteOperation, withFinalEventOf jobId: String, stepPath: String) {
+        let held = queue(urgent: false) { state in
+            let earlier = state.held.updateValue((operation, DispatchTime.now().uptimeNanoseconds),
+                                                 forKey: Self.heldKey(jobId, stepPath))
+            if let earlier { state.queue.append(earlier.operation) }  // not expected: a step records once a run
+            return false
+        }
+        if held == nil { operation.complete(.failure(Self.closedError)) }
+    }
+
+    /// Appends an event for the next batch, with the write held for it if any
+    /// (see ``enqueue(_:withFinalEventOf:stepPath:)``). Fire and forget; any
+    /// thread. Events are inserted before the batch's other writes: nothing
+    /// the writer runs depends on an event being absent.
     func append(_ event: EncodedEvent) {
-        if queue(urgent: false, { $0.events.append(event) }) == true { wake.signal() }
+        let signal = queue(urgent: false) { state in
+            state.events.append(event)
+            return !state.held.isEmpty && state.releaseHeld(for: event)
+        }
+        if signal == true { wake.signal() }
     }
 
     /// Appends events for the next batch, as ``append(_:)-(EncodedEvent)`` does.
     func append(_ events: [EncodedEvent]) {
-        if !events.isEmpty, queue(urgent: false, { $0.events += events }) == true { wake.signal() }
+        guard !events.isEmpty else { return }
+        let signal = queue(urgent: false) { state in
+            state.events += events
+            guard !state.held.isEmpty else { return false }
+            var urgent = false
+            for event in events where state.releaseHeld(for: event) { urgent = true }
+            return urgent
+        }
+        if signal == true { wake.signal() }
     }
 
-    /// Runs `add` under the lock. Returns nil when closed (nothing added),
-    /// true when the caller must wake the writer: the first write since the
-    /// last batch, or the first urgent one (it ends a linger).
-    private func queue(urgent: Bool, _ add: (inout State) -> Void) -> Bool? {
+    /// Runs `add` under the lock (it returns true when what it added is
+    /// urgent). Returns nil when closed (nothing added), true when the caller
+    /// must wake the writer: the first write since the last batch, or the
+    /// first urgent one (it ends a linger).
+    private func queue(urgent: Bool, _ add: (inout State) -> Bool) -> Bool? {
         state.withLock { state in
             if state.closed { return nil }
-            add(&state)
+            let urgent = add(&state) || urgent
             if urgent && !state.urgent {
                 state.urgent = true
                 state.signalled = true
@@ -159,6 +220,11 @@ final class StoreWriter: @unchecked Sendable {
 
     private func take() -> (batch: Batch, closing: Bool) {
         state.withLock { state in
+            if !state.held.isEmpty {
+                // Closing: everything goes. Else only a write whose event never came.
+                let now = DispatchTime.now().uptimeNanoseconds
+                state.releaseHeld(before: state.closed ? .max : now &- min(now, Self.maxHoldNanoseconds))
+            }
             state.signalled = false
             state.urgent = false
             let batch = Batch(writes: state.queue, events: state.events)
@@ -180,10 +246,13 @@ final class StoreWriter: @unchecked Sendable {
         let current = ObjectIdentifier(Thread.current)
         writerThread.withLock { $0 = current }
         while true {
-            if startMarks.isEmpty {
+            // A held write waits for its event; one whose event never comes goes
+            // at the next wake-up past its time, so the writer wakes now and then.
+            let holding = state.withLock { !$0.held.isEmpty }
+            if startMarks.isEmpty && !holding {
                 wake.wait()
             } else if wake.wait(timeout: .now() + .milliseconds(StartMarks.maxDelayMs)) == .timedOut {
-                commit(Batch(writes: [], events: []), writeAllStarts: true)
+                commit(take().batch, writeAllStarts: true)
                 continue
             }
             if !state.withLock({ $0.urgent || $0.closed }) {

@@ -133,7 +133,9 @@ final class CoordinatorRuntime {
         emit(EventName.queued, node) { ["spec": submission.spec.summary(secretHeaders: dispatcher.secretHeaderNames)] }
         if submission.resumed {
             // Once per restart (never deduplicated against the events of an earlier run).
-            let done = submission.recoveredSteps.count
+            // Leaf steps, as `job.status` counts them: a failed group's own record is not one.
+            let spec = submission.spec
+            let done = submission.recoveredSteps.keys.count { spec.isLeaf(at: $0[...]) }
             bus.emit(EventName.resumed, jobId: root.id, rootJobId: root.id, stepPath: "") { ["stepsDone": .int(done)] }
         }
         run(node)
@@ -358,9 +360,12 @@ final class CoordinatorRuntime {
         // Leaves, and the groups that failed: a group's failure depends on when its
         // steps ended (which failed first, a timeout), not only on how, so it is
         // recorded rather than worked out again from its steps after a restart.
+        // Its record is kept with its final event (one of a step resumed after a
+        // restart may have gone out before the crash: then it is not sent again).
         if node.root.journaled, node.parent != nil, node.isLeaf || !outcome.isSuccess {
             journal?.stepFinished(jobId: node.root.id, stepPath: node.path,
-                                  step: EncodedStep(outcome, deferred: node.deferredResult))
+                                  step: EncodedStep(outcome, deferred: node.deferredResult),
+                                  finalEventFollows: !alreadySent(Self.finalEventName(outcome), node))
         }
         var encodedResult: [UInt8]?
         switch outcome {
@@ -381,6 +386,7 @@ final class CoordinatorRuntime {
                 // worker's parts, for the journal and the event's stored row; a
                 // tree is built only if a sink reads the event's fields.
                 encodedResult = encodedRootResult(node.root, deferred)
+                journalEnd(node.root, error: nil, encodedResult: encodedResult)
                 if let encoded = encodedResult {
                     emit(EventName.succeeded, node, encoded: {
                         var fields: [UInt8] = []
@@ -404,16 +410,17 @@ final class CoordinatorRuntime {
                     node.scope.results[id] = node.clearResult ?? result
                     if node.clearResult != nil { node.scope.secrets[id] = node.secrets }
                 }
+                if node.parent == nil { journalEnd(node.root, error: nil) }
                 emit(EventName.succeeded, node) { ["result": EventTrimming.trimmed(result)] }
             }
         case .failure(var error, let partial):
             if error.stepPath == nil { error.stepPath = node.path }
             node.result = partial
+            node.state = error.kind == .cancelled ? .cancelled : .failed
+            if node.parent == nil { journalEnd(node.root, error: error) }
             if error.kind == .cancelled {
-                node.state = .cancelled
                 emit(EventName.cancelled, node) { [:] }
             } else {
-                node.state = .failed
                 emit(EventName.failed, node) { ["error": error.json] }
             }
             if let parent = node.parent {
@@ -541,19 +548,38 @@ final class CoordinatorRuntime {
         if root.journaled, let startedAt = root.startedAt { journal?.jobStarted(jobId: root.id, at: startedAt) }
     }
 
+    /// The name of the final event a step with `outcome` gets.
+    private static func finalEventName(_ outcome: StepOutcome) -> String {
+        switch outcome {
+        case .success: EventName.succeeded
+        case .failure(let error, _): error.kind == .cancelled ? EventName.cancelled : EventName.failed
+        }
+    }
+
+    /// A journaled root's end, told to the journal before its final event is
+    /// emitted (the store keeps the two together: see ``JobJournal``), with
+    /// the end time ``finishRoot(_:error:encodedResult:)`` then reports.
     /// `encodedResult`: the result's JSON when it was already encoded (see `encodedRootResult`).
+    private func journalEnd(_ root: RootJob, error: JobError?, encodedResult: [UInt8]? = nil) {
+        guard root.journaled, let journal else { return }
+        let node = root.node!
+        let finishedAt = clock.now()
+        root.finishedAt = finishedAt
+        let result = node.deferredResult.map { JobResult(jobId: root.id, deferred: $0) }
+            ?? JobResult(jobId: root.id, state: node.state, result: node.result, error: error)
+        let finalEvent = result.state == .succeeded ? EventName.succeeded : result.state == .cancelled ? EventName.cancelled : EventName.failed
+        journal.jobFinished(jobId: root.id, state: result.state, result: result.encodedJSON(result: encodedResult),
+                            at: finishedAt, finalEventFollows: !alreadySent(finalEvent, node))
+    }
+
     private func finishRoot(_ root: RootJob, error: JobError?, encodedResult: [UInt8]? = nil) {
         let node = root.node!
         if root.countedRunning { running.add(-1) }
-        let finishedAt = clock.now()
-        root.finishedAt = finishedAt
+        // Set already for a journaled job (`journalEnd`, before its final event).
+        if root.finishedAt == nil { root.finishedAt = clock.now() }
         active.removeValue(forKey: root.key)
         let result = node.deferredResult.map { JobResult(jobId: root.id, deferred: $0) }
             ?? JobResult(jobId: root.id, state: node.state, result: node.result, error: error)
-        if root.journaled {
-            journal?.jobFinished(jobId: root.id, state: result.state, result: result.encodedJSON(result: encodedResult),
-                                 at: finishedAt)
-        }
         finished.insert(FinishedJob(status: status(of: root), result: result), forKey: root.key)
         finishedOrder.append(root.key)
         if finishedOrder.count > retainFinished, let oldest = finishedOrder.popFirst() {

@@ -24,6 +24,18 @@ public protocol JobStore: Sendable {
     func recordStep(jobId: String, stepPath: String, step: EncodedStep,
                     done: (@Sendable (Result<Void, StoreError>) -> Void)?)
 
+    /// ``finish(jobId:state:result:at:done:)``, kept with the job's final
+    /// event when `withFinalEvent` (the event is appended to the events slice
+    /// right after): a store that can commits both in one transaction, so a
+    /// crash never keeps one without the other. By default, a plain finish.
+    func finish(jobId: String, state: JobState, result: [UInt8], at time: Double, withFinalEvent: Bool,
+                done: (@Sendable (Result<Void, StoreError>) -> Void)?)
+
+    /// ``recordStep(jobId:stepPath:step:done:)``, kept with the step's final
+    /// event when `withFinalEvent`, as ``finish(jobId:state:result:at:withFinalEvent:done:)`` is.
+    func recordStep(jobId: String, stepPath: String, step: EncodedStep, withFinalEvent: Bool,
+                    done: (@Sendable (Result<Void, StoreError>) -> Void)?)
+
     /// One job, or nil.
     func job(_ jobId: String) throws(StoreError) -> StoredJob?
 
@@ -36,4 +48,16 @@ public protocol JobStore: Sendable {
     /// they already finished and the events they already sent (see
     /// ``EmittedEvents``): what a restarted server must finish.
     func unfinishedJobs() throws(StoreError) -> [(job: StoredJob, steps: [String: StoredStep], emitted: EmittedEvents)]
+}
+
+extension JobStore {
+    public func finish(jobId: String, state: JobState, result: [UInt8], at time: Double, withFinalEvent: Bool,
+                       done: (@Sendable (Result<Void, StoreError>) -> Void)?) {
+        finish(jobId: jobId, state: state, result: result, at: time, done: done)
+    }
+
+    public func recordStep(jobId: String, stepPath: String, step: EncodedStep, withFinalEvent: Bool,
+                           done: (@Sendable (Result<Void, StoreError>) -> Void)?) {
+        recordStep(jobId: jobId, stepPath: stepPath, step: step, done: done)
+    }
 }

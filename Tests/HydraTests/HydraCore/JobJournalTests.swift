@@ -16,6 +16,10 @@ import Testing
             case started(String)
             case step(String, String, JobState)
             case finished(String, JobState, [UInt8])
+            /// A final event (`name@stepPath`), seen by ``FinalEvents`` on the same log.
+            case event(String)
+            /// A step record or finish that said its final event follows.
+            case withFinalEvent(String)
         }
         let calls = Locked<[Call]>([])
         /// The result JSON of each recorded step, by path.
@@ -36,6 +40,16 @@ import Testing
             if let result = step.result { stepResults.withLock { $0[stepPath] = result } }
             done?(.success(()))
         }
+        func finish(jobId: String, state: JobState, result: [UInt8], at time: Double, withFinalEvent: Bool,
+                    done: (@Sendable (Result<Void, StoreError>) -> Void)?) {
+            if withFinalEvent { calls.withLock { $0.append(.withFinalEvent("")) } }
+            finish(jobId: jobId, state: state, result: result, at: time, done: done)
+        }
+        func recordStep(jobId: String, stepPath: String, step: EncodedStep, withFinalEvent: Bool,
+                        done: (@Sendable (Result<Void, StoreError>) -> Void)?) {
+            if withFinalEvent { calls.withLock { $0.append(.withFinalEvent(stepPath)) } }
+            recordStep(jobId: jobId, stepPath: stepPath, step: step, done: done)
+        }
         func job(_ jobId: String) throws(StoreError) -> StoredJob? { nil }
         func jobs(state: JobState?, limit: Int, after cursor: String?) throws(StoreError) -> (jobs: [StoredJob], next: String?) {
             ([], nil)
@@ -43,11 +57,22 @@ import Testing
         func unfinishedJobs() throws(StoreError) -> [(job: StoredJob, steps: [String: StoredStep], emitted: EmittedEvents)] { [] }
     }
 
+    /// Puts each final event on the store's log, to see the order of records and events.
+    final class FinalEvents: EventSink {
+        let store: RecordingJobStore
+        init(_ store: RecordingJobStore) { self.store = store }
+        func receive(_ event: HydraEvent) {
+            guard [EventName.succeeded, EventName.failed, EventName.cancelled].contains(event.name) else { return }
+            store.calls.withLock { $0.append(.event("\(event.name)@\(event.stepPath)")) }
+        }
+    }
+
     @Test func theCoordinatorJournalsStartStepsAndTheEncodedEnd() async throws {
         let store = RecordingJobStore()
         let journal = StoreJobJournal(store: store)
         let engine = try HydraEngine(journal: journal)
         defer { engine.shutdown() }
+        _ = engine.subscribe(sink: FinalEvents(store))
         let spec = try JobSpec(json: [
             "type": "serial",
             "steps": [
@@ -57,15 +82,18 @@ import Testing
         ])
         let (id, result) = try await runJournaled(spec, on: engine)
         #expect(result.state == .failed)
+        // Each record is told before its final event, saying that event follows
+        // (the store keeps the two together): the job's end came after its event.
         #expect(store.calls.withLock { $0 } == [
-            .started(id), .step(id, "0", .succeeded), .step(id, "1", .failed),
-            .finished(id, .failed, JSONWriter.bytes(result.json)),
+            .started(id), .withFinalEvent("0"), .step(id, "0", .succeeded), .event("job.succeeded@0"),
+            .withFinalEvent("1"), .step(id, "1", .failed), .event("job.failed@1"),
+            .withFinalEvent(""), .finished(id, .failed, JSONWriter.bytes(result.json)), .event("job.failed@"),
         ])
         #expect(journal.endings.withLock { ($0.succeeded, $0.failed, $0.cancelled) } == (0, 1, 0))
 
-        // A job run without the journal (embedded `run`) leaves nothing in it.
+        // A job run without the journal (embedded `run`) leaves nothing in it (its final event aside).
         _ = try await engine.run(try JobSpec(json: ["type": "local", "name": "echo"]))
-        #expect(store.calls.withLock { $0.count } == 4)
+        #expect(store.calls.withLock { $0.count { if case .event = $0 { false } else { true } } } == 7)
     }
 
     /// A remote step's result reaches the journal encoded straight from the

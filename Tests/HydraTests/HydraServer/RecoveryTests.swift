@@ -190,6 +190,12 @@ import Testing
         #expect(result["result"]?["results"]?[1] == ["ms": 1500] && result["result"]?["results"]?[2] == 1, "\(result)")
         // The group's two cancelled steps ran before the crash.
         #expect(try client.call("job.status", ["jobId": job])["steps"] == ["done": 4, "total": 4])
+        // `job.resumed` counted them as `job.status` did before the crash: leaf steps (the
+        // failed group's own record made it 3).
+        let watcher = try server.client()
+        _ = try watcher.call("events.subscribe", ["jobId": job, "events": ["job.resumed"], "fromSeq": 0])
+        let resumed = try #require(try watcher.nextNotification(timeout: .seconds(10)))
+        #expect(resumed["params"]?["stepsDone"] == 2, "\(resumed)")
     }
 
     /// A final state `job.result` or `job.status` reported is in the store: a

@@ -183,6 +183,52 @@ import Testing
         #expect(try store.lastSeq() == 2)
     }
 
+    /// A job's finish (and a step's record) is kept with its final event, never
+    /// one without the other: the writer took the event in one batch and the
+    /// finish queued a moment later in the next, and a crash between them left
+    /// `job.succeeded` stored and the job queued: it ran again after the
+    /// restart, and its second result contradicted the event clients had.
+    @Test func aFinishIsKeptWithItsFinalEvent() throws {
+        let dir = folder()
+        var store = try SQLiteStore(directory: dir)
+        _ = try insert(store, [job("a", at: 1), job("b", at: 1), job("c", at: 1), job("d", at: 1)])
+        func event(_ seq: UInt64, _ name: String, _ job: String, _ path: String) -> HydraEvent {
+            HydraEvent(seq: seq, name: name, jobId: job, rootJobId: job, stepPath: path, time: 2, fields: [:])
+        }
+        let result = Array(#"{"jobId":"a","state":"succeeded","result":1}"#.utf8)
+        store.finish(jobId: "a", state: .succeeded, result: result, at: 2, withFinalEvent: true, done: nil)
+        store.flush()
+        #expect(try store.job("a")?.state == .queued, "held until its event")
+        // Not its final event: another name, a step's, another job's.
+        store.append(event(1, "job.started", "a", ""))
+        store.append([event(2, "job.succeeded", "a", "0"), event(3, "job.succeeded", "b", "")])
+        store.flush()
+        #expect(try store.job("a")?.state == .queued)
+        store.append(event(4, "job.succeeded", "a", ""))
+        store.flush()
+        #expect(try store.job("a")?.state == .succeeded)
+        #expect(try store.events(after: 0, limit: 10).map(\.seq) == [1, 2, 3, 4])
+        // A step's record, released by its event in a batch of events.
+        let step = EncodedStep(StoredStep(state: .failed, result: nil, error: ["kind": "http"]))
+        store.recordStep(jobId: "b", stepPath: "1", step: step, withFinalEvent: true, done: nil)
+        store.flush()
+        #expect(try store.unfinishedJobs().first { $0.job.jobId == "b" }?.steps.isEmpty == true)
+        store.append([event(5, "job.progress", "b", "1"), event(6, "job.failed", "b", "1")])
+        store.flush()
+        #expect(try store.unfinishedJobs().first { $0.job.jobId == "b" }?.steps["1"]?.state == .failed)
+        // A write whose event never comes is not lost: it goes after a second.
+        store.finish(jobId: "c", state: .failed, result: Array(#"{"state":"failed"}"#.utf8), at: 2, withFinalEvent: true, done: nil)
+        usleep(1_200_000)
+        store.flush()
+        #expect(try store.job("c")?.state == .failed)
+        // Nor at a close.
+        store.finish(jobId: "d", state: .cancelled, result: Array(#"{"state":"cancelled"}"#.utf8), at: 2, withFinalEvent: true, done: nil)
+        store.close()
+        store = try SQLiteStore(directory: dir)
+        defer { store.close() }
+        #expect(try store.job("d")?.state == .cancelled)
+    }
+
     /// A full disk (here a page limit: SQLite answers SQLITE_FULL the same way)
     /// used to drop every write nobody waited for: a job's finish and result,
     /// its events. The job then ran again after a restart (its request sent
