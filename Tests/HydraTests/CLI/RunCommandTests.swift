@@ -251,16 +251,8 @@ import Testing
         try #"{"servers": {"s": "http://127.0.0.1:9"}, "apis": {"a": {"server": "s", "endpoint": "/x"}}, "state": {"path": "\#(state)"}}"#
             .write(toFile: good, atomically: true, encoding: .utf8)
         // A port another socket holds: a start would fail on it, the check does not bind it.
-        let holder = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (holder, port) = localSocket(listening: true)
         defer { close(holder) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(holder, $0, length) } }
-        _ = listen(holder, 1)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(holder, $0, &length) } }
-        let port = Int(UInt16(bigEndian: address.sin_port))
         let ok = try hydra(["serve", "--config", good, "--listen", "127.0.0.1:\(port)", "--check-config"])
         #expect(ok.status == 0 && ok.out.hasPrefix(good + ": OK") && ok.out.contains("1 server, 1 api"), "\(ok)")
         #expect(ok.out.contains("listen: 127.0.0.1:\(port)"), "\(ok.out)")
@@ -277,19 +269,6 @@ import Testing
         try "x".write(toFile: state, atomically: true, encoding: .utf8)
         let file = try hydra(["serve", "--config", good, "--check-config"])
         #expect(file.status == 2 && file.err.contains("not a folder"), "\(file)")
-    }
-
-    /// A listening socket that never answers (nobody accepts); its port.
-    func silentListener() -> (descriptor: Int32, port: Int) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        _ = listen(fd, 8)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return (fd, Int(UInt16(bigEndian: address.sin_port)))
     }
 
     /// Input that cannot be read is said, with why (stdin a folder or closed
@@ -344,7 +323,7 @@ import Testing
         #expect(longSocket.status == 2 && longSocket.err.hasPrefix("hydra: --unix-socket: "), "\(longSocket.err)")
 
         // A peer that takes the connection and never answers ends the command (it waited for ever).
-        let silent = silentListener()
+        let silent = localSocket(listening: true)
         defer { close(silent.descriptor) }
         let started = ContinuousClock.now
         let waited = try hydra(["status", "j1", "--connect", "127.0.0.1:\(silent.port)", "--timeout", "1"])
