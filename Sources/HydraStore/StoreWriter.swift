@@ -121,13 +121,15 @@ final class StoreWriter: @unchecked Sendable {
     /// or after it, could be committed a batch apart.) Any thread; the event
     /// must follow (a write left waiting goes after ``maxHoldNanoseconds``).
     func enqueue(_ operation: WriteOperation, withFinalEventOf jobId: String, stepPath: String) {
-        let held = queue(urgent: false) { state in
+        // Nothing to take yet: no wake-up (the event's append brings one).
+        let held = state.withLock { state -> Bool in
+            if state.closed { return false }
             let earlier = state.held.updateValue((operation, DispatchTime.now().uptimeNanoseconds),
                                                  forKey: Self.heldKey(jobId, stepPath))
             if let earlier { state.queue.append(earlier.operation) }  // not expected: a step records once a run
-            return false
+            return true
         }
-        if held == nil { operation.complete(.failure(Self.closedError)) }
+        if !held { operation.complete(.failure(Self.closedError)) }
     }
 
     /// Appends an event for the next batch, with the write held for it if any
