@@ -175,10 +175,17 @@ public final class HydraService: Sendable {
                                         createdAt: job.createdAt, recoveredSteps: steps, emittedEvents: emitted,
                                         startedAt: job.startedAt, resumed: true, completion: nil))
             } catch {
-                let result = JobResult(jobId: job.jobId, state: .failed, result: nil,
-                                       error: JobError(.invalid, "cannot resume after a restart: \(error)"))
+                let failure = JobError(.invalid, "cannot resume after a restart: \(error)", stepPath: "")
+                let result = JobResult(jobId: job.jobId, state: .failed, result: nil, error: failure)
+                // Its history ends as every job's does, with one final event (kept with the finish).
+                let ended = [EventName.succeeded, EventName.failed, EventName.cancelled].contains {
+                    emitted.contains(stepPath: "", name: $0)
+                }
                 journal.jobFinished(jobId: job.jobId, state: .failed, result: result.encodedJSON(),
-                                    at: Date().timeIntervalSince1970, finalEventFollows: false)
+                                    at: Date().timeIntervalSince1970, finalEventFollows: !ended)
+                if !ended {
+                    engine.bus.emit(EventName.failed, jobId: job.jobId, rootJobId: job.jobId, stepPath: "") { ["error": failure.json] }
+                }
             }
         }
         try engine.reserve(queued.count)

@@ -158,6 +158,38 @@ import Testing
         #expect(!names.contains("hydra.dropped") && names.filter { $0 == "group.done" }.count == 150, "\(names.suffix(5))")
     }
 
+    /// A job whose spec no longer checks at the restart (the named job it runs
+    /// was removed meanwhile) is finished as failed, kind `invalid`, and its
+    /// events end with its `job.failed`: it ended without a final event.
+    @Test func aJobThatCannotResumeEndsWithItsFinalEvent() throws {
+        let state = NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
+        let jobs = state + "-jobs"
+        try FileManager.default.createDirectory(atPath: jobs, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: jobs) }
+        try #"{"type": "local", "name": "delay", "input": {"ms": 30000}}"#.write(toFile: jobs + "/slow.json", atomically: true, encoding: .utf8)
+        var server = try ServerProcess(config: #""jobs": {"path": "\#(jobs)"}"#, state: state)
+        var client = try server.client()
+        let job = try client.call("job.submit", ["job": ["type": "job", "name": "slow"]])["jobId"]!
+        try waitUntilBlocking(timeout: .seconds(10)) { (try? client.call("job.status", ["jobId": job]))?["state"] == "running" }
+        _ = try client.call("job.list", ["limit": 1])  // every write queued so far is committed
+        server.kill9()
+        try FileManager.default.removeItem(atPath: jobs + "/slow.json")
+
+        server = try ServerProcess(config: #""jobs": {"path": "\#(jobs)"}"#, state: state)
+        defer { server.terminate() }
+        client = try server.client()
+        let result = try client.call("job.result", ["jobId": job, "waitMs": 10_000])
+        #expect(result["state"] == "failed" && result["error"]?["kind"] == "invalid", "\(result)")
+        #expect(result["error"]?["message"]?.stringValue?.hasPrefix("cannot resume after a restart") == true, "\(result)")
+        let watcher = try server.client()
+        _ = try watcher.call("events.subscribe", ["jobId": job, "fromSeq": 0])
+        var names: [String] = []
+        while names.last != "job.failed", let note = try watcher.nextNotification(timeout: .seconds(10)) {
+            names.append(note["params"]?["event"]?.stringValue ?? "?")
+        }
+        #expect(names == ["job.queued", "job.started", "job.failed"], "\(names)")
+    }
+
     /// A nested group that ended before the crash (here: timed out, its steps
     /// cancelled) is not run again after the restart: it ends as it ended,
     /// not as its recorded steps would make it end (cancelled, not timeout).
