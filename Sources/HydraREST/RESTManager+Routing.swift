@@ -59,6 +59,12 @@ public final class StateFileWriter {
     /// The open temporary file (for ``HydraHTTP/HTTPRequest/saveToFile``).
     public var descriptor: Int32 { file.descriptor }
 
+    /// The file's identity (its inode), the same once renamed into place; nil if it cannot be read.
+    public var fileID: UInt64? {
+        var info = stat()
+        return fstat(file.descriptor, &info) == 0 ? UInt64(info.st_ino) : nil
+    }
+
     /// Renames the temporary file over the target. Throws kind `invalid`.
     public func commit() throws(JobError) { try file.commit() }
 
@@ -161,7 +167,9 @@ extension RESTManager {
     /// Writes `bytes` to the state-folder file at `components` through a
     /// temporary file (see ``StateFileWriter``). Blocking file I/O: the
     /// caller's thread. Throws kind `invalid`.
-    public func writeStateFile(_ components: [String], bytes: [UInt8]) throws(JobError) {
+    /// Returns the file's identity (its inode; nil if it cannot be read).
+    @discardableResult
+    public func writeStateFile(_ components: [String], bytes: [UInt8]) throws(JobError) -> UInt64? {
         let file = try openStateFile(components)
         var written = 0
         while written < bytes.count {
@@ -176,6 +184,8 @@ extension RESTManager {
             }
             written += n
         }
+        let id = file.fileID
         try file.commit()
+        return id
     }
 }

@@ -19,6 +19,8 @@ struct CopyWriter: Sendable {
         let content: [UInt8]
         let diskBytes: Int
         let sha256: String
+        /// The file's identity (``ResourceRecord/fileID``).
+        let fileID: UInt64?
     }
 
     let manager: ResourceManager
@@ -68,12 +70,13 @@ struct CopyWriter: Sendable {
             }
             stored = sealed
         }
+        let fileID: UInt64?
         do {
-            try manager.rest.writeStateFile(components, bytes: stored)
+            fileID = try manager.rest.writeStateFile(components, bytes: stored)
         } catch {
             return .failure(error)
         }
         return .success(Copy(content: content, diskBytes: stored.count,
-                             sha256: cipher == .aesGCM ? ResourceKey.sha256(stored) : digest))
+                             sha256: cipher == .aesGCM ? ResourceKey.sha256(stored) : digest, fileID: fileID))
     }
 }

@@ -807,7 +807,7 @@ final class ResourceExecutor: JobExecutor {
                 let record = ResourceRecord(
                     key: fetch.key, url: fetch.shownURL, bytes: copy.content.count, diskBytes: copy.diskBytes,
                     contentType: meta.type, sha256: copy.sha256, etag: meta.etag, lastModified: meta.modified,
-                    storedAt: now, lastUsedAt: now, cipher: work.cipher, status: meta.status)
+                    storedAt: now, lastUsedAt: now, cipher: work.cipher, status: meta.status, fileID: copy.fileID)
                 self.commit(fetch, record, content: copy.content, source: "network", replacing: true)
             case .failure(let error):
                 self.manager.replacements.end(fetch.key, committed: nil)
@@ -852,6 +852,7 @@ final class ResourceExecutor: JobExecutor {
                 return
             }
             self.manager.replacements.begin(fetch.key)
+            let fileID = file.fileID
             do throws(JobError) {
                 try file.commit()
             } catch {
@@ -864,7 +865,7 @@ final class ResourceExecutor: JobExecutor {
             let record = ResourceRecord(
                 key: fetch.key, url: fetch.shownURL, bytes: size, diskBytes: size, contentType: meta.type,
                 sha256: digest, etag: meta.etag, lastModified: meta.modified, storedAt: now, lastUsedAt: now, cipher: .none,
-                status: meta.status)
+                status: meta.status, fileID: fileID)
             self.commit(fetch, record, content: content, source: "network", replacing: true)
         }
     }

@@ -1,3 +1,4 @@
+import Glibc
 import Foundation
 import HydraCore
 import HydraLoop
@@ -14,8 +15,8 @@ extension ResourceManager {
     /// Returns how many of each it removed.
     public func reconcile() throws(StoreError) -> (files: Int, entries: Int) {
         let records = try index.resourcesByUse()
-        // Each known key with the size of its file at rest.
-        let known = Dictionary(records.map { ($0.key, $0.diskBytes) }, uniquingKeysWith: { first, _ in first })
+        // Each known key with the size and identity of its file at rest.
+        let known = Dictionary(records.map { ($0.key, (size: $0.diskBytes, id: $0.fileID)) }, uniquingKeysWith: { first, _ in first })
         var present: Set<String> = []
         var files = 0
         let fm = FileManager.default
@@ -30,10 +31,13 @@ extension ResourceManager {
             for name in (try? fm.contentsOfDirectory(atPath: path)) ?? [] {
                 guard name.hasSuffix(".bin"), ResourceManager.isKey(String(name.dropLast(4))) else { continue }
                 let key = String(name.dropLast(4))
-                // A file of another size than its entry says is not that entry's copy (a new
-                // copy renamed into place just before a crash, its entry not committed): both go.
-                if let size = known[key], key.hasPrefix(folder),
-                   (try? fm.attributesOfItem(atPath: path + "/" + name))?[.size] as? Int == size {
+                // A file of another size than its entry says, or another file than the one
+                // it was given (a new copy renamed into place just before a crash, its entry
+                // not committed), is not that entry's copy: both go.
+                var info = Glibc.stat()
+                if let entry = known[key], key.hasPrefix(folder), lstat(path + "/" + name, &info) == 0,
+                   info.st_mode & S_IFMT == S_IFREG, Int(info.st_size) == entry.size,
+                   entry.id.map({ $0 == UInt64(info.st_ino) }) ?? true {
                     present.insert(key)
                 } else if (try? fm.removeItem(atPath: path + "/" + name)) != nil {
                     files += 1

@@ -141,6 +141,8 @@ enum Migrations {
         CREATE TABLE settings (name TEXT PRIMARY KEY, value BLOB NOT NULL);
         INSERT INTO settings (name, value) VALUES ('cacheKeySecret', randomblob(32));
         """,
+        // 10: the identity of a resource's file when it was put in place (``ResourceRecord/fileID``).
+        "ALTER TABLE resources ADD COLUMN file_id INTEGER",
     ]
 
     /// Applies the migrations `connection` has not seen yet, all in one

@@ -6,7 +6,7 @@ import HydraCore
 /// (The conformance itself comes with ``StateStore``'s, in `SQLiteStore.swift`.)
 extension SQLiteStore {
     static let resourceColumns = """
-        key, url, bytes, disk_bytes, content_type, sha256, etag, last_modified, stored_at, last_used_at, cipher, status
+        key, url, bytes, disk_bytes, content_type, sha256, etag, last_modified, stored_at, last_used_at, cipher, status, file_id
         """
 
     /// The entry for `key`, or nil. Caller's thread.
@@ -87,7 +87,8 @@ extension SQLiteStore {
         return ResourceRecord(
             key: row.text(0) ?? "", url: row.text(1) ?? "", bytes: row.int(2), diskBytes: row.int(3),
             contentType: row.text(4), sha256: row.text(5) ?? "", etag: row.text(6), lastModified: row.text(7),
-            storedAt: row.double(8), lastUsedAt: row.double(9), cipher: cipher, status: row.int(11))
+            storedAt: row.double(8), lastUsedAt: row.double(9), cipher: cipher, status: row.int(11),
+            fileID: row.isNull(12) ? nil : UInt64(bitPattern: Int64(row.int(12))))
     }
 }
 
@@ -105,11 +106,11 @@ enum ResourceIndexWrite: Sendable {
         case .store(let r):
             try db.run("""
                 INSERT OR REPLACE INTO resources (\(SQLiteStore.resourceColumns))
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [.text(r.key), .text(r.url), .int(r.bytes), .int(r.diskBytes), SQLValue(r.contentType), .text(r.sha256),
                  SQLValue(r.etag), SQLValue(r.lastModified), .double(r.storedAt), .double(r.lastUsedAt),
-                 .text(r.cipher.rawValue), .int(r.status)])
+                 .text(r.cipher.rawValue), .int(r.status), r.fileID.map { .int(Int(Int64(bitPattern: $0))) } ?? .null])
             return db.changes
         case .touch(let keys, let time):
             var changed = 0

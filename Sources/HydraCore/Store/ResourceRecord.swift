@@ -27,10 +27,16 @@ public struct ResourceRecord: Sendable, Equatable {
     /// this is a status it expects (a 404 kept for `expect: [404]` is no answer
     /// to a job expecting 2xx).
     public var status: Int
+    /// The file's identity when it was put in place (its inode): a copy renamed
+    /// into place just before a crash, its entry not committed, is another file
+    /// under the same name, which startup reconciliation then removes with the
+    /// entry (a file of the same size passed for the entry's). Nil: not known
+    /// (entries written before it was kept).
+    public var fileID: UInt64?
 
     public init(key: String, url: String, bytes: Int, diskBytes: Int, contentType: String?, sha256: String,
                 etag: String?, lastModified: String?, storedAt: Double, lastUsedAt: Double, cipher: ResourceCipher,
-                status: Int = 200) {
+                status: Int = 200, fileID: UInt64? = nil) {
         self.key = key
         self.url = url
         self.bytes = bytes
@@ -43,5 +49,6 @@ public struct ResourceRecord: Sendable, Equatable {
         self.lastUsedAt = lastUsedAt
         self.cipher = cipher
         self.status = status
+        self.fileID = fileID
     }
 }

@@ -383,15 +383,23 @@ import Testing
         let kept = try await engine.fetchResource(TestServer.url("/resource/\(n)a"))
         let lost = try await engine.fetchResource(TestServer.url("/resource/\(n)b"))
         let replaced = try await engine.fetchResource(TestServer.url("/resource/\(n)c"))
-        // A file the index does not know, an entry whose file went, and one whose file is
-        // another size (a new copy renamed into place, the crash before its entry).
+        let sameSize = try await engine.fetchResource(TestServer.url("/resource/\(n)d"))
+        // A file the index does not know, an entry whose file went, and two whose file is
+        // another one (a new copy renamed into place, the crash before its entry): of
+        // another size, and of the same size (it passed for the entry's: a kill -9 audit).
         let stray = state + "/resources/ab/" + String(repeating: "ab", count: 32) + ".bin"
         try FileManager.default.createDirectory(atPath: state + "/resources/ab", withIntermediateDirectories: true)
         #expect(FileManager.default.createFile(atPath: stray, contents: Data("stray".utf8)))
         try FileManager.default.removeItem(atPath: state + "/" + lost["path"]!.stringValue!)
         try Data("a longer body than the entry says".utf8).write(to: URL(fileURLWithPath: state + "/" + replaced["path"]!.stringValue!))
+        let sameSizePath = state + "/" + sameSize["path"]!.stringValue!
+        let other = Data(String(repeating: "x", count: try #require(sameSize["bytes"]?.intValue)).utf8)
+        try other.write(to: URL(fileURLWithPath: sameSizePath + ".new"))
+        #expect(rename(sameSizePath + ".new", sameSizePath) == 0)
         let (files, entries) = try engine.resources.reconcile()
-        #expect(files == 2 && entries == 2)
+        #expect(files == 3 && entries == 3)
+        #expect(try store.resource(key: sameSize["key"]!.stringValue!) == nil)
+        #expect(!FileManager.default.fileExists(atPath: sameSizePath))
         #expect(!FileManager.default.fileExists(atPath: stray))
         #expect(try store.resource(key: lost["key"]!.stringValue!) == nil)
         #expect(try store.resource(key: replaced["key"]!.stringValue!) == nil)
