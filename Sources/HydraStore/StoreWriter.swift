@@ -10,7 +10,9 @@ import Synchronization
 /// a semaphore wakes the writer). The writer takes everything queued since it
 /// last woke, runs it in one `BEGIN IMMEDIATE` transaction (the events first,
 /// many rows per statement), commits, then calls every callback on its own
-/// thread, so one fsync covers a whole batch.
+/// thread, so one fsync covers a whole batch. A write that is kept with a
+/// final event (a job's finish, a step's record) is held, under the same
+/// lock, until that event is appended: the two are then taken together.
 ///
 /// Writes rarely fail (a duplicate job id, a full disk), so a batch first
 /// runs without savepoints; if a write fails, the batch is rolled back and
