@@ -178,9 +178,7 @@ public final class HydraService: Sendable {
                 let failure = JobError(.invalid, "cannot resume after a restart: \(error)", stepPath: "")
                 let result = JobResult(jobId: job.jobId, state: .failed, result: nil, error: failure)
                 // Its history ends as every job's does, with one final event (kept with the finish).
-                let ended = [EventName.succeeded, EventName.failed, EventName.cancelled].contains {
-                    emitted.contains(stepPath: "", name: $0)
-                }
+                let ended = emitted.contains(stepPath: "", name: EventName.failed)  // any final event counts
                 journal.jobFinished(jobId: job.jobId, state: .failed, result: result.encodedJSON(),
                                     at: Date().timeIntervalSince1970, finalEventFollows: !ended)
                 if !ended {

@@ -57,7 +57,7 @@ final class StoreWriter: @unchecked Sendable {
         /// Moves the write held for `event` (a final event: the job's or a
         /// step's) to the queue; true when that write is urgent.
         mutating func releaseHeld(for event: EncodedEvent) -> Bool {
-            guard StoreWriter.finalEventNames.contains(event.name),
+            guard EventName.finals.contains(event.name),
                   let write = held.removeValue(forKey: StoreWriter.heldKey(event.rootJobId, event.stepPath)) else { return false }
             queue.append(write.operation)
             return write.operation.hasCallback || write.operation.isStep
@@ -71,9 +71,6 @@ final class StoreWriter: @unchecked Sendable {
             }
         }
     }
-
-    /// The events a held write waits for.
-    static let finalEventNames: Set<String> = [EventName.succeeded, EventName.failed, EventName.cancelled]
 
     static func heldKey(_ jobId: String, _ stepPath: String) -> String { jobId + "\u{0}" + stepPath }
 

@@ -194,7 +194,7 @@ struct SubmitCommand: ParsableCommand {
                 }
                 if event["jobId"]?.stringValue == jobId, event["stepPath"] == "",
                    let name = event["event"]?.stringValue,
-                   [EventName.succeeded, EventName.failed, EventName.cancelled].contains(name) {
+                   EventName.finals.contains(name) {
                     break
                 }
             }
@@ -321,7 +321,6 @@ struct EventsCommand: ParsableCommand {
         // Where a dropped subscription resumes: after the last event seen (or where it began).
         var lastSeq = from ?? subscribed["seq"]?.intValue ?? 0
         var seqAtLastDrop = -1
-        let finalNames: Set<String> = [EventName.succeeded, EventName.failed, EventName.cancelled]
         while true {
             do {
                 guard let note = try client.nextNotification(timeout: nil) else { continue }
@@ -329,7 +328,7 @@ struct EventsCommand: ParsableCommand {
                     if let seq = event["seq"]?.intValue { lastSeq = max(lastSeq, seq) }
                     writeLine(pretty ? EventLine.string(event) : JSONWriter.string(event))
                     if let job, event["jobId"]?.stringValue == job, event["stepPath"] == "",
-                       let name = event["event"]?.stringValue, finalNames.contains(name) {
+                       let name = event["event"]?.stringValue, EventName.finals.contains(name) {
                         return
                     }
                 } else if note["method"] == "hydra.dropped" {

@@ -23,6 +23,9 @@ public enum EventName {
     /// A copy left it (`reason`: remove, purge, evicted, corrupt).
     public static let resourceRemoved = "resource.removed"
 
+    /// The events that end a job or a step: it sends exactly one of them.
+    public static let finals: Set<String> = [succeeded, failed, cancelled]
+
     public static let all: Set<String> = [queued, started, retrying, progress, succeeded, skipped, failed, cancelled,
                                           resumed, groupDone, cacheUpdated, cacheRemoved, sharedUpdated, sharedRemoved,
                                           resourceStored, resourceRemoved]

@@ -62,7 +62,7 @@ import Testing
         let store: RecordingJobStore
         init(_ store: RecordingJobStore) { self.store = store }
         func receive(_ event: HydraEvent) {
-            guard [EventName.succeeded, EventName.failed, EventName.cancelled].contains(event.name) else { return }
+            guard EventName.finals.contains(event.name) else { return }
             store.calls.withLock { $0.append(.event("\(event.name)@\(event.stepPath)")) }
         }
     }
