@@ -143,6 +143,20 @@ enum Migrations {
         """,
         // 10: the identity of a resource's file when it was put in place (``ResourceRecord/fileID``).
         "ALTER TABLE resources ADD COLUMN file_id INTEGER",
+        // 11: the time indexes in ascending order. New rows are the newest:
+        // in a descending index each one went in at the left end, where SQLite
+        // rebalances the leaf with its siblings and rewrites the path to it
+        // (3 pages in each commit's WAL for `jobs_by_created` alone, its leaves
+        // left half empty); at the right end a full leaf just starts a new one.
+        // Newest-first listings read the same index backwards.
+        """
+        DROP INDEX jobs_by_created;
+        CREATE INDEX jobs_by_created ON jobs (created_at, job_id);
+        DROP INDEX jobs_unsucceeded;
+        CREATE INDEX jobs_unsucceeded ON jobs (state, created_at, job_id) WHERE state <> 'succeeded';
+        DROP INDEX resources_by_stored;
+        CREATE INDEX resources_by_stored ON resources (stored_at, key);
+        """,
     ]
 
     /// Applies the migrations `connection` has not seen yet, all in one

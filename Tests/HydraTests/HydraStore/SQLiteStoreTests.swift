@@ -608,6 +608,34 @@ import Testing
         #expect(unfinished.contains("INDEX jobs_unsucceeded"), "\(unfinished)")
         let prune = try plan("\(columns) WHERE created_at < 5 AND finished_at < 5 AND +state IN \(WriteOperation.finalStates)")
         #expect(prune.contains("INDEX jobs_by_created"), "\(prune)")
+        // Migration 11 keeps the time indexes ascending (new rows go in at the
+        // right end): newest-first listings read them backwards, never sorting.
+        let newest = try plan("\(columns) ORDER BY created_at DESC, job_id DESC LIMIT 10")
+        #expect(newest.contains("INDEX jobs_by_created") && !newest.contains("TEMP B-TREE"), "\(newest)")
+        let page = try plan("\(columns) WHERE (created_at, job_id) < (3, 'j3') ORDER BY created_at DESC, job_id DESC LIMIT 10")
+        #expect(page.contains("INDEX jobs_by_created") && !page.contains("TEMP B-TREE"), "\(page)")
+        for sql in [byState, succeeded] { #expect(!sql.contains("TEMP B-TREE"), "\(sql)") }
+        let resources = try plan("SELECT * FROM resources ORDER BY stored_at DESC, key DESC LIMIT 10")
+        #expect(resources.contains("INDEX resources_by_stored") && !resources.contains("TEMP B-TREE"), "\(resources)")
+    }
+
+    /// The newest job's index entries go in at the right end of the time
+    /// index (migration 11): its leaves fill up, where newest-first entries
+    /// left each one half empty (and rewrote the path to it in every commit).
+    @Test func timeIndexLeavesFillUp() throws {
+        let store = try SQLiteStore(directory: folder())
+        defer { store.close() }
+        for batch in 0..<20 {
+            _ = try insert(store, (0..<100).map { job("j\(batch * 100 + $0)", at: Double(batch * 100 + $0)) })
+        }
+        store.flush()
+        // Leaves but the last full (SQLite leaves a little room); newest-first, about half empty.
+        let stat = try rows(store.path, """
+            SELECT SUM(unused), SUM(pgsize), COUNT(*) FROM dbstat WHERE name = 'jobs_by_created' AND pagetype = 'leaf'
+            """)
+        let unused = Double(stat[0][0]) ?? 0, size = Double(stat[0][1]) ?? 1, leaves = Int(stat[0][2]) ?? 0
+        #expect(leaves > 4)
+        #expect(unused / size < 0.25, "\(Int(unused)) of \(Int(size)) bytes unused in \(leaves) leaves")
     }
 
     @Test func pruneDropsOldFinishedWork() throws {
