@@ -26,6 +26,19 @@ import Testing
         #expect(JobIdentifier.key(of: prefix + "A") == nil)
         // More digits than a UInt64 holds.
         #expect(JobIdentifier.key(of: prefix + String(repeating: "z", count: 13)) == nil)
-        #expect(JobIdentifier.key(of: prefix + "10") == 36)
+        #expect(JobIdentifier.key(of: prefix + "00010") == 36)
+        // One id per key: the same number written otherwise is not one of ours.
+        #expect(JobIdentifier.key(of: prefix + "10") == nil)
+        #expect(JobIdentifier.key(of: prefix + "000010") == nil)
+        #expect(JobIdentifier.key(of: prefix + "100000") == 36 * 36 * 36 * 36 * 36)
+        #expect(JobIdentifier.key(of: prefix + "0100000") == nil)
+    }
+
+    /// Ids sort in the order they were made: the store's index of job ids
+    /// grows at its end (see ``JobIdentifier``).
+    @Test func idsSortAsTheyWereMade() {
+        let ids = (0..<5000).map { _ in JobIdentifier.next().id }
+        #expect(ids == ids.sorted())
+        #expect(ids.allSatisfy { $0.utf8.count == ids[0].utf8.count })
     }
 }
