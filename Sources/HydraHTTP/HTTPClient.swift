@@ -32,11 +32,13 @@ public final class HTTPClient {
     private let multi: UnsafeMutableRawPointer
     @exclusivity(unchecked) private var timer: LoopTimer!
     /// Transfers in flight, by id (curl's `CURLOPT_PRIVATE`).
-    @exclusivity(unchecked) private var transfers: [UInt64: Transfer] = [:]
+    @exclusivity(unchecked) private var transfers = CounterTable<Transfer>(capacity: 256)
     /// Finished transfers kept for reuse, with their easy handles.
     @exclusivity(unchecked) private var idle: [Transfer] = []
     /// A watch per socket curl has asked to watch and not closed (see ``SocketWatch``).
-    @exclusivity(unchecked) private var sockets: [curl_socket_t: SocketWatch] = [:]
+    @exclusivity(unchecked) private var sockets = CounterTable<SocketWatch>(capacity: 256)
+    /// A descriptor as a key of `sockets` (descriptors are small numbers the kernel reuses, lowest first).
+    private static func slot(_ socket: curl_socket_t) -> UInt64 { UInt64(UInt32(bitPattern: socket)) }
     /// Sockets curl closed so far (see ``complete(_:_:)``: transfers in flight then are reset).
     @exclusivity(unchecked) private var socketsClosed: UInt64 = 0
     @exclusivity(unchecked) private var nextID: UInt64 = 1
@@ -112,7 +114,7 @@ public final class HTTPClient {
     /// is not watching (it watches a connection while a transfer uses it, from
     /// connect to `CURL_POLL_REMOVE`, and no idle pooled one).
     private func retireIdleConnections() {
-        for socket in retiring where sockets[socket]?.isWanted != true {
+        for socket in retiring where sockets[Self.slot(socket)]?.isWanted != true {
             if let inode = connections[socket], HTTPClient.inode(of: socket) == inode {
                 _ = Glibc.shutdown(socket, Int32(SHUT_RDWR))
             }
@@ -158,7 +160,7 @@ public final class HTTPClient {
             recycle(transfer)
             throw HTTPFailure(.invalid, String(cString: curl_multi_strerror(code)))
         }
-        transfers[id] = transfer
+        transfers.insert(transfer, forKey: id)
         return HTTPTransferID(value: id)
     }
 
@@ -175,12 +177,12 @@ public final class HTTPClient {
     public func close() {
         loop.preconditionInEventLoop()
         guard !closed else { return }
-        for id in Array(transfers.keys) { cancel(HTTPTransferID(value: id)) }
+        for transfer in transfers.allValues { cancel(HTTPTransferID(value: transfer.id)) }
         closed = true
         timer.close()
         idle.removeAll()  // their easy handles first: the multi handle outlives them
         curl_multi_cleanup(multi)  // closes the pooled connections through closeSocket
-        for watch in sockets.values { watch.close() }
+        for watch in sockets.allValues { watch.close() }
         sockets.removeAll()
     }
 
@@ -192,15 +194,15 @@ public final class HTTPClient {
 
     private func watch(socket: curl_socket_t, what: Int32) {
         if what == CURL_POLL_REMOVE {
-            sockets[socket]?.release()
+            sockets[Self.slot(socket)]?.release()
             return
         }
         let watch: SocketWatch
-        if let known = sockets[socket] {
+        if let known = sockets[Self.slot(socket)] {
             watch = known
         } else {
             watch = SocketWatch(loop: loop.uvLoop, socket: socket, client: self)
-            sockets[socket] = watch
+            sockets.insert(watch, forKey: Self.slot(socket))
         }
         var events: Int32 = 0
         if what & CURL_POLL_IN != 0 { events |= Int32(UV_READABLE.rawValue) }
@@ -214,7 +216,7 @@ public final class HTTPClient {
     func openSocket(_ address: curl_sockaddr) -> curl_socket_t {
         let fd = Glibc.socket(address.family, address.socktype | Int32(SOCK_CLOEXEC.rawValue), address.protocol)
         guard fd >= 0 else { return CURL_SOCKET_BAD }
-        sockets.removeValue(forKey: fd)?.close()
+        sockets.removeValue(forKey: Self.slot(fd))?.close()
         connections[fd] = HTTPClient.inode(of: fd)
         retiring.remove(fd)  // (a number reused: a new connection)
         return fd
@@ -223,7 +225,7 @@ public final class HTTPClient {
     /// curl's `CURLOPT_CLOSESOCKETFUNCTION`: closes the socket's watch, then the socket.
     func closeSocket(_ socket: curl_socket_t) -> Int32 {
         socketsClosed &+= 1
-        sockets.removeValue(forKey: socket)?.close()
+        sockets.removeValue(forKey: Self.slot(socket))?.close()
         connections[socket] = nil
         retiring.remove(socket)
         return Glibc.close(socket)
@@ -308,7 +310,7 @@ public final class HTTPClient {
             completion(.failure(HTTPFailure(.invalid, String(cString: curl_multi_strerror(code)))))
             return
         }
-        transfers[id] = transfer
+        transfers.insert(transfer, forKey: id)
     }
 
     /// Ends the transfer, files it for reuse, then runs its completion (which may start the next).

@@ -13,7 +13,7 @@ final class RESTExecutor: JobExecutor {
     private let manager: RESTManager
     private let loop: EventLoop
     private let client: HTTPClient
-    @exclusivity(unchecked) private var calls: [UInt64: RemoteCall] = [:]
+    @exclusivity(unchecked) private var calls = CounterTable<RemoteCall>(capacity: 256)
     /// Merged requests (`coalesce`): by request key, the calls waiting for the
     /// one identical request in flight (whose call is not in the list).
     @exclusivity(unchecked) private var inFlight: [String: [RemoteCall]] = [:]
@@ -119,7 +119,7 @@ final class RESTExecutor: JobExecutor {
         call.mergeKey = mergeKey(spec, prepared)
         call.requestMergeKey = call.mergeKey
         call.hooks = manager.hooks(api: prepared.api)
-        calls[task.token] = call
+        calls.insert(call, forKey: task.token)
         if let reply = dummyReply(for: prepared) {
             manager.statistics.countDummy()
             handle.skipped(reason: "dummy")
@@ -340,7 +340,7 @@ final class RESTExecutor: JobExecutor {
 
     func close() {
         inFlight.removeAll()
-        for call in calls.values {
+        for call in calls.allValues {
             call.timer?.cancel()
             call.download?.discard()
             // A file the thread pool still reads for a digest stays open until it is done (the answer closes it).
@@ -697,7 +697,7 @@ final class RESTExecutor: JobExecutor {
     }
 
     private func finish(_ call: RemoteCall, _ outcome: StepOutcome) {
-        calls[call.task.token] = nil
+        calls.removeValue(forKey: call.task.token)
         call.download?.discard()  // nothing once committed
         for file in call.uploads { file.close() }
         if case .success(let result) = outcome, let cache = manager.cache {
@@ -734,7 +734,7 @@ final class RESTExecutor: JobExecutor {
             finish(call, .success(result.build()))
             return
         }
-        calls[call.task.token] = nil
+        calls.removeValue(forKey: call.task.token)
         for file in call.uploads { file.close() }
         if let cache = manager.cache, let apis = apisInvalidated(by: call) {
             afterInvalidating(apis, in: cache) { call.handle.succeed(building: result) }

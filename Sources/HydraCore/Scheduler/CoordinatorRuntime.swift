@@ -23,9 +23,9 @@ final class CoordinatorRuntime {
     @exclusivity(unchecked) private var workerNames: [String] = []
     /// The scope of root leaf jobs without input: nothing is recorded in it.
     private let emptyScope = GraphScope(input: .null)
-    // Jobs are keyed by integers (consecutive counters, see `JobTable`); ids map to keys with `key(of:)`.
-    @exclusivity(unchecked) private var active = JobTable<RootJob>(capacity: 1 << 14)
-    @exclusivity(unchecked) private var finished: JobTable<FinishedJob>
+    // Jobs are keyed by integers (consecutive counters, see `CounterTable`); ids map to keys with `key(of:)`.
+    @exclusivity(unchecked) private var active = CounterTable<RootJob>(capacity: 1 << 14)
+    @exclusivity(unchecked) private var finished: CounterTable<FinishedJob>
     @exclusivity(unchecked) private var finishedOrder = Deque<UInt64>()
     /// Keys of jobs whose ids this process did not issue (given by the caller).
     @exclusivity(unchecked) private var foreignKeys: [String: UInt64] = [:]
@@ -56,7 +56,7 @@ final class CoordinatorRuntime {
         self.shared = shared
         self.retainFinished = retainFinished
         // The keys of the jobs kept span a little more than their number (jobs finish out of order).
-        finished = JobTable(capacity: min(max(retainFinished, 1), 1 << 20) * 2)
+        finished = CounterTable(capacity: min(max(retainFinished, 1), 1 << 20) * 2)
     }
 
     private func key(of jobId: String) -> UInt64? {

@@ -11,7 +11,7 @@ final class WorkerRuntime {
 
     @exclusivity(unchecked) private var queue = PriorityQueue()
     @exclusivity(unchecked) private var cancelledWhileQueued: Set<UInt64> = []
-    @exclusivity(unchecked) private var active: [UInt64: TaskHandle] = [:]
+    @exclusivity(unchecked) private var active = CounterTable<TaskHandle>(capacity: 256)
     @exclusivity(unchecked) private var paused = false
     @exclusivity(unchecked) private var limits: WorkerLimits
     @exclusivity(unchecked) private var pumping = false
@@ -83,7 +83,7 @@ final class WorkerRuntime {
     func taskFinished(_ handle: TaskHandle, succeeded: Bool, report: (_ ran: Bool) -> WorkerReport) {
         if succeeded { done += 1 } else { failed += 1 }
         if handle.announced {
-            active[handle.task.token] = nil
+            active.removeValue(forKey: handle.task.token)
             outbox?.post(.report(handle.task, report(false)))
         } else {
             // Finished inside `start`: never entered `active`.
@@ -112,7 +112,7 @@ final class WorkerRuntime {
             executor.start(task, handle: handle)
             if !handle.isFinished {
                 announce(handle)
-                active[task.token] = handle
+                active.insert(handle, forKey: task.token)
             }
         }
     }

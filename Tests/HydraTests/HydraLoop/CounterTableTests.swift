@@ -1,15 +1,15 @@
 import Testing
 
-@testable import HydraCore
+@testable import HydraLoop
 
-@Suite(.ownThreads) struct JobTableTests {
+@Suite(.ownThreads) struct CounterTableTests {
     final class Box {
         let n: UInt64
         init(_ n: UInt64) { self.n = n }
     }
 
     @Test func consecutiveKeysComeAndGo() {
-        var table = JobTable<Box>(capacity: 64)
+        var table = CounterTable<Box>(capacity: 64)
         for key in UInt64(1)...200 {
             table.insert(Box(key), forKey: key)
             // A sliding window of 50 live keys, oldest removed first.
@@ -25,7 +25,7 @@ import Testing
     }
 
     @Test func keysATableApartShareASlotCorrectly() {
-        var table = JobTable<Box>(capacity: 16)
+        var table = CounterTable<Box>(capacity: 16)
         // 3, 19, 35 all map to slot 3 of 16.
         for key: UInt64 in [3, 19, 35] { table.insert(Box(key), forKey: key) }
         #expect(table.count == 3)
@@ -43,7 +43,7 @@ import Testing
     }
 
     @Test func longLivedKeysMakeItGrowWithoutLosingAny() {
-        var table = JobTable<Box>(capacity: 16)
+        var table = CounterTable<Box>(capacity: 16)
         // Every key stays: the window outgrows the slots many times over.
         for key in UInt64(1)...5000 { table.insert(Box(key), forKey: key) }
         #expect(table.count == 5000)
