@@ -52,7 +52,7 @@ final class MemoryTier {
     }
     /// Reports each change of ``bytes`` (to the manager's count of every tier's).
     private let account: (Int) -> Void
-    private var nodes: [String: Node] = [:]
+    private var nodes: [DigestKey: Node] = [:]
     /// The least and the most recently used ends of the list.
     private unowned(unsafe) var oldest: Node?
     private unowned(unsafe) var newest: Node?
@@ -67,7 +67,7 @@ final class MemoryTier {
 
     /// The entry for `key`, now the most recently used.
     func get(_ key: String) -> Entry? {
-        guard let node = nodes[key] else { return nil }
+        guard let node = nodes[DigestKey(key)] else { return nil }
         if node !== newest {
             unlink(node)
             append(node)
@@ -80,16 +80,15 @@ final class MemoryTier {
         remove(record.key)
         guard content.count <= capacity else { return }
         let node = Node(key: record.key, entry: Entry(record: record, content: content, fields: result))
-        nodes[record.key] = node
+        nodes[DigestKey(record.key)] = node
         append(node)
         bytes += content.count
         while bytes > capacity, let first = oldest { remove(first.key) }
     }
 
     func remove(_ key: String) {
-        guard let node = nodes[key] else { return }
+        guard let node = nodes.removeValue(forKey: DigestKey(key)) else { return }
         unlink(node)
-        nodes[key] = nil
         bytes -= node.entry.content.count
     }
 

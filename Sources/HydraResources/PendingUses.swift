@@ -10,20 +10,24 @@ import HydraLoop
 /// the one that goes even right after a hit. Shared by the workers' executors
 /// and the chores thread. Thread-safe.
 final class PendingUses: Sendable {
-    private let uses = Locked<[String: Double]>([:])
+    private let uses = Locked<[DigestKey: Double]>([:])
 
     /// Records that `key` was used at `time` (Unix seconds).
     func record(_ key: String, at time: Double) {
-        uses.withLock { $0[key] = max($0[key] ?? 0, time) }
+        // In place: one lookup of the key, not one to read and one to write.
+        func raise(_ latest: inout Double) { if time > latest { latest = time } }
+        let key = DigestKey(key)
+        uses.withLock { raise(&$0[key, default: 0]) }
     }
 
     /// The uses recorded so far, forgotten here (for the index).
     func take() -> [String: Double] {
-        uses.withLock {
+        let taken = uses.withLock {
             let taken = $0
             $0.removeAll(keepingCapacity: true)
             return taken
         }
+        return Dictionary(uniqueKeysWithValues: taken.map { ($0.key.text, $0.value) })
     }
 
     /// `records` with the uses recorded so far laid over their `lastUsedAt`,
@@ -32,7 +36,7 @@ final class PendingUses: Sendable {
         let pending = uses.withLock { $0 }
         guard !pending.isEmpty else { return records }
         return records.map { record in
-            guard let used = pending[record.key], used > record.lastUsedAt else { return record }
+            guard let used = pending[DigestKey(record.key)], used > record.lastUsedAt else { return record }
             var newer = record
             newer.lastUsedAt = used
             return newer

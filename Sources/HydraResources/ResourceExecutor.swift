@@ -42,6 +42,9 @@ final class ResourceExecutor: JobExecutor {
     @exclusivity(unchecked) private var touchTimer: ScheduledTask?
     /// Keys of plain `url` requests (see ``plainKey(_:)``), at most 4,096.
     @exclusivity(unchecked) private var plainKeys: [String: String] = [:]
+    /// The last plain `url` looked up and its key: a hot resource's jobs ask
+    /// for the same URL over and over, and comparing it costs less than hashing it.
+    @exclusivity(unchecked) private var lastPlainKey: (url: String, key: String)?
     /// Whether a plain `url` request can carry no credential (their content is
     /// served without routing, so without the masking of the request's secrets).
     private let plainURLsCarryNoCredentials: Bool
@@ -214,10 +217,16 @@ final class ResourceExecutor: JobExecutor {
         guard plainURLsCarryNoCredentials, let url = r.url, r.query.isEmpty, r.pathVars.isEmpty, r.server == nil, r.api == nil,
               r.endpoint == nil, r.auth == nil, r.headers.isEmpty, spec.remaker == nil,
               RemoteSpec.credentials(in: url) == nil else { return nil }
-        if let key = plainKeys[url] { return key }
-        let key = ResourceKey.make(url: url, remaker: nil, options: nil)
-        if plainKeys.count >= 4096 { plainKeys.removeAll(keepingCapacity: true) }
-        plainKeys[url] = key
+        if let last = lastPlainKey, last.url == url { return last.key }
+        let key: String
+        if let known = plainKeys[url] {
+            key = known
+        } else {
+            key = ResourceKey.make(url: url, remaker: nil, options: nil)
+            if plainKeys.count >= 4096 { plainKeys.removeAll(keepingCapacity: true) }
+            plainKeys[url] = key
+        }
+        lastPlainKey = (url, key)
         return key
     }
 
