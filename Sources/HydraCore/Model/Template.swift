@@ -12,16 +12,27 @@ public enum Template {
         return Array(string.utf8).withUnsafeBufferPointer(containsReference(utf8:))
     }
 
-    /// Looks for each `$` (a fast search) and checks the byte after it: this runs
-    /// for every string field of every job, most of them with no `$` at all.
+    /// Looks for each `$` and checks the byte after it: this runs for every
+    /// string field of every job, most of them with no `$` at all, so eight
+    /// bytes are tested at once (the "has a zero byte" test on a 64-bit word,
+    /// as ``JSONWriter`` does; a search a byte at a time cost ~8 instructions
+    /// per byte, a fifth of a memory hit's checks at submit).
     private static func containsReference(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        var from = 0
-        while let dollar = bytes[from...].firstIndex(of: UInt8(ascii: "$")) {
-            from = dollar + 1
-            guard from < bytes.endIndex else { return false }
-            if bytes[from] == UInt8(ascii: "{") { return true }
+        let n = bytes.count
+        func reference(at j: Int) -> Bool { bytes[j] == UInt8(ascii: "$") && j + 1 < n && bytes[j + 1] == UInt8(ascii: "{") }
+        guard n >= 8 else { return (0..<n).contains(where: reference(at:)) }
+        let raw = UnsafeRawBufferPointer(bytes)
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        let dollars = ones &* UInt64(UInt8(ascii: "$"))
+        var at = 0
+        while true {
+            // The last word overlaps the one before it: no byte-by-byte tail.
+            at = min(at, n - 8)
+            let word = raw.loadUnaligned(fromByteOffset: at, as: UInt64.self) ^ dollars
+            if (word &- ones) & ~word & highs != 0, (at..<(at + 8)).contains(where: reference(at:)) { return true }
+            if at == n - 8 { return false }
+            at += 8
         }
-        return false
     }
 
     public static func containsReference(_ value: JSONValue) -> Bool {

@@ -224,6 +224,14 @@ import Testing
         for text in ["", "$", "{", "a$", "$ {", "{$}", "é$", "x$y{"] {
             #expect(!Template.containsReference(text), "\(text)")
         }
+        // At every offset (the scan tests eight bytes at a time): across a word's end too.
+        for at in 0..<24 {
+            let x = String(repeating: "x", count: at)
+            #expect(Template.containsReference(x + "${" + x), "\(at)")
+            #expect(!Template.containsReference(x + "$" + x), "\(at)")
+            #expect(!Template.containsReference(x + "$x{" + x), "\(at)")
+            #expect(!Template.containsReference(x + "{$" + x), "\(at)")
+        }
         #expect(Template.containsReference(["k": ["list": [1, "${prev}"]]] as JSONValue))
         #expect(!Template.containsReference(["k": ["list": [1, "$ {prev}"]]] as JSONValue))
         // Text without contiguous UTF-8 (bridged) takes the copying path: same answers.
