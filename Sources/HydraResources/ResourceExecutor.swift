@@ -1096,7 +1096,7 @@ final class ResourceExecutor: JobExecutor {
         let content = waiter.secrets.isEmpty ? content : SecretMasking.masked(content, secrets: waiter.secrets)
         switch waiter.spec.presentation {
         case .text?:
-            guard let text = String(validating: content, as: UTF8.self) else {
+            guard let text = UTF8Text.string(validating: content) else {
                 waiter.handle.finish(.failure(JobError(.decode, "as: the content is not UTF-8 text")))
                 return
             }

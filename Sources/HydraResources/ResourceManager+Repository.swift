@@ -62,7 +62,7 @@ extension ResourceManager {
         switch presentation {
         case .base64: content = .string(Data(slice).base64EncodedString())
         case .text:
-            guard let text = String(validating: slice, as: UTF8.self) else { throw JobError(.decode, "as: the content is not UTF-8 text") }
+            guard let text = UTF8Text.string(validating: slice) else { throw JobError(.decode, "as: the content is not UTF-8 text") }
             content = .string(text)
         case .json:
             do { content = try JSONParser.parse(Array(slice)) } catch { throw JobError(.decode, "as: the content is not JSON: \(error)") }

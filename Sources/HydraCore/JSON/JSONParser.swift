@@ -191,7 +191,7 @@ public enum JSONParser {
                     // without the generic validating initializer's cost.
                     if ascii { return String(unsafeUninitializedCapacity: text.count) { _ = $0.initialize(from: text); return text.count } }
                     // Strict: text that is not UTF-8 is refused, not repaired (RFC 8259 §8.1).
-                    guard let s = String(validating: text, as: UTF8.self) else {
+                    guard let s = UTF8Text.string(validating: text) else {
                         index -= 1
                         throw error("invalid UTF-8 in string")
                     }
@@ -206,7 +206,7 @@ public enum JSONParser {
             while index < bytes.count {
                 let byte = bytes[index]
                 if byte == UInt8(ascii: "\"") {
-                    guard let s = String(validating: scalars, as: UTF8.self) else { throw error("invalid UTF-8 in string") }
+                    guard let s = UTF8Text.string(validating: scalars) else { throw error("invalid UTF-8 in string") }
                     index += 1
                     return s
                 }
