@@ -85,5 +85,21 @@ import Testing
         }
         #expect(repeated?.message.contains(#"the key "c" is repeated"#) == true, "\(String(describing: repeated))")
         #expect(try JSONParser.parse(Array(#"{"a":{"c":1},"b":{"c":2}}"#.utf8), refusingRepeatedKeys: true) == ["a": ["c": 1], "b": ["c": 2]])
+        // A repeated key keeps its first place, with the last value: in a small
+        // object and past the sixteen keys after which positions are indexed.
+        guard case .object(let small) = try JSONParser.parse(#"{"a":1,"b":2,"a":3}"#) else { Issue.record("not an object"); return }
+        #expect(Array(small.keys) == ["a", "b"] && small["a"] == 3)
+        let many = (0..<20).map { "\"k\($0)\":\($0)" }.joined(separator: ",")
+        guard case .object(let members) = try JSONParser.parse("{" + many + #","k3":33,"k18":38,"k20":20}"#) else {
+            Issue.record("not an object")
+            return
+        }
+        #expect(Array(members.keys) == (0...20).map { "k\($0)" })
+        #expect(members["k3"] == 33 && members["k18"] == 38 && members["k19"] == 19 && members["k20"] == 20)
+        for repeated in ["k2", "k17"] {
+            #expect(throws: JSONParseError.self, "\(repeated)") {
+                try JSONParser.parse(Array(("{" + many + ",\"\(repeated)\":1}").utf8), refusingRepeatedKeys: true)
+            }
+        }
     }
 }
