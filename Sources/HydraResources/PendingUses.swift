@@ -20,14 +20,17 @@ final class PendingUses: Sendable {
         uses.withLock { raise(&$0[key, default: 0]) }
     }
 
-    /// The uses recorded so far, forgotten here (for the index).
-    func take() -> [String: Double] {
+    /// The keys used so far, by the time of their last use, forgotten here
+    /// (the index is told once per time).
+    func take() -> [Double: [String]] {
         let taken = uses.withLock {
             let taken = $0
             $0.removeAll(keepingCapacity: true)
             return taken
         }
-        return Dictionary(uniqueKeysWithValues: taken.map { ($0.key.text, $0.value) })
+        var byTime: [Double: [String]] = [:]
+        for (key, time) in taken { byTime[time, default: []].append(key.text) }
+        return byTime
     }
 
     /// `records` with the uses recorded so far laid over their `lastUsedAt`,

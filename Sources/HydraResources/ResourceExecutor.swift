@@ -1031,9 +1031,7 @@ final class ResourceExecutor: JobExecutor {
 
     /// Writes the recorded uses (every worker's: whichever loop comes first) to the index.
     private func flushTouches() {
-        let uses = manager.uses.take()
-        guard !uses.isEmpty else { return }
-        for (time, keys) in Dictionary(grouping: uses.keys, by: { uses[$0]! }) {
+        for (time, keys) in manager.uses.take() {
             manager.index.touchResources(keys, at: time)
         }
     }
