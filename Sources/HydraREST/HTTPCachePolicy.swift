@@ -44,17 +44,22 @@ enum HTTPCachePolicy {
     private static func givenLifetime(_ d: [String: String], _ headers: JSONValue?, now: Double) -> Double? {
         for name in ["s-maxage", "max-age"] {
             if let text = d[name] {
-                guard let seconds = Int(text), seconds >= 0 else { return 0 }  // a malformed age is stale (RFC 9111 §4.2.1)
-                return Double(min(seconds, 31_536_000))
+                // A malformed age is stale (RFC 9111 §4.2.1); digits past what fits are 2^31 (§1.2.2).
+                guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return 0 }
+                return Double(min(Int(text) ?? Int.max, maxDeltaSeconds))
             }
         }
         if let expires = headers?["expires"]?.stringValue {
             guard let at = HTTPDate.parse(expires) else { return 0 }  // an invalid date means already expired
             let base = headers?["date"]?.stringValue.flatMap(HTTPDate.parse) ?? now
-            return max(0, min(at - base, 31_536_000))
+            return max(0, min(at - base, Double(maxDeltaSeconds)))
         }
         return nil
     }
+
+    /// The longest lifetime a response can give itself: RFC 9111 §1.2.2's
+    /// 2^31 seconds (68 years), which a larger or overflowing value becomes.
+    static let maxDeltaSeconds = 2_147_483_648
 
     /// The validators of a stored response: its `ETag` and `Last-Modified`.
     static func validators(_ headers: JSONValue?) -> (etag: String?, lastModified: String?)? {

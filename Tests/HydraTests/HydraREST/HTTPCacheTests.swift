@@ -469,4 +469,23 @@ import Testing
         let none = CacheKey.make(url: url, keyedBy: Array(repeating: 7, count: 32))
         #expect(a != b && a.hasPrefix("GET \(url) auth=") && none == "GET \(url)")
     }
+    /// A lifetime is what the response says, however long (rest.md §3), up
+    /// to RFC 9111's 2^31 seconds, which larger or overflowing values become;
+    /// a malformed age is stale.
+    @Test func longLifetimesAreKeptAsGiven() {
+        func lifetime(_ headers: JSONValue) -> Double? { HTTPCachePolicy.lifetime(headers, now: 1_000_000) }
+        let tenYears = 315_360_000.0
+        #expect(lifetime(["cache-control": "max-age=315360000"]) == tenYears)
+        #expect(lifetime(["cache-control": "s-maxage=315360000, max-age=5"]) == tenYears)
+        #expect(lifetime(["cache-control": "max-age=99999999999999999999999"]) == 2_147_483_648)
+        #expect(lifetime(["cache-control": "max-age=3000000000"]) == 2_147_483_648)
+        #expect(lifetime(["cache-control": "max-age=-1"]) == 0)
+        #expect(lifetime(["cache-control": "max-age=1e3"]) == 0)
+        #expect(lifetime(["cache-control": "max-age="]) == 0)
+        #expect(lifetime(["cache-control": "max-age=\"120\""]) == 120)
+        // Expires counts from the response's Date: ten years (with three leap days) ahead.
+        #expect(lifetime(["expires": "Thu, 01 Jan 2037 00:00:00 GMT", "date": "Fri, 01 Jan 2027 00:00:00 GMT"]) == 315_619_200)
+        #expect(lifetime(["expires": "Mon, 01 Jan 2227 00:00:00 GMT", "date": "Fri, 01 Jan 2027 00:00:00 GMT"]) == 2_147_483_648)
+        #expect(lifetime(["expires": "Fri, 01 Jan 2027 00:00:00 GMT", "date": "Fri, 01 Jan 2027 01:00:00 GMT"]) == 0)
+    }
 }
