@@ -88,11 +88,8 @@ extension RPCServerRuntime {
 
             case "events.subscribe":
                 try params.only(["jobId", "events", "shared", "fromSeq"])
-                var names = try params.stringSet("events")
-                if let unknown = names?.first(where: {
-                    !EventName.all.contains($0) && $0 != "hydra.dropped" && !EventName.isCustom($0)
-                }) {
-                    throw params.invalid("events", "unknown event \"\(unknown)\"")
+                var names = try params.stringSet("events") { name in
+                    EventName.all.contains(name) || name == "hydra.dropped" || EventName.isCustom(name) ? nil : "unknown event \"\(name)\""
                 }
                 if names?.isEmpty == true { names = nil }
                 let filter = EventFilter(jobId: try params.string("jobId"), events: names,

@@ -64,12 +64,14 @@ struct RPCParams: Sendable {
         return b
     }
 
-    func stringSet(_ key: String) throws(ServiceError) -> Set<String>? {
+    /// `refuse` says what is wrong with an item (nil: nothing); the error names the item by its index.
+    func stringSet(_ key: String, refuse: (String) -> String? = { _ in nil }) throws(ServiceError) -> Set<String>? {
         guard let value = self[key] else { return nil }
         guard let items = value.arrayValue else { throw mistyped(key, "array of strings", value) }
         var out = Set<String>()
         for (i, item) in items.enumerated() {
             guard let s = item.stringValue else { throw mistyped("\(key)[\(i)]", "string", item) }
+            if let problem = refuse(s) { throw invalid("\(key)[\(i)]", problem) }
             out.insert(s)
         }
         return out

@@ -862,6 +862,10 @@ import Testing
         #expect(badCursor?["data"]?["field"] == "after" && badCursor?["data"]?["reason"]?.stringValue?.hasPrefix("after") == false,
                 "\(String(describing: badCursor))")
         #expect(try rawCall(raw, #"{"jsonrpc":"2.0","id":4,"method":"events.subscribe","params":{"fromSeq":-1}}"#)["error"]?["code"] == -32602)
+        // An unknown event name is named by its place in the list, as a wrong type is.
+        let unknownEvent = try rawCall(raw, #"{"jsonrpc":"2.0","id":7,"method":"events.subscribe","params":{"events":["job.queued","nothing.x"]}}"#)["error"]
+        #expect(unknownEvent?["code"] == -32602 && unknownEvent?["data"]?["field"] == "events[1]", "\(String(describing: unknownEvent))")
+        #expect(unknownEvent?["message"]?.stringValue?.contains("unknown event \"nothing.x\"") == true, "\(String(describing: unknownEvent))")
         #expect(try rawCall(raw, #"{"jsonrpc":"2.0","id":5,"method":"hydra.ping","params":"x"}"#)["error"]?["code"] == -32600)
         #expect(try rawCall(raw, "\u{FF}\u{FE}garbage")["error"]?["code"] == -32700)
         #expect(try rawCall(raw, #"{"jsonrpc":"2.0","id":6,"method":"hydra.ping"}"#)["result"]?["version"] != nil)
