@@ -10,7 +10,9 @@ import Synchronization
 /// a semaphore wakes the writer). The writer takes everything queued since it
 /// last woke, runs it in one `BEGIN IMMEDIATE` transaction (the events first,
 /// many rows per statement), commits, then calls every callback on its own
-/// thread, so one fsync covers a whole batch. A write that is kept with a
+/// thread, so one fsync covers a whole batch (a batch's job inserts commit
+/// first, in a transaction of their own, when the rest is only other jobs'
+/// record: see ``insertsFirst(_:)``). A write that is kept with a
 /// final event (a job's finish, a step's record) is held, under the same
 /// lock, until that event is appended: the two are then taken together.
 ///
@@ -235,6 +237,35 @@ final class StoreWriter: @unchecked Sendable {
         }
     }
 
+    /// A batch's job inserts, to commit on their own before the rest, when
+    /// the rest is only the fire-and-forget record of other jobs' lives
+    /// (starts, finishes, steps, events, cached responses); nil otherwise.
+    ///
+    /// Each submit's answer waits for its insert's commit, and a busy server's
+    /// batch is mostly that record: 16 clients' single submits came ~8 inserts
+    /// to a batch beside ~17 other writes and ~25 events. Committed first,
+    /// the inserts are answered after a quarter of the batch's work instead of
+    /// all of it (the rest follows at once; a job's record still commits with
+    /// its final event). None of those writes touches a job being inserted
+    /// (a job's life is recorded only once its insert is answered); any other
+    /// kind (a prune, a barrier, shared data, the resource index) keeps the
+    /// batch whole and in order: a prune queued before an idempotent submit
+    /// must run before it.
+    private static func insertsFirst(_ batch: Batch) -> (inserts: Batch, rest: Batch)? {
+        guard batch.writes.count > 1 || !batch.events.isEmpty else { return nil }
+        var inserts: [WriteOperation] = []
+        var rest: [WriteOperation] = []
+        for write in batch.writes {
+            switch write {
+            case .insert: inserts.append(write)
+            case .markStarted, .finish, .step, .storeResponse: rest.append(write)
+            default: return nil
+            }
+        }
+        guard !inserts.isEmpty, !rest.isEmpty || !batch.events.isEmpty else { return nil }
+        return (Batch(writes: inserts, events: []), Batch(writes: rest, events: batch.events))
+    }
+
     /// What the writer commits in one transaction.
     private struct Batch {
         var writes: [WriteOperation]
@@ -261,7 +292,12 @@ final class StoreWriter: @unchecked Sendable {
                 _ = wake.wait(timeout: .now() + .microseconds(Self.lingerMicroseconds))
             }
             let (batch, closing) = take()
-            if !batch.isEmpty || closing { commit(batch, writeAllStarts: closing) }
+            if !closing, let (inserts, rest) = Self.insertsFirst(batch) {
+                commit(inserts)
+                commit(rest)
+            } else if !batch.isEmpty || closing {
+                commit(batch, writeAllStarts: closing)
+            }
             if closing { break }
         }
         writerThread.withLock { $0 = nil }

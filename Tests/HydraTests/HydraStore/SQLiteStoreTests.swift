@@ -243,7 +243,9 @@ import Testing
         store.finish(jobId: "a", state: .succeeded, result: result, at: 2, done: nil)
         store.append([HydraEvent(seq: 1, name: "job.succeeded", jobId: "a", rootJobId: "a", stepPath: "", time: 2,
                                  fields: ["big": .string(String(repeating: "e", count: 100_000))])])
-        #expect(throws: StoreError.self, "a submit is refused, not acknowledged") { try insert(store, [job("b", at: 3)]) }
+        // (A submit that fits in the pages there are is committed on its own, first.)
+        let big = JSONValue.string(String(repeating: "i", count: 300_000))
+        #expect(throws: StoreError.self, "a submit is refused, not acknowledged") { try insert(store, [job("b", at: 3, input: big)]) }
         usleep(600_000)  // tried again, and failed again, meanwhile
         #expect(try store.job("a")?.state == .queued)
         store.limitPages(to: 1 << 30)
@@ -804,6 +806,53 @@ import Testing
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         print("SQLiteStore: \(total) single inserts from \(threads) threads, all acknowledged in "
               + "\(Int(seconds * 1000)) ms (\(Int(Double(total) / seconds)) jobs/s)")
+    }
+
+    /// A submit's insert is committed, and answered, before the other jobs'
+    /// record queued beside it (their finishes and events), which follows at
+    /// once; a batch with any other kind of write (a prune here: it may remove
+    /// what an idempotent submit would find) stays whole and in order.
+    @Test func insertsAreAnsweredBeforeTheRecordBesideThem() throws {
+        let store = try SQLiteStore(directory: folder())
+        defer { store.close() }
+        _ = try insert(store, [job("a", at: 1), job("b", at: 1)])
+        let result = Array(#"{"state":"succeeded"}"#.utf8)
+        /// Queues `before` while the writer is held in a callback, then an
+        /// insert of `id` whose callback reads job `probe`: the two are taken in one batch.
+        func state(of probe: String, seenBy id: String, before: () -> Void) throws -> JobState? {
+            let hold = DispatchSemaphore(value: 0)
+            let held = DispatchSemaphore(value: 0)
+            store.insert([job(id + "-hold", at: 2)]) { _ in
+                held.signal()
+                hold.wait()
+            }
+            held.wait()
+            before()
+            let seen = Locked<JobState?>(nil)
+            let answered = DispatchSemaphore(value: 0)
+            store.insert([job(id, at: 2)]) { _ in
+                seen.withLock { $0 = try? store.job(probe)?.state }
+                answered.signal()
+            }
+            hold.signal()
+            answered.wait()
+            store.flush()
+            return seen.withLock { $0 }
+        }
+        let first = try state(of: "a", seenBy: "c") {
+            store.finish(jobId: "a", state: .succeeded, result: result, at: 3, done: nil)
+            store.append([HydraEvent(seq: 1, name: "job.succeeded", jobId: "a", rootJobId: "a", stepPath: "", time: 3, fields: [:])])
+        }
+        #expect(first == .queued, "the insert was answered before a's finish, queued earlier, was committed")
+        #expect(try store.job("a")?.state == .succeeded)
+        #expect(try store.events(after: 0, limit: 10).map(\.seq) == [1])
+        // With a prune in the batch, everything commits together, in order.
+        let second = try state(of: "b", seenBy: "d") {
+            store.finish(jobId: "b", state: .succeeded, result: result, at: 3, done: nil)
+            store.prune(before: 0)
+        }
+        #expect(second == .succeeded, "b's finish was committed with the insert")
+        #expect(try store.job("b")?.state == .succeeded && store.job("d")?.state == .queued)
     }
 
     @Test func readersRunBesideTheWriter() throws {
