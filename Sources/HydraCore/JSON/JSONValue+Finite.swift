@@ -5,17 +5,34 @@ extension JSONValue {
     /// written back as `null`: a request that carries one is refused instead,
     /// so nothing a peer sent changes silently.
     public func firstNonFiniteNumber(under base: String = "") -> String? {
+        // Paths are made only for a value that has such a number: a walk that
+        // built one per member cost more than parsing (a 50,000-step graph: 48 ms).
+        guard hasNonFiniteNumber else { return nil }
+        return pathOfNonFiniteNumber(under: base)
+    }
+
+    /// Whether a number anywhere in this value is not finite.
+    private var hasNonFiniteNumber: Bool {
+        switch self {
+        case .double(let d): return !d.isFinite
+        case .array(let items): return items.contains { $0.hasNonFiniteNumber }
+        case .object(let members): return members.values.contains { $0.hasNonFiniteNumber }
+        default: return false
+        }
+    }
+
+    private func pathOfNonFiniteNumber(under base: String) -> String? {
         switch self {
         case .double(let d):
             return d.isFinite ? nil : base
         case .array(let items):
-            for (i, item) in items.enumerated() {
-                if let path = item.firstNonFiniteNumber(under: FieldReader.join(base, "[\(i)]")) { return path }
+            for (i, item) in items.enumerated() where item.hasNonFiniteNumber {
+                return item.pathOfNonFiniteNumber(under: FieldReader.join(base, "[\(i)]"))
             }
             return nil
         case .object(let members):
-            for (key, value) in members {
-                if let path = value.firstNonFiniteNumber(under: FieldReader.join(base, key)) { return path }
+            for (key, value) in members where value.hasNonFiniteNumber {
+                return value.pathOfNonFiniteNumber(under: FieldReader.join(base, key))
             }
             return nil
         default:

@@ -118,11 +118,12 @@ extension JobSpec {
             guard let items = try r.array("steps") else { throw r.missing("steps") }
             var steps: [JobSpec] = []
             steps.reserveCapacity(items.count)
-            for (i, item) in items.enumerated() {
-                steps.append(try JobSpec(json: item, path: r.path("steps") + "[\(i)]"))
+            let stepsPath = r.path("steps")
+            for i in items.indices {
+                steps.append(try JobSpec(json: items[i], path: stepsPath + "[\(i)]"))
             }
             var seen: Set<String> = []
-            try JobSpec.checkUniqueIDs(steps, path: r.path("steps"), seen: &seen)
+            try JobSpec.checkUniqueIDs(steps, path: stepsPath, seen: &seen)
             let stop = try r.bool("stopWhenFailed") ?? (type == "serial")
             if type == "serial" {
                 body = .serial(GroupSpec(steps: steps, stopWhenFailed: stop))
@@ -409,14 +410,14 @@ extension JobSpec {
     /// siblings. A named job's steps are a graph of their own.
     fileprivate static func checkUniqueIDs(_ steps: [JobSpec], path: String,
                                            seen: inout Set<String>) throws(ValidationError) {
-        for (i, step) in steps.enumerated() {
-            let stepPath = path + "[\(i)]"
-            if let id = step.id, !seen.insert(id).inserted {
-                throw ValidationError(path: stepPath + ".id", "duplicate id '\(id)'")
+        // Paths are made only where needed (an error, a nested group): a 50,000-step group made one per step.
+        for i in steps.indices {
+            if let id = steps[i].id, !seen.insert(id).inserted {
+                throw ValidationError(path: path + "[\(i)].id", "duplicate id '\(id)'")
             }
-            switch step.body {
+            switch steps[i].body {
             case .serial(let group), .concurrent(let group):
-                try checkUniqueIDs(group.steps, path: stepPath + ".steps", seen: &seen)
+                try checkUniqueIDs(group.steps, path: path + "[\(i)].steps", seen: &seen)
             default:
                 break
             }

@@ -50,6 +50,28 @@ import Testing
         #expect(built["results"]?[0]?["body"]?["count"] == 3 && built["results"]?[1]?["results"]?[2]?["status"] == 200)
     }
 
+    /// A group result of megabytes is written in parts on several threads
+    /// (`GroupResult.bytesPerPart`): the parts join into the built result's
+    /// text, byte for byte, in step order, unbuilt and failed steps included.
+    @Test func aLargeGroupResultIsWrittenInPartsAsOne() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let big = String(repeating: "0123456789abcdef", count: 40_000)  // 640 KB a step
+        var steps: [String] = []
+        for i in 0..<9 {
+            steps.append(#"{"type":"local","name":"echo","input":{"i":\#(i),"text":"\#(big)"}}"#)
+            steps.append(#"{"type":"remote","api":"items"}"#)
+        }
+        steps.append(#"{"type":"local","name":"fail","input":{"message":"late"}}"#)
+        let result = try await engine.run(spec(#"{"type":"concurrent","steps":[\#(steps.joined(separator: ","))]}"#))
+        #expect(result.state == .failed && result.error?.message == "late")
+        let encoded = result.encodedJSON()
+        #expect(encoded.count > 5 << 20)
+        #expect(encoded == JSONWriter.bytes(result.json))
+        let results = try #require(result.result?["results"]?.arrayValue)
+        #expect(results.count == 19 && results[16]["i"] == 8 && results[17]["body"]?["count"] == 3 && results[18] == nil)
+    }
+
     @Test func unresolvableReferenceFailsTheStepAsInvalid() async throws {
         let engine = try makeEngine()
         defer { engine.shutdown() }

@@ -1,4 +1,5 @@
 import Foundation
+import OrderedCollections
 import Testing
 
 @testable import Hydra
@@ -53,6 +54,27 @@ import Testing
         _ = reader.value("a")
         _ = reader.value("c")
         #expect(throws: ValidationError(path: "b", "unknown key")) { try reader.rejectUnknownKeys() }
+    }
+
+    /// The reader skips names of a length no member has: every length is
+    /// still found, long names (63 bytes and more share one mark) and
+    /// multi-byte ones included, and an absent name of a present length is absent.
+    @Test func membersAreFoundWhateverTheirLength() throws {
+        let names = ["a", "ab", "é", "名前", String(repeating: "k", count: 62), String(repeating: "l", count: 63),
+                     String(repeating: "m", count: 64), String(repeating: "n", count: 200)]
+        let object = JSONValue.object(OrderedDictionary(uniqueKeysWithValues: names.enumerated().map { ($1, JSONValue.int($0)) }))
+        var reader = try FieldReader(object, path: "")
+        #expect(reader.value("b") == nil && reader.value("x" + String(repeating: "m", count: 63)) == nil)
+        #expect(reader.value(String(repeating: "o", count: 200)) == nil && reader.value("éé") == nil)
+        for (i, name) in names.enumerated() { #expect(reader.value(name) == .int(i), "\(name.utf8.count) bytes") }
+        try reader.rejectUnknownKeys()
+    }
+
+    @Test func outOfRangeNumbersAreFoundByPath() throws {
+        #expect(try JSONParser.parse(#"{"a":[1,{"b":2.5}],"c":"1e400"}"#).firstNonFiniteNumber() == nil)
+        #expect(try JSONParser.parse(#"{"a":[1,{"b":1e400}],"c":-1e400}"#).firstNonFiniteNumber(under: "job") == "job.a[1].b")
+        #expect(try JSONParser.parse(#"[0,[1,-1e999]]"#).firstNonFiniteNumber() == "[1][1]")
+        #expect(try JSONParser.parse("1e400").firstNonFiniteNumber(under: "x") == "x")
     }
 
     @Test func summariesNeverShowCredentials() throws {

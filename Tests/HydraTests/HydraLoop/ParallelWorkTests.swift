@@ -1,0 +1,32 @@
+import Foundation
+import Synchronization
+import Testing
+
+import HydraLoop
+
+/// `ParallelWork.map`: every part runs once, at the same time as the others
+/// (not one after another), and the answers come back in order of index.
+@Suite(.ownThreads) struct ParallelWorkTests {
+    @Test func partsRunAtOnceAndAnswerInOrder() {
+        #expect(ParallelWork.map(0) { $0 }.isEmpty)
+        #expect(ParallelWork.map(1) { $0 + 41 } == [41])
+        // Each part waits until all four have started: run one after another, they never would.
+        let started = Atomic<Int>(0)
+        let caller = UInt(pthread_self())
+        let answers = ParallelWork.map(4) { index -> (index: Int, thread: UInt) in
+            started.add(1, ordering: .relaxed)
+            let deadline = Date().addingTimeInterval(10)
+            while started.load(ordering: .relaxed) < 4 && Date() < deadline { usleep(100) }
+            return (index * 10, UInt(pthread_self()))
+        }
+        #expect(started.load(ordering: .relaxed) == 4)
+        #expect(answers.map(\.index) == [0, 10, 20, 30])
+        // The first part on the calling thread, each other on a thread of its own.
+        #expect(answers[0].thread == caller && Set(answers.map(\.thread)).count == 4)
+    }
+
+    @Test func partsAreCappedByTheProcessors() {
+        #expect(ParallelWork.parts(limit: 1) == 1 && ParallelWork.parts(limit: 0) == 1)
+        #expect(ParallelWork.parts(limit: 1000) == ProcessInfo.processInfo.activeProcessorCount)
+    }
+}
