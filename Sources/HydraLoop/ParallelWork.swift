@@ -41,4 +41,23 @@ public enum ParallelWork {
             return parts.map { $0! }
         }
     }
+
+    /// `body` over `0..<count`, split in consecutive ranges run at once
+    /// (``map(_:_:)``) when `count` is at least twice `minimumPerPart`, else in
+    /// one call; the parts' elements joined in order. Throws what the range
+    /// holding the lowest failing index threw, as one call over all would.
+    public static func inParts<T: Sendable, Failure: Error>(
+        _ count: Int, minimumPerPart: Int = 2048,
+        _ body: @escaping @Sendable (Range<Int>) throws(Failure) -> [T]
+    ) throws(Failure) -> [T] {
+        let parts = count >= 2 * minimumPerPart ? self.parts(limit: count / minimumPerPart) : 1
+        guard parts > 1 else { return try body(0..<count) }
+        let outcomes = map(parts) { part in
+            Result { () throws(Failure) -> [T] in try body(count * part / parts..<count * (part + 1) / parts) }
+        }
+        var joined: [T] = []
+        joined.reserveCapacity(count)
+        for outcome in outcomes { joined += try outcome.get() }
+        return joined
+    }
 }

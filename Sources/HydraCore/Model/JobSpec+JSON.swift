@@ -1,4 +1,5 @@
 import Foundation
+import HydraLoop
 import OrderedCollections
 
 extension JobSpec {
@@ -116,11 +117,12 @@ extension JobSpec {
             body = .local(LocalSpec(name: try r.requiredString("name"), input: r.value("input") ?? .null))
         case "serial", "concurrent":
             guard let items = try r.array("steps") else { throw r.missing("steps") }
-            var steps: [JobSpec] = []
-            steps.reserveCapacity(items.count)
             let stepsPath = r.path("steps")
-            for i in items.indices {
-                steps.append(try JobSpec(json: items[i], path: stepsPath + "[\(i)]"))
+            let steps = try ParallelWork.inParts(items.count) { (range) throws(ValidationError) -> [JobSpec] in
+                var steps: [JobSpec] = []
+                steps.reserveCapacity(range.count)
+                for i in range { steps.append(try JobSpec(json: items[i], path: stepsPath + "[\(i)]")) }
+                return steps
             }
             var seen: Set<String> = []
             try JobSpec.checkUniqueIDs(steps, path: stepsPath, seen: &seen)

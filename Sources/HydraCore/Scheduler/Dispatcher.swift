@@ -1,3 +1,5 @@
+import HydraLoop
+
 /// Binds managers to workers (the Hydra idea) and routes each leaf job to a
 /// worker: the one its spec names, else the first worker of the fitting kind.
 /// Also checks a whole spec at submit time and expands named jobs.
@@ -92,14 +94,10 @@ public final class Dispatcher: Sendable {
             }
             try manager.validate(spec, path: path)
         case .serial(var group):
-            for i in group.steps.indices {
-                group.steps[i] = try prepare(group.steps[i], path: FieldReader.join(path, "steps[\(i)]"), depth: depth)
-            }
+            group.steps = try prepare(steps: group.steps, path: path, depth: depth)
             spec.body = .serial(group)
         case .concurrent(var group):
-            for i in group.steps.indices {
-                group.steps[i] = try prepare(group.steps[i], path: FieldReader.join(path, "steps[\(i)]"), depth: depth)
-            }
+            group.steps = try prepare(steps: group.steps, path: path, depth: depth)
             spec.body = .concurrent(group)
         case .named(var named):
             guard depth < Dispatcher.maxNamedJobDepth else {
@@ -117,6 +115,18 @@ public final class Dispatcher: Sendable {
             spec.body = .named(named)
         }
         return spec
+    }
+
+    /// A group's steps, prepared into a new array (assigning into the group's
+    /// own copied all 50,000 steps of a large one first), in parts at once when many.
+    private func prepare(steps: [JobSpec], path: String, depth: Int) throws(ValidationError) -> [JobSpec] {
+        let stepsPath = FieldReader.join(path, "steps")
+        return try ParallelWork.inParts(steps.count) { [self] (range) throws(ValidationError) -> [JobSpec] in
+            var prepared: [JobSpec] = []
+            prepared.reserveCapacity(range.count)
+            for i in range { prepared.append(try prepare(steps[i], path: stepsPath + "[\(i)]", depth: depth)) }
+            return prepared
+        }
     }
 }
 

@@ -25,6 +25,21 @@ import HydraLoop
         #expect(answers[0].thread == caller && Set(answers.map(\.thread)).count == 4)
     }
 
+    /// Ranges cover every index once, in order; the failure is the one of the
+    /// lowest failing index, as one pass over all would throw.
+    @Test func rangesJoinInOrderAndTheFirstFailureWins() {
+        struct Failure: Error, Equatable { let index: Int }
+        let all = try? ParallelWork.inParts(10_000, minimumPerPart: 1000) { (range) throws(Failure) -> [Int] in Array(range) }
+        #expect(all == Array(0..<10_000))
+        #expect(throws: Failure(index: 2500)) {
+            try ParallelWork.inParts(10_000, minimumPerPart: 1000) { (range) throws(Failure) -> [Int] in
+                for i in range where i == 2500 || i == 9999 { throw Failure(index: i) }
+                return Array(range)
+            }
+        }
+        #expect((try? ParallelWork.inParts(3, minimumPerPart: 2) { (range) throws(Failure) -> [Int] in [range.count] }) == [3])
+    }
+
     @Test func partsAreCappedByTheProcessors() {
         #expect(ParallelWork.parts(limit: 1) == 1 && ParallelWork.parts(limit: 0) == 1)
         #expect(ParallelWork.parts(limit: 1000) == ProcessInfo.processInfo.activeProcessorCount)

@@ -460,6 +460,20 @@ import Testing
         #expect(throws: ValidationError(path: "name", "unknown local job 'nope'")) {
             try engine.submit(spec(#"{"type":"local","name":"nope"}"#))
         }
+        // A large group is decoded and checked in parts at once (the first part and the
+        // last fail here): the error is still the first step's in order.
+        var steps = Array(repeating: #"{"type":"remote","api":"items"}"#, count: 12_000)
+        steps[11_000] = #"{"type":"remote","api":"items","worker":"w8"}"#
+        steps[1_000] = #"{"type":"remote","api":"items","worker":"w7"}"#
+        steps[9_000] = #"{"type":"remote","api":"nope"}"#
+        #expect(throws: ValidationError(path: "steps[1].steps[1000].worker", "unknown worker 'w7'", notFound: true)) {
+            try engine.submit(spec(#"{"type":"serial","steps":[{"type":"local","name":"echo"},{"type":"concurrent","steps":[\#(steps.joined(separator: ","))]}]}"#))
+        }
+        steps[1_000] = #"{"type":"remote","url":3}"#
+        steps[11_500] = #"{"type":"remote","url":4}"#
+        #expect(throws: ValidationError(path: "steps[1000].url", expected: "string", got: .int(3))) {
+            try spec(#"{"type":"concurrent","steps":[\#(steps.joined(separator: ","))]}"#)
+        }
     }
 
     /// Connections outlive transfers: a kept-alive connection is reused, one the
