@@ -58,6 +58,18 @@ public final class Mailbox<Message: Sendable>: Sendable {
         return true
     }
 
+    /// As ``send(contentsOf:)-([Message])``, moving the messages out of
+    /// `messages` (left empty whether sent or not: a closed mailbox drops them).
+    @inlinable
+    func send(movingFrom messages: MessageBuffer<Message>) -> Bool {
+        guard let wake = storage.append(movingFrom: messages) else {
+            messages.removeAll()
+            return false
+        }
+        if wake { wakeup.signal() }
+        return true
+    }
+
     /// Closes the mailbox: pending messages are delivered first, later sends are dropped.
     /// Loop thread only.
     @inlinable
@@ -116,6 +128,19 @@ public final class Mailbox<Message: Sendable>: Sendable {
                 if messages.isEmpty { return false }
                 let wasEmpty = b.pending.count == 0
                 b.pending.append(contentsOf: messages)
+                return wasEmpty && !b.draining
+            }
+        }
+
+        /// Appends all by move (`messages` is left empty); nil when closed
+        /// (`messages` untouched), else whether the caller must wake the loop.
+        @inlinable
+        func append(movingFrom messages: MessageBuffer<Message>) -> Bool? {
+            buffer.withLock { b -> Bool? in
+                if b.closed { return nil }
+                if messages.count == 0 { return false }
+                let wasEmpty = b.pending.count == 0
+                b.pending.append(movingFrom: messages)
                 return wasEmpty && !b.draining
             }
         }
@@ -197,6 +222,28 @@ final class MessageBuffer<Message>: @unchecked Sendable {
         }
         count += messages.count
     }
+
+    /// Moves every message of `other` to the end of this buffer, in order;
+    /// `other` is empty after (its capacity kept). A move hands each message
+    /// over without retaining what it holds and releasing it again (a
+    /// worker's reports: a tenth of its work per memory hit went to that copy).
+    @inlinable
+    func append(movingFrom other: MessageBuffer<Message>) {
+        if count + other.count > capacity { grow(to: count + other.count) }
+        (base + count).moveInitialize(from: other.base, count: other.count)
+        count += other.count
+        other.count = 0
+    }
+
+    /// Drops every message (capacity kept).
+    @inlinable
+    func removeAll() {
+        base.deinitialize(count: count)
+        count = 0
+    }
+
+    @inlinable
+    var isEmpty: Bool { count == 0 }
 
     /// Hands each message to `body` by move, in order; the buffer is empty after.
     @inlinable

@@ -10,7 +10,8 @@ import CUV
 public final class Outbox<Message: Sendable> {
     @usableFromInline let loop: EventLoop
     @usableFromInline let target: Mailbox<Message>
-    @exclusivity(unchecked) @usableFromInline var buffer: [Message] = []
+    /// Messages posted since the last flush, handed over by move (see ``MessageBuffer``).
+    @usableFromInline let buffer = MessageBuffer<Message>()
     @usableFromInline let flusher: PrepareHandle
 
     /// Creates an outbox on `loop` (loop thread only) delivering to `target`.
@@ -35,8 +36,7 @@ public final class Outbox<Message: Sendable> {
     @inlinable
     public func flush() {
         guard !buffer.isEmpty else { flusher.stop(); return }
-        target.send(contentsOf: buffer)
-        buffer.removeAll(keepingCapacity: true)
+        _ = target.send(movingFrom: buffer)
         flusher.stop()
     }
 }

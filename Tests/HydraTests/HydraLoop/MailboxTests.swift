@@ -1,9 +1,11 @@
 import Foundation
+import Synchronization
 import Testing
 
 import HydraLoop
 
-/// `Mailbox`: closed by its owner, then again by its loop's shutdown hook.
+/// `Mailbox`: closed by its owner, then again by its loop's shutdown hook;
+/// an `Outbox` hands its messages over by move.
 @Suite(.ownThreads) struct MailboxTests {
     /// The coordinator closes its inbox, then shuts its loop down, whose hook
     /// closes the mailbox again. By then libuv has run the close callback and
@@ -33,5 +35,47 @@ import HydraLoop
             loop.shutdown()
             for block in blocks { UnsafeMutableRawPointer(bitPattern: block)?.deallocate() }
         }
+    }
+
+    /// A message that counts the copies of it freed (a payload retained by a copy and released twice would be freed early).
+    final class Payload: Sendable {
+        static let freed = Atomic<Int>(0)
+        let value: Int
+        init(_ value: Int) { self.value = value }
+        deinit { Payload.freed.add(1, ordering: .relaxed) }
+    }
+
+    /// Messages posted in one loop turn arrive in order, each once, and are
+    /// freed once when handled; those posted to a closed mailbox are freed too.
+    @Test func anOutboxMovesItsMessagesOverInOrder() {
+        let source = EventLoop(name: "outbox-source"), target = EventLoop(name: "outbox-target")
+        defer { source.shutdown(); target.shutdown() }
+        let received = Locked<[Int]>([])
+        let done = DispatchSemaphore(value: 0)
+        let mailbox = target.submitAndWait {
+            Mailbox<Payload>(loop: target) { payload in
+                let count = received.withLock { $0.append(payload.value); return $0.count }
+                if count == 3000 { done.signal() }
+            }
+        }
+        let before = Payload.freed.load(ordering: .relaxed)
+        let outbox = source.submitAndWait { LoopBound(Outbox(loop: source, target: mailbox), loop: source) }
+        for turn in 0..<3 {
+            // A thousand in one turn: one flush, one move of all of them.
+            source.submitAndWait { for i in 0..<1000 { outbox.value.post(Payload(turn * 1000 + i)) } }
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(received.withLock { $0 } == Array(0..<3000))
+        // (The last one is freed just after its handler returns.)
+        target.submitAndWait {}
+        #expect(Payload.freed.load(ordering: .relaxed) - before == 3000)
+        target.submitAndWait { mailbox.close() }
+        source.submitAndWait {
+            outbox.value.post(Payload(-1))
+            outbox.value.flush()
+        }
+        #expect(Payload.freed.load(ordering: .relaxed) - before == 3001, "dropped, and freed, by a closed mailbox")
+        // Loop-confined: kept until its loop has stopped (its prepare handle closes with the loop).
+        withExtendedLifetime(outbox) { source.shutdown() }
     }
 }
