@@ -33,8 +33,9 @@ final class GroupResult: DeferredResult {
         out.append(contentsOf: #"{"results":["#.utf8)
         let parts = size >= Self.bytesPerPart * 2 ? ParallelWork.parts(limit: min(8, size / Self.bytesPerPart)) : 1
         if parts > 1 {
-            // A large group's results are written in parts at once: on two cores
-            // the 50,000-step graph's 20 MB took `hydra run` 0.07 s instead of 0.14 s.
+            // A large group's results are written in parts at once: on two cores,
+            // `hydra run` of the 50,000-step graph (20 MB of results) went from its
+            // last response to its output in ~95 ms instead of ~125 ms.
             let count = results.count
             for part in ParallelWork.map(parts, { [self] part in
                 var text: [UInt8] = []
