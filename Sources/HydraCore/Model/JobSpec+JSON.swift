@@ -118,11 +118,12 @@ extension JobSpec {
         case "serial", "concurrent":
             guard let items = try r.array("steps") else { throw r.missing("steps") }
             let stepsPath = r.path("steps")
+            // A group of thousands is decoded in parts at once (the first error in step order is the one thrown).
             let steps = try ParallelWork.inParts(items.count) { (range) throws(ValidationError) -> [JobSpec] in
-                var steps: [JobSpec] = []
-                steps.reserveCapacity(range.count)
-                for i in range { steps.append(try JobSpec(json: items[i], path: stepsPath + "[\(i)]")) }
-                return steps
+                var decoded: [JobSpec] = []
+                decoded.reserveCapacity(range.count)
+                for i in range { decoded.append(try JobSpec(json: items[i], path: stepsPath + "[\(i)]")) }
+                return decoded
             }
             var seen: Set<String> = []
             try JobSpec.checkUniqueIDs(steps, path: stepsPath, seen: &seen)
