@@ -16,16 +16,25 @@ public enum ParallelWork {
         max(1, min(limit, ProcessInfo.processInfo.activeProcessorCount))
     }
 
-    /// `body(0)`, …, `body(count - 1)`, run at once, in order of index.
-    /// `body(0)` runs on the calling thread. Any thread; blocks until all return.
+    /// `body(0)`, …, `body(count - 1)`, run at once, answers in order of
+    /// index. `body(0)` runs on the calling thread. A call made inside a part
+    /// (a large group inside a large group) runs its parts one after another
+    /// on that thread: threads are started for the outermost call only, so a
+    /// request that nests large groups deep cannot make the server start a
+    /// thread per level. Any thread; blocks until all return.
     public static func map<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) -> T) -> [T] {
-        guard count > 1 else { return count == 1 ? [body(0)] : [] }
+        guard count > 1, !inPart else { return (0..<count).map(body) }
+        let part = { @Sendable (index: Int) -> T in
+            inPart = true
+            defer { inPart = false }
+            return body(index)
+        }
         let results = Locked([T?](repeating: nil, count: count))
         let done = DispatchGroup()
         for index in 1..<count {
             done.enter()
             let thread = Thread {
-                let result = body(index)
+                let result = part(index)
                 results.withLock { $0[index] = result }
                 done.leave()
             }
@@ -34,7 +43,7 @@ public enum ParallelWork {
             thread.stackSize = 8 << 20
             thread.start()
         }
-        let first = body(0)
+        let first = part(0)
         done.wait()
         return results.withLock { parts in
             parts[0] = first
@@ -60,4 +69,12 @@ public enum ParallelWork {
         for outcome in outcomes { joined += try outcome.get() }
         return joined
     }
+
+    /// Whether this thread is running a part now (its thread-local flag).
+    private static var inPart: Bool {
+        get { Thread.current.threadDictionary[partKey] != nil }
+        set { Thread.current.threadDictionary[partKey] = newValue ? true : nil }
+    }
+
+    private static let partKey = "hydra.ParallelWork.part"
 }

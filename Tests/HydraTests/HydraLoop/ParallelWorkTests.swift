@@ -40,6 +40,32 @@ import HydraLoop
         #expect((try? ParallelWork.inParts(3, minimumPerPart: 2) { (range) throws(Failure) -> [Int] in [range.count] }) == [3])
     }
 
+    /// A call made inside a part runs its parts on that part's thread, one
+    /// after another: threads are started for the outermost call only.
+    @Test func nestedCallsShareABoundedNumberOfThreads() {
+        let live = Atomic<Int>(0), peak = Atomic<Int>(0)
+        @Sendable func leaf(_ value: Int) -> Int {
+            let now = live.add(1, ordering: .relaxed).newValue
+            var seen = peak.load(ordering: .relaxed)
+            while now > seen, !peak.compareExchange(expected: seen, desired: now, ordering: .relaxed).exchanged {
+                seen = peak.load(ordering: .relaxed)
+            }
+            usleep(2000)
+            live.subtract(1, ordering: .relaxed)
+            return value
+        }
+        let answers = ParallelWork.map(8) { outer in
+            ParallelWork.map(8) { middle in ParallelWork.map(8) { inner in leaf(outer * 100 + middle * 10 + inner) } }
+        }
+        let flat: [Int] = answers.flatMap { $0.flatMap { $0 } }
+        var expected: [Int] = []
+        for o in 0..<8 { for m in 0..<8 { for i in 0..<8 { expected.append(o * 100 + m * 10 + i) } } }
+        #expect(flat == expected)
+        // The outer call's eight parts at most, whatever runs inside them.
+        #expect(peak.load(ordering: .relaxed) <= 8)
+        #expect(peak.load(ordering: .relaxed) >= 2, "the outer parts ran at once")
+    }
+
     @Test func partsAreCappedByTheProcessors() {
         #expect(ParallelWork.parts(limit: 1) == 1 && ParallelWork.parts(limit: 0) == 1)
         #expect(ParallelWork.parts(limit: 1000) == ProcessInfo.processInfo.activeProcessorCount)
