@@ -186,8 +186,10 @@ public final class Mailbox<Message: Sendable>: Sendable {
 /// each message out in order (an `Array` can only give up its elements by copy,
 /// or by move from the end).
 ///
-/// Thread safety: a buffer is only touched under its mailbox's lock, or by the one
-/// draining thread after the lock handed it over; hence `@unchecked Sendable`.
+/// Thread safety: a mailbox's buffers are only touched under its lock, or by
+/// the one draining thread after the lock handed one over; an ``Outbox``'s
+/// buffer only by the outbox's loop thread (while it moves the messages into
+/// a mailbox, under that mailbox's lock too). Hence `@unchecked Sendable`.
 @usableFromInline
 final class MessageBuffer<Message>: @unchecked Sendable {
     @usableFromInline var base: UnsafeMutablePointer<Message>

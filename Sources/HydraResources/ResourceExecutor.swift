@@ -275,7 +275,7 @@ final class ResourceExecutor: JobExecutor {
             statistics?.countMemoryHit()
             touch(key, at: now)
             handle.skipped(reason: "resource")
-            if spec.presentation == nil || spec.presentation == .path {
+            if !spec.wantsContent {
                 // What `finish` would do: the tier keeps whole copies only, and their
                 // status, digest and cipher were checked just above.
                 handle.succeed(building: entry.result)
@@ -848,7 +848,7 @@ final class ResourceExecutor: JobExecutor {
             fail(fetch, JobError(.internal, "resource: a streamed copy without its file"))
             return
         }
-        let wanted = fetch.served.contains { $0.spec.presentation != nil && $0.spec.presentation != .path }
+        let wanted = fetch.served.contains { $0.spec.wantsContent }
             || (memory.capacity > 0 && received <= memory.capacity)
         let written = file.written
         // Allocated here, filled on the pool: the bytes the memory tier keeps come
@@ -1058,7 +1058,7 @@ final class ResourceExecutor: JobExecutor {
     /// (`source` included) is shared as it is unless the job asked for the content.
     private func finish(_ waiter: Waiter, record: ResourceRecord, content: [UInt8], source: String,
                         kept: MemoryTier.Entry? = nil) {
-        if content.count != record.bytes, let shown = waiter.spec.presentation, shown != .path {
+        if content.count != record.bytes, waiter.spec.wantsContent {
             // A streamed copy whose bytes were not read back (no job asked for them when the
             // fetch decided): this job joined later and wants them. The copy is in place and
             // indexed by now, so it is served from the repository.
@@ -1077,14 +1077,14 @@ final class ResourceExecutor: JobExecutor {
                 return
             }
         }
-        if record.cipher == .aesGCM, let shown = waiter.spec.presentation, shown != .path {
+        if record.cipher == .aesGCM, waiter.spec.wantsContent {
             // Never reached (a copy kept another way is a miss; `as` with aes-gcm is refused at submit):
             // the last guard before clear content could land in a result.
             waiter.handle.finish(.failure(JobError(.internal, "as: an aes-gcm copy's content is never put in a result")))
             return
         }
         var o: OrderedDictionary<String, JSONValue>
-        let withoutContent = waiter.spec.presentation == nil || waiter.spec.presentation == .path
+        let withoutContent = !waiter.spec.wantsContent
         if let kept {
             if withoutContent {
                 waiter.handle.succeed(building: kept.result)
@@ -1131,4 +1131,10 @@ final class ResourceExecutor: JobExecutor {
         o["storedAt"] = .string(HydraEvent.format(record.storedAt))
         return o
     }
+}
+
+extension ResourceSpec {
+    /// Whether the job's result carries the content (`as` text, json or
+    /// base64), not only the copy's fields (`as` absent or `path`).
+    var wantsContent: Bool { presentation != nil && presentation != .path }
 }
