@@ -11,7 +11,7 @@ import Glibc
 /// take the uncontended path with one atomic operation in a call.
 public final class Locked<Value>: @unchecked Sendable {
     @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    @usableFromInline var value: Value
+    @exclusivity(unchecked) @usableFromInline var value: Value
 
     public init(_ value: Value) {
         mutex = .allocate(capacity: 1)

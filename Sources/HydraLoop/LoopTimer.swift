@@ -10,8 +10,8 @@ import CUV
 public final class LoopTimer {
     private let loop: EventLoop
     private let handle: UnsafeMutablePointer<uv_timer_t>
-    private var callback: (() -> Void)?
-    private var closed = false
+    @exclusivity(unchecked) private var callback: (() -> Void)?
+    @exclusivity(unchecked) private var closed = false
 
     /// Creates a stopped timer. Loop thread only.
     public init(loop: EventLoop) {

@@ -192,9 +192,9 @@ public final class Mailbox<Message: Sendable>: Sendable {
 /// a mailbox, under that mailbox's lock too). Hence `@unchecked Sendable`.
 @usableFromInline
 final class MessageBuffer<Message>: @unchecked Sendable {
-    @usableFromInline var base: UnsafeMutablePointer<Message>
-    @usableFromInline private(set) var count = 0
-    @usableFromInline private(set) var capacity: Int
+    @exclusivity(unchecked) @usableFromInline var base: UnsafeMutablePointer<Message>
+    @exclusivity(unchecked) @usableFromInline private(set) var count = 0
+    @exclusivity(unchecked) @usableFromInline private(set) var capacity: Int
 
     @inlinable
     init(capacity: Int = 16) {

@@ -6,10 +6,10 @@ import CUV
 /// only; the handle holds the object until its close callback.
 public final class PrepareHandle {
     private let handle: UnsafeMutablePointer<uv_prepare_t>
-    private var active = false
-    private var closed = false
+    @exclusivity(unchecked) private var active = false
+    @exclusivity(unchecked) private var closed = false
     /// Runs on the loop thread, once per iteration while started.
-    public var callback: (() -> Void)?
+    @exclusivity(unchecked) public var callback: (() -> Void)?
 
     /// Creates a stopped handle on `loop`. Loop thread only.
     public init(loop: EventLoop) {

@@ -18,40 +18,40 @@ public final class StreamConnection {
     /// Lines longer than this (no `\n` within it) end reading: ``onLineTooLong`` runs once.
     public var maxLineBytes = 1 << 20
     /// One complete line, without its terminator.
-    public var onLine: ((ArraySlice<UInt8>) -> Void)?
+    @exclusivity(unchecked) public var onLine: ((ArraySlice<UInt8>) -> Void)?
     /// The peer sent a line longer than ``maxLineBytes``; later input is ignored.
-    public var onLineTooLong: (() -> Void)?
+    @exclusivity(unchecked) public var onLineTooLong: (() -> Void)?
     /// Runs once, when the connection is gone (peer closed, error, or ``close()``).
-    public var onClose: (() -> Void)?
+    @exclusivity(unchecked) public var onClose: (() -> Void)?
     /// Runs when everything written has reached the kernel after a backlog.
-    public var onDrain: (() -> Void)?
+    @exclusivity(unchecked) public var onDrain: (() -> Void)?
     /// The peer finished sending (it may still read): the owner closes when its
     /// answers are out. Unset, the connection closes once what is queued is written.
-    public var onEnd: (() -> Void)?
+    @exclusivity(unchecked) public var onEnd: (() -> Void)?
 
-    private var input: [UInt8] = []
+    @exclusivity(unchecked) private var input: [UInt8] = []
     /// Where the search for `\n` resumes in `input`.
-    private var scanned = 0
-    private var readBuffer: UnsafeMutablePointer<CChar>?
+    @exclusivity(unchecked) private var scanned = 0
+    @exclusivity(unchecked) private var readBuffer: UnsafeMutablePointer<CChar>?
     private static let readBufferSize = 64 * 1024
-    private var reading = false
-    private var tooLong = false
+    @exclusivity(unchecked) private var reading = false
+    @exclusivity(unchecked) private var tooLong = false
 
-    private var outgoing: [UInt8] = []
-    private var inFlight = 0
-    private var flushScheduled = false
-    private var closeWhenFlushed = false
-    private var closing = false
+    @exclusivity(unchecked) private var outgoing: [UInt8] = []
+    @exclusivity(unchecked) private var inFlight = 0
+    @exclusivity(unchecked) private var flushScheduled = false
+    @exclusivity(unchecked) private var closeWhenFlushed = false
+    @exclusivity(unchecked) private var closing = false
     /// The peer ended its side (EOF was read): reading never starts again.
-    private var peerEnded = false
+    @exclusivity(unchecked) private var peerEnded = false
     /// `uv_close` was called: kept here, because once its callback ran the
     /// handle's memory is freed and libuv's own flag there must not be read.
-    private var handleClosed = false
+    @exclusivity(unchecked) private var handleClosed = false
     /// Set by ``closeAfterReading(timeoutMilliseconds:)``: once written out, the
     /// connection sends its FIN and reads (discarding) until the peer's, or the timer.
-    private var lingering = false
-    private var lingerTimer: LoopTimer?
-    private var lingerMilliseconds: UInt64 = 0
+    @exclusivity(unchecked) private var lingering = false
+    @exclusivity(unchecked) private var lingerTimer: LoopTimer?
+    @exclusivity(unchecked) private var lingerMilliseconds: UInt64 = 0
 
     /// Takes over an initialized, accepted stream handle. Loop thread only.
     init(loop: EventLoop, handle: UnsafeMutablePointer<uv_stream_t>, peer: String) {

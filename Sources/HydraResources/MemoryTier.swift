@@ -37,8 +37,8 @@ final class MemoryTier {
     private final class Node {
         let key: String
         let entry: Entry
-        unowned(unsafe) var older: Node?
-        unowned(unsafe) var newer: Node?
+        @exclusivity(unchecked) unowned(unsafe) var older: Node?
+        @exclusivity(unchecked) unowned(unsafe) var newer: Node?
 
         init(key: String, entry: Entry) {
             self.key = key
@@ -47,15 +47,15 @@ final class MemoryTier {
     }
 
     let capacity: Int
-    private(set) var bytes = 0 {
+    @exclusivity(unchecked) private(set) var bytes = 0 {
         didSet { account(bytes - oldValue) }
     }
     /// Reports each change of ``bytes`` (to the manager's count of every tier's).
     private let account: (Int) -> Void
-    private var nodes: [DigestKey: Node] = [:]
+    @exclusivity(unchecked) private var nodes: [DigestKey: Node] = [:]
     /// The least and the most recently used ends of the list.
-    private unowned(unsafe) var oldest: Node?
-    private unowned(unsafe) var newest: Node?
+    @exclusivity(unchecked) private unowned(unsafe) var oldest: Node?
+    @exclusivity(unchecked) private unowned(unsafe) var newest: Node?
 
     init(capacity: Int, account: @escaping (Int) -> Void) {
         self.capacity = capacity
@@ -125,7 +125,7 @@ final class MemoryTier {
 
     /// The removal count of the repository this tier last saw: when it moved,
     /// some copy was removed and the tier forgets everything (removals are rare).
-    var seenRemovals = 0
+    @exclusivity(unchecked) var seenRemovals = 0
 
     /// Empties the tier when the repository removed copies since it last
     /// looked (`removals`: the manager's count of removals).

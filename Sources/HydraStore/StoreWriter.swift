@@ -52,15 +52,15 @@ final class StoreWriter: @unchecked Sendable {
         /// the writer must not linger (see ``lingerMicroseconds``).
         var urgent = false
         var closed = false
-        /// Writes that go with a final event not appended yet, by ``StoreWriter/heldKey(_:_:)``
+        /// Writes that go with a final event not appended yet, by job and step
         /// (see ``StoreWriter/enqueue(_:withFinalEventOf:stepPath:)``), with when they were held (uptime ns).
-        var held: [String: (operation: WriteOperation, since: UInt64)] = [:]
+        var held: [HeldKey: (operation: WriteOperation, since: UInt64)] = [:]
 
         /// Moves the write held for `event` (a final event: the job's or a
         /// step's) to the queue; true when that write is urgent.
         mutating func releaseHeld(for event: EncodedEvent) -> Bool {
-            guard EventName.finals.contains(event.name),
-                  let write = held.removeValue(forKey: StoreWriter.heldKey(event.rootJobId, event.stepPath)) else { return false }
+            guard EventName.isFinal(event.name),
+                  let write = held.removeValue(forKey: HeldKey(jobId: event.rootJobId, stepPath: event.stepPath)) else { return false }
             queue.append(write.operation)
             return write.operation.hasCallback || write.operation.isStep
         }
@@ -74,7 +74,12 @@ final class StoreWriter: @unchecked Sendable {
         }
     }
 
-    static func heldKey(_ jobId: String, _ stepPath: String) -> String { jobId + "\u{0}" + stepPath }
+    /// A held write's job and step. Two strings, not one joined: a joined
+    /// key (16 bytes and more) was a heap string made twice per finished job.
+    struct HeldKey: Hashable {
+        let jobId: String
+        let stepPath: String
+    }
 
     /// How long a write waits for its final event at most: the event is
     /// appended right after it by the same thread, so only a bug could make
@@ -126,7 +131,7 @@ final class StoreWriter: @unchecked Sendable {
         let held = state.withLock { state -> Bool in
             if state.closed { return false }
             let earlier = state.held.updateValue((operation, DispatchTime.now().uptimeNanoseconds),
-                                                 forKey: Self.heldKey(jobId, stepPath))
+                                                 forKey: HeldKey(jobId: jobId, stepPath: stepPath))
             if let earlier { state.queue.append(earlier.operation) }  // not expected: a step records once a run
             return true
         }

@@ -26,6 +26,11 @@ public enum EventName {
     /// The events that end a job or a step: it sends exactly one of them.
     public static let finals: Set<String> = [succeeded, failed, cancelled]
 
+    /// True for a name in ``finals``: three comparisons of short inline
+    /// strings, not a hash (asked for every event the store appends).
+    @inlinable
+    public static func isFinal(_ name: String) -> Bool { name == succeeded || name == failed || name == cancelled }
+
     public static let all: Set<String> = [queued, started, retrying, progress, succeeded, skipped, failed, cancelled,
                                           resumed, groupDone, cacheUpdated, cacheRemoved, sharedUpdated, sharedRemoved,
                                           resourceStored, resourceRemoved]

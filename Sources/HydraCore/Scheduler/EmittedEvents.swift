@@ -24,7 +24,7 @@ public struct EmittedEvents: Sendable {
     /// Records that the step at `stepPath` sent `name` (ignored unless it happens once per step).
     public mutating func insert(stepPath: String, name: String) {
         guard EmittedEvents.oncePerStep.contains(name) else { return }
-        keys.insert(stepPath + " " + (EventName.finals.contains(name) ? "final" : name))
+        keys.insert(stepPath + " " + (EventName.isFinal(name) ? "final" : name))
     }
 
     /// True when the step at `stepPath` already sent `name` before the restart;
@@ -32,7 +32,7 @@ public struct EmittedEvents: Sendable {
     /// (a group's end is not journaled, so its resumed run ends it again, maybe
     /// otherwise: cancelled by a cancel stored before the crash) sends no second one.
     public func contains(stepPath: String, name: String) -> Bool {
-        !keys.isEmpty && keys.contains(stepPath + " " + (EventName.finals.contains(name) ? "final" : name))
+        !keys.isEmpty && keys.contains(stepPath + " " + (EventName.isFinal(name) ? "final" : name))
     }
 
     /// Records a `job.retrying` of the step at `stepPath` announcing `attempt`.

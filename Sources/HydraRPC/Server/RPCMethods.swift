@@ -262,9 +262,9 @@ extension RPCServerRuntime {
 /// once and answers every call there, so the writer (the durable path's
 /// bottleneck) neither builds the replies nor wakes the loop once per call.
 final class SubmitGroup {
-    private var requests: [HydraService.SubmitRequest] = []
+    @exclusivity(unchecked) private var requests: [HydraService.SubmitRequest] = []
     /// Run on the loop, in request order.
-    private var replies: [(Result<JSONValue, ServiceError>) -> Void] = []
+    @exclusivity(unchecked) private var replies: [(Result<JSONValue, ServiceError>) -> Void] = []
 
     func add(_ request: HydraService.SubmitRequest, reply: @escaping (Result<JSONValue, ServiceError>) -> Void) {
         requests.append(request)
