@@ -1,6 +1,7 @@
 import Foundation
 import HydraCore
 import HydraHTTP
+import HydraLoop
 
 /// A GET request routed by the REST manager for another manager on the same
 /// worker (the resource manager): the HTTP request with the configuration's
@@ -13,9 +14,19 @@ public struct RoutedRequest: Sendable {
     /// The request's credential texts (rest.md §1): never in a result, so
     /// masked in content a result carries.
     public var secrets: [String] = []
+    /// The OAuth2 session whose token each attempt carries (rest.md §1), if
+    /// any: see ``RESTManager/token(of:on:client:_:)`` and ``RESTManager/rejected(_:of:)``.
+    public var authSession: String?
 
     /// Whether a failure is worth another attempt (network, timeout, 5xx, 429), as for remote jobs.
     public static func isRetryable(_ error: JobError) -> Bool { RESTExecutor.isRetryable(error) }
+
+    /// The wait a response's `Retry-After` asks for before the next attempt
+    /// (protocol §4), as for remote jobs: within the retry ceiling; nil when
+    /// the response has none, or one that is neither seconds nor a date.
+    public static func retryAfterMilliseconds(_ response: HTTPResponse) -> Int? {
+        response.header("retry-after").flatMap { RetryAfter.milliseconds($0) }
+    }
 }
 
 extension RESTManager {
@@ -42,7 +53,29 @@ extension RESTManager {
         spec.body = nil
         spec.saveAs = nil
         let prepared = try resolver.prepare(spec, timeoutMs: timeoutMs)
-        return RoutedRequest(http: prepared.http, retry: prepared.retry, expect: prepared.expect, secrets: prepared.secrets)
+        return RoutedRequest(http: prepared.http, retry: prepared.retry, expect: prepared.expect, secrets: prepared.secrets,
+                             authSession: prepared.authSession)
+    }
+
+    /// The token of OAuth2 session `name` for one attempt of a request routed
+    /// here: `body` runs at once when the session holds a fresh token, else
+    /// once the session's one token request in flight (started on `client`
+    /// when none is) answers; a failure has kind `auth`. `body` runs on
+    /// `loop`, which must be the calling thread's (a worker's).
+    public func token(of name: String, on loop: EventLoop, client: HTTPClient,
+                      _ body: @escaping (Result<String, JobError>) -> Void) {
+        guard let session = sessions.session(name) else {
+            body(.failure(JobError(.invalid, "auth: unknown auth '\(name)'")))
+            return
+        }
+        session.withToken(on: loop, send: RESTManager.sender(client), body)
+    }
+
+    /// A `401` answered a request that carried `token` of session `name`:
+    /// true when the request may be sent once more with another token (the
+    /// session can get one by itself), as a remote job is (rest.md §1).
+    public func rejected(_ token: String, of name: String) -> Bool {
+        sessions.session(name)?.reject(token) ?? false
     }
 }
 

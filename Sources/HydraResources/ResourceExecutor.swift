@@ -121,10 +121,12 @@ final class ResourceExecutor: JobExecutor {
             deadline = timeoutMs.map { now &+ UInt64(max(1, $0)) } ?? .max
         }
 
-        /// The delay before its next attempt, when it has one left after `error`.
-        func retryDelay(after error: JobError) -> Int? {
+        /// The delay before its next attempt, when it has one left after
+        /// `error`: the server's `Retry-After` when it gave one (honoured in
+        /// full, protocol §4, as for remote jobs), else the policy's backoff.
+        func retryDelay(after error: JobError, retryAfterMs: Int? = nil) -> Int? {
             guard RoutedRequest.isRetryable(error), attempts < retry.maxAttempts else { return nil }
-            return max(0, min(retry.delayMs(afterAttempt: attempts), RetryPolicy.maxDelayMs))
+            return max(0, min(retryAfterMs ?? retry.delayMs(afterAttempt: attempts), RetryPolicy.maxDelayMs))
         }
     }
 
@@ -161,6 +163,12 @@ final class ResourceExecutor: JobExecutor {
         /// The URL as the index and the events show it: without a `user:password` part.
         var shownURL: String { RemoteSpec.redactingCredentials(routed.http.url) }
         @exclusivity(unchecked) var file: StateFileWriter?
+        /// The OAuth2 token the attempt under way carries (``RoutedRequest/authSession``).
+        @exclusivity(unchecked) var token: String?
+        /// The attempt waits for its session's token (no transfer yet).
+        @exclusivity(unchecked) var waitingForToken = false
+        /// A `401` already had the request sent again with a new token (once, rest.md §1).
+        @exclusivity(unchecked) var reauthorized = false
 
         init(key: String, routed: RoutedRequest, first: Waiter, previous: ResourceRecord?) {
             self.key = key
@@ -436,6 +444,11 @@ final class ResourceExecutor: JobExecutor {
         JobError(.timeout, "timed out after \(waiter.timeoutMs ?? 0) ms waiting for this resource's transfer (shared with another job)")
     }
 
+    /// The failure of a job whose own timeout ran out while its attempt waited for its session's token.
+    private static func tokenTimeout(_ waiter: Waiter, _ fetch: Fetch) -> JobError {
+        JobError(.timeout, "timed out after \(waiter.timeoutMs ?? 0) ms waiting for the token of auth '\(fetch.routed.authSession ?? "")'")
+    }
+
     /// The transfer of `fetch`'s key ends here (with `failure`, when it failed):
     /// forgotten, and the jobs of other workers that followed it go on.
     private func forget(_ fetch: Fetch, failure: JobError? = nil) {
@@ -496,15 +509,51 @@ final class ResourceExecutor: JobExecutor {
 
     // MARK: - Transfers
 
+    /// Starts an attempt of `fetch`: its request goes out at once, or once its
+    /// OAuth2 session has a token (the wait counts against each job's time).
     private func attempt(_ fetch: Fetch) {
-        manager.statistics.countRequest()
-        var http = fetch.routed.http
         // Each job it serves starts an attempt of its own (unless one under way
-        // goes on: a timeout that was not its own); the transfer lasts as long
-        // as the job that allows the longest.
+        // goes on: a timeout that was not its own).
         let now = Self.uptimeMs()
         for i in fetch.waiters.indices where !fetch.waiters[i].startsAgain && fetch.waiters[i].deadline == nil {
             fetch.waiters[i].startAttempt(at: now)
+        }
+        guard let session = fetch.routed.authSession else {
+            send(fetch)
+            return
+        }
+        // As a remote job's (rest.md §1): the session's token, fetched once for
+        // every request that needs it; told at once when one is fresh.
+        fetch.waitingForToken = true
+        manager.rest.token(of: session, on: loop, client: client) { [unowned self] result in
+            guard fetch.waitingForToken else { return }  // the fetch ended meanwhile
+            fetch.waitingForToken = false
+            fetch.deadlineTimer?.cancel()
+            fetch.deadlineTimer = nil
+            guard stillWanted(fetch) else { return }
+            switch result {
+            case .success(let token):
+                fetch.token = token
+                // What the server sends back is masked with the token too, as for a remote job.
+                for i in fetch.waiters.indices where !fetch.waiters[i].secrets.contains(token) {
+                    fetch.waiters[i].secrets.append(token)
+                }
+                send(fetch)
+            case .failure(let error):
+                judge(fetch, error)
+            }
+        }
+        if fetch.waitingForToken { armDeadlines(fetch) }
+    }
+
+    /// Sends `fetch`'s request; the transfer lasts as long as the job that allows the longest.
+    private func send(_ fetch: Fetch) {
+        manager.statistics.countRequest()
+        var http = fetch.routed.http
+        let now = Self.uptimeMs()
+        if let token = fetch.token {
+            http.headers.removeAll { $0.hasName("authorization") }
+            http.headers.append(HTTPHeader("Authorization", "Bearer " + token))
         }
         if !fetch.served.isEmpty {
             fetch.attemptEnds = fetch.served.map { $0.deadline ?? .max }.max() ?? .max
@@ -578,8 +627,21 @@ final class ResourceExecutor: JobExecutor {
             return
         }
         let error: JobError
+        var retryAfterMs: Int?
         switch result {
         case .success(var response):
+            if response.status == 401, let token = fetch.token, let session = fetch.routed.authSession, !fetch.reauthorized {
+                // Once on a 401 (rest.md §1): a new token and the same request again,
+                // within the attempt under way. A session that cannot get one by
+                // itself (a password grant without a refresh token) fails it with this 401.
+                fetch.reauthorized = true
+                fetch.token = nil
+                if manager.rest.rejected(token, of: session) {
+                    fetch.resume = nil
+                    attempt(fetch)
+                    return
+                }
+            }
             if let resume = fetch.resume {
                 fetch.resume = nil
                 if response.status == 206 {
@@ -629,6 +691,7 @@ final class ResourceExecutor: JobExecutor {
                 return
             } else {
                 error = JobError(.http, "HTTP \(response.status)", status: response.status)
+                if RoutedRequest.isRetryable(error) { retryAfterMs = RoutedRequest.retryAfterMilliseconds(response) }
             }
         case .failure(let failure):
             keepForResume(fetch, failure.partial)
@@ -645,7 +708,7 @@ final class ResourceExecutor: JobExecutor {
                     : JobError(.tooLarge, "the resource is larger than \(manager.inMemoryLimit) bytes: a copy remade or kept with a cipher is made in memory (defaults.maxBodyBytes, or resources.maxBytes when smaller)")
             }
         }
-        judge(fetch, error)  // a failure never touches the good copy
+        judge(fetch, error, retryAfterMs: retryAfterMs)  // a failure never touches the good copy
     }
 
     /// A failed attempt, judged for each job it served by that job's own
@@ -654,7 +717,7 @@ final class ResourceExecutor: JobExecutor {
     /// job with none fails. A timeout that came before a job's own deadline
     /// (the attempt lasted as long as another job allowed) is not that job's:
     /// its attempt goes on in the next one, started at once.
-    private func judge(_ fetch: Fetch, _ error: JobError) {
+    private func judge(_ fetch: Fetch, _ error: JobError, retryAfterMs: Int? = nil) {
         let now = Self.uptimeMs()
         var next: Int?
         var failed: [Waiter] = []
@@ -664,7 +727,7 @@ final class ResourceExecutor: JobExecutor {
                 next = 0
                 continue
             }
-            if let delay = waiter.retryDelay(after: error) {
+            if let delay = waiter.retryDelay(after: error, retryAfterMs: retryAfterMs) {
                 waiter.handle.retrying(attempt: waiter.attempts + 1, delayMs: delay, error: error)
                 fetch.waiters[i].deadline = nil
                 next = min(next ?? delay, delay)
@@ -693,8 +756,10 @@ final class ResourceExecutor: JobExecutor {
     private func armDeadlines(_ fetch: Fetch) {
         fetch.deadlineTimer?.cancel()
         fetch.deadlineTimer = nil
-        guard fetch.transfer != nil,
-              let earliest = fetch.served.compactMap(\.deadline).min(), earliest < fetch.attemptEnds else { return }
+        // While the attempt waits for its token, every job's own deadline counts.
+        guard fetch.transfer != nil || fetch.waitingForToken,
+              let earliest = fetch.served.compactMap(\.deadline).min(),
+              earliest < fetch.attemptEnds || fetch.waitingForToken else { return }
         let now = Self.uptimeMs()
         fetch.deadlineTimer = loop.schedule(afterMilliseconds: earliest > now ? earliest - now : 0) { [unowned self] in
             fetch.deadlineTimer = nil
@@ -706,13 +771,13 @@ final class ResourceExecutor: JobExecutor {
     /// for others: each retries by its own policy (waiting on, with a new
     /// deadline after its delay) or fails with kind `timeout`.
     private func expireDeadlines(_ fetch: Fetch) {
-        guard fetch.transfer != nil else { return }
+        guard fetch.transfer != nil || fetch.waitingForToken else { return }
         let now = Self.uptimeMs()
         var failed: [(Waiter, JobError)] = []
         for i in fetch.waiters.indices.reversed() where !fetch.waiters[i].startsAgain {
             guard let deadline = fetch.waiters[i].deadline, deadline <= now else { continue }
             let waiter = fetch.waiters[i]
-            let error = Self.ownTimeout(waiter)
+            let error = fetch.waitingForToken ? Self.tokenTimeout(waiter, fetch) : Self.ownTimeout(waiter)
             if let delay = waiter.retryDelay(after: error) {
                 waiter.handle.retrying(attempt: waiter.attempts + 1, delayMs: delay, error: error)
                 fetch.waiters[i].startAttempt(at: now &+ UInt64(delay))

@@ -26,12 +26,22 @@ public struct ResourceSpec: Sendable {
     public init(_ request: RemoteSpec) { self.request = request }
 
     /// The fields of a remote job that a resource job refuses: a resource is a GET of a URL.
-    static let refusedRemoteFields = ["method", "body", "bodyEncoding", "dogma", "cache", "saveAs", "bodyFile", "contentMD5", "gzipBody"]
+    static let refusedRemoteFields = ["method", "body", "bodyEncoding", "dogma", "cache", "saveAs", "bodyFile", "contentMD5", "gzipBody",
+                                      "repeat", "coalesce"]
+
+    /// Why a resource job refuses remote field `name` (one of ``refusedRemoteFields``).
+    static func refusal(of name: String) -> String {
+        switch name {
+        case "repeat": return "not allowed in a resource job (a resource is fetched, not polled: poll with a remote job)"
+        case "coalesce": return "not allowed in a resource job (jobs of one resource always share one transfer)"
+        default: return "not allowed in a resource job (a resource is fetched with GET)"
+        }
+    }
 
     init(reader r: inout FieldReader) throws(ValidationError) {
         // `"method": "GET"` says what a resource job does anyway: allowed.
         for name in ResourceSpec.refusedRemoteFields where r.value(name) != nil && !(name == "method" && r.value(name) == "GET") {
-            throw ValidationError(path: r.path(name), "not allowed in a resource job (a resource is fetched with GET)").refusingKey()
+            throw ValidationError(path: r.path(name), ResourceSpec.refusal(of: name)).refusingKey()
         }
         var mode = Mode.use
         if let text = try r.string("mode") {

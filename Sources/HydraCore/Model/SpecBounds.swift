@@ -94,7 +94,7 @@ extension ResourceSpec {
         try request.checkValues(path: path)
         try SpecBounds.check(maxAgeSec, SpecBounds.lifetimeSec, FieldReader.join(path, "maxAgeSec"))
         if let name = request.refusedInResource {
-            throw ValidationError(path: FieldReader.join(path, name), "not allowed in a resource job (a resource is fetched with GET)")
+            throw ValidationError(path: FieldReader.join(path, name), ResourceSpec.refusal(of: name))
         }
         if let sha256, sha256.utf8.count != 64 || !sha256.utf8.allSatisfy(\.isLowercaseHexDigit) {
             throw ValidationError(path: FieldReader.join(path, "sha256"), "expected 64 lowercase hex digits (a SHA-256)")
@@ -116,6 +116,8 @@ private extension RemoteSpec {
         if bodyFile != nil { return "bodyFile" }
         if contentMD5 != nil { return "contentMD5" }
         if gzipBody != nil { return "gzipBody" }
+        if self.repeat != nil { return "repeat" }
+        if coalesce != nil { return "coalesce" }
         return nil
     }
 }

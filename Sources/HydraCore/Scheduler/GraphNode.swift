@@ -11,11 +11,15 @@ final class GraphNode {
     let effective: JobSpec
     /// Dot-separated step indexes from the root (`""` for the root).
     let path: String
-    /// A remote step's `label`, echoed in each of its events. Read only when an
-    /// event is built (nobody listening: never).
+    /// A remote or resource step's `label` (rest.md §8; a resource job is
+    /// routed as a remote one), echoed in each of its events. Read only when
+    /// an event is built (nobody listening: never).
     var label: String? {
-        if case .remote(let remote) = effective.body { return remote.label }
-        return nil
+        switch effective.body {
+        case .remote(let remote): return remote.label
+        case .resource(let resource): return resource.request.label
+        default: return nil
+        }
     }
     /// Position in the parent's steps.
     let index: Int

@@ -349,6 +349,60 @@ import HydraLoop
 
     /// A resource job's content is masked like a remote job's body: an origin
     /// that echoes the api key does not put it in the result (or its event).
+    /// A resource job is routed as a remote job (resources.md §1), its OAuth2
+    /// session included (rest.md §1): each attempt carries the session's token,
+    /// a 401 gets a new one and the request once more, and the token never
+    /// shows in the content a result carries. (It was sent without any.)
+    @Test func aResourceJobCarriesItsSessionsTokenAndRenewsItOnA401() async throws {
+        let key = UUID().uuidString
+        let engine = try engine(key, tokenQuery: "&ttl=3600")
+        defer { engine.shutdown() }
+        func fetch(_ path: String) throws -> JobSpec {
+            try spec(#"{"type":"resource","endpoint":"/protected/\#(path)","query":{"key":"\#(key)"},"auth":"svc","as":"json"}"#)
+        }
+        let first = try await engine.run(fetch("a"))
+        #expect(first.state == .succeeded, "\(String(describing: first.error))")
+        #expect(first.result?["content"]?["ok"] == true)
+        #expect(first.result?["content"]?["authorization"] == "Bearer ***")
+        #expect(try await counter(engine, "token:\(key)") == 1)
+        #expect(try await counter(engine, "protected:\(key)") == 1)
+        // The provider revokes the token: a 401, a new token, the same request again.
+        _ = try await engine.run(spec(#"{"type":"remote","endpoint":"/oauth/revoke","query":{"key":"\#(key)"}}"#))
+        let again = try await engine.run(fetch("b"))
+        #expect(again.state == .succeeded, "\(String(describing: again.error))")
+        #expect(try await counter(engine, "protected-401:\(key)") == 1)
+        #expect(try await counter(engine, "token:\(key)") == 2)
+        #expect(try await counter(engine, "protected:\(key)") == 2)
+
+        // Tokens dead on arrival: one new token, then the second 401 fails the job with kind http.
+        let deadKey = UUID().uuidString
+        let dead = try self.engine(deadKey, tokenQuery: "&ttl=0")
+        defer { dead.shutdown() }
+        let refused = try await dead.run(spec(
+            #"{"type":"resource","endpoint":"/protected/c","query":{"key":"\#(deadKey)"},"auth":"svc"}"#))
+        #expect(refused.error?.kind == .http && refused.error?.status == 401, "\(String(describing: refused.error))")
+        #expect(try await counter(dead, "protected-401:\(deadKey)") == 2)
+        #expect(try await dead.run(spec(
+            #"{"type":"resource","endpoint":"/protected/c","query":{"key":"\#(deadKey)"},"auth":"svc","mode":"only"}"#)).error?.message
+            == "not in repository")
+    }
+
+    /// The wait for the token counts against a resource job's `timeoutMs`,
+    /// as a remote job's; a retry goes through with the one token requested.
+    @Test func theWaitForATokenCountsAgainstAResourceJobsTimeout() async throws {
+        let key = UUID().uuidString
+        let engine = try engine(key, tokenQuery: "&delayMs=1500&ttl=3600")
+        defer { engine.shutdown() }
+        let slow = try await engine.run(spec(
+            #"{"type":"resource","endpoint":"/protected/s","query":{"key":"\#(key)"},"auth":"svc","timeoutMs":300}"#))
+        #expect(slow.error?.kind == .timeout && slow.error?.message == "timed out after 300 ms waiting for the token of auth 'svc'",
+                "\(String(describing: slow.error))")
+        let retried = try await engine.run(spec(
+            #"{"type":"resource","endpoint":"/protected/s","query":{"key":"\#(key)"},"auth":"svc","timeoutMs":1000,"retry":{"maxAttempts":8,"backoffMs":10}}"#))
+        #expect(retried.state == .succeeded, "\(String(describing: retried.error))")
+        #expect(try await counter(engine, "token:\(key)") == 1)
+    }
+
     @Test func aResourceResultNeverShowsTheRequestsCredentials() async throws {
         let state = NSTemporaryDirectory() + "hydra-resauth-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: state) }

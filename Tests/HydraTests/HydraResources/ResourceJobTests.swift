@@ -193,6 +193,35 @@ import Testing
         #expect(matching.result?["source"] == "memory")
     }
 
+    /// Protocol §4: retries honour `Retry-After`, a resource job's as a remote
+    /// job's (its transfer used to come back after its own backoff only).
+    @Test(arguments: [503, 429])
+    func aRetryWaitsOutTheServersRetryAfter(status: Int) async throws {
+        let engine = try engine()
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let started = Date()
+        let done = try await engine.run(resource("/flaky/\(name())/1?status=\(status)&retryAfter=1",
+                                                 #","retry":{"maxAttempts":2,"backoffMs":10,"maxBackoffMs":50}"#))
+        #expect(done.state == .succeeded, "\(String(describing: done.error))")
+        let retrying = log.all.filter { $0.rootJobId == done.jobId && $0.name == "job.retrying" }
+        #expect(retrying.count == 1 && retrying.first?.fields["delayMs"] == .int(1000), "\(retrying.map(\.fields))")
+        #expect(Date().timeIntervalSince(started) >= 0.95)
+    }
+
+    /// rest.md §8: a step's `label` is echoed in its events; a resource job is routed as a remote one.
+    @Test func aResourceJobsLabelIsInItsEvents() async throws {
+        let engine = try engine()
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let done = try await engine.run(resource("/resource/\(name())", #","label":"logo""#))
+        #expect(done.state == .succeeded)
+        let mine = log.all.filter { $0.rootJobId == done.jobId && $0.name.hasPrefix("job.") }
+        #expect(mine.count >= 3 && mine.allSatisfy { $0.fields["label"] == "logo" }, "\(mine.map { ($0.name, $0.fields) })")
+    }
+
     /// A graph that reads a manifest, then fetches the file it names with the
     /// digest it gives (protocol §4: any string of a step may be a reference,
     /// typed fields included; checked once resolved).
@@ -305,6 +334,9 @@ import Testing
             (#"{"type":"resource","url":"ftp://x/y"}"#, "url"),
             (#"{"type":"resource","server":"nope","endpoint":"/a"}"#, "server"),
             (#"{"type":"resource","url":"\#(url)","maxAgeSec":-1}"#, "maxAgeSec"),
+            // Polling and merging are a remote job's: a resource is fetched once, one transfer per key.
+            (#"{"type":"resource","url":"\#(url)","repeat":{"everyMs":100,"until":{"path":"a","equals":1}}}"#, "repeat"),
+            (#"{"type":"resource","url":"\#(url)","coalesce":false}"#, "coalesce"),
         ]
         for (text, field) in cases {
             let json = try JSONParser.parse(text)
