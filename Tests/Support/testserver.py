@@ -72,7 +72,8 @@ Endpoints (methods GET/POST/PUT/PATCH/DELETE/HEAD/OPTIONS unless noted)
 /bearer/<token>             200 {"authenticated": true} if "Authorization:
                             Bearer <token>", else 401 {"error": "unauthorized"}
                             with "WWW-Authenticate: Bearer"
-/text                       200 text/plain; charset=utf-8 "hello, hydra"
+/text                       200 text/plain; charset=utf-8 "hello, hydra";
+                            ?bytes=N: N bytes of ?fill= (one character, default "a")
 /items                      200 {"items": [{"id": 1, "name": "one"}, {"id": 2,
                             "name": "two"}, {"id": 3, "name": "three"}],
                             "count": 3}
@@ -573,6 +574,13 @@ class Handler(BaseHTTPRequestHandler):
             self._unauthorized([("WWW-Authenticate", "Bearer")])
 
     def text(self):
+        if "bytes" in self.query:
+            size = _int(self.query["bytes"], "bytes")
+            if not 0 <= size <= 16 << 20:
+                raise BadRequest("bytes must be 0..16777216")
+            fill = self.query.get("fill", "a").encode()[:1] or b"a"
+            self._send(200, fill * size, "text/plain; charset=utf-8")
+            return
         self._send(200, b"hello, hydra", "text/plain; charset=utf-8")
 
     def items(self):

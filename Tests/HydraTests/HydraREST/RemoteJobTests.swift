@@ -51,6 +51,27 @@ import Testing
         #expect(byId[ids[2]]?.state == .succeeded)
     }
 
+    /// Protocol §6: `job.succeeded` leaves a remote result's body out above
+    /// 64 KiB, not at it: a text body by its bytes, whatever its JSON escaping
+    /// (65,535 bytes were left out, their quotes counted; 60,000 quotes, 120 KB
+    /// once escaped, too). `job.result` always has the whole body.
+    @Test func anEventLeavesOutOnlyABodyAbove64KiB() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        for (query, kept) in [("bytes=65535", true), ("bytes=65536", true), ("bytes=65537", false),
+                              ("bytes=60000&fill=%22", true), ("bytes=70000&fill=%0A", false)] {
+            let done = try await engine.run(spec(#"{"type":"remote","endpoint":"/text?\#(query)"}"#))
+            let size = done.result?["body"]?.stringValue?.utf8.count
+            #expect(done.state == .succeeded && size == Int(query.dropFirst(6).prefix { $0.isNumber }), "\(query)")
+            let event = try #require(log.all.last { $0.rootJobId == done.jobId && $0.name == "job.succeeded" })
+            let result = try #require(event.fields["result"])
+            #expect((result["body"] != nil) == kept && (result["bodyOmitted"] == true) == !kept, "\(query)")
+            #expect(result["status"] == 200)
+        }
+    }
+
     @Test func getDecodesJSONAndReportsResultShape() async throws {
         let engine = try makeEngine()
         defer { engine.shutdown() }
