@@ -523,6 +523,11 @@ public final class HydraService: Sendable {
     /// `cache.remove`: replies with how many cached responses were removed.
     public func removeCached(api: String?, url: String?, prefix: String?,
                              reply: @escaping @Sendable (Result<Int, ServiceError>) -> Void) {
+        // A typo in an api's name removes nothing: said, not answered `removed: 0`.
+        if let api, configuration.apis[api] == nil {
+            reply(.failure(.notFound(field: "api", "unknown api '\(ServiceError.clip(api))'")))
+            return
+        }
         let bus = engine.bus
         // Cache keys are "GET URL" (only GET responses are cached), with variants "GET URL …" removed alike.
         // A URL's credentials are a digest in the key (see ``CacheKey``); a prefix matches every caller's.

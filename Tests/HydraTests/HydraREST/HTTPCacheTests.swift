@@ -268,6 +268,14 @@ import Testing
         let removed = try client.call("cache.remove", ["url": .string(protected)])
         #expect(removed["removed"] == 1, "\(removed)")
         #expect(notFound(protected))
+        // An api the configuration lacks is a typo, not "nothing to remove"; a known one removes its entries.
+        do {
+            _ = try client.call("cache.remove", ["api": "qq"])
+            Issue.record("cache.remove of an unknown api answered")
+        } catch {
+            #expect(error.code == -32002 && error.message.contains("unknown api 'qq'"), "\(error)")
+        }
+        #expect(try client.call("cache.remove", ["api": "q"])["removed"] == 1)
     }
 
     @Test func cacheGetReadsTheStoreAndNeverTheNetwork() throws {
