@@ -113,6 +113,7 @@ import HydraLoop
             "dogma": { $0.dogma = "json" }, "cache": { $0.cache = CacheSpec(mode: .use, ttlSec: 5) },
             "saveAs": { $0.saveAs = "x.bin" }, "bodyFile": { $0.bodyFile = "uploads/a.bin" },
             "contentMD5": { $0.contentMD5 = true }, "gzipBody": { $0.gzipBody = true },
+            "repeat": { $0.repeat = RepeatSpec(everyMs: 100, path: "a", equals: 1) }, "coalesce": { $0.coalesce = true },
         ]
         #expect(Set(setters.keys) == Set(ResourceSpec.refusedRemoteFields))
         for (name, set) in setters {
