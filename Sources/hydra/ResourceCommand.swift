@@ -105,6 +105,10 @@ struct ResourceCommand: ParsableCommand {
         @Option(parsing: .unconditional, help: "At most this many (1...1000).") var limit = 100
         @Option(help: "The page after this key (a previous answer's next).") var after: String?
         @OptionGroup var connection: ConnectOptions
+        func validate() throws {
+            // As the help says: 5000 was taken (the server gives at most 1,000) and 0 got the server's wording.
+            guard (1...1000).contains(limit) else { throw ValidationError("--limit: expected 1 to 1000, got \(limit)") }
+        }
         func run() {
             var params: OrderedJSON = ["limit": .int(limit)]
             if let prefix { params["prefix"] = .string(prefix) }

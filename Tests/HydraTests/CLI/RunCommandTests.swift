@@ -122,6 +122,23 @@ import Testing
         #expect(err == "hydra: config config/hydra.json\n")  // stderr is not a terminal: no progress line
     }
 
+    /// What `hydra run` creates is its owner's alone, as what `hydra serve`
+    /// creates is: the state folder was 0755 and a download 0644, and a server
+    /// started on that folder later kept them so. (A run keeps no database.)
+    @Test func whatARunCreatesIsItsOwnersAlone() throws {
+        let state = NSTemporaryDirectory() + "hydra-run-umask-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let job = #"{"type":"remote","url":"\#(TestServer.url("/text"))","saveAs":"d/h.txt"}"#
+        let run = try hydra(["run", "-", "--state", state], stdin: job)
+        #expect(run.status == 0, "\(run.err)")
+        func mode(_ path: String) -> mode_t {
+            var info = stat()
+            return stat(path, &info) == 0 ? info.st_mode & 0o777 : 0
+        }
+        #expect(mode(state) == 0o700 && mode(state + "/d") == 0o700)
+        #expect(mode(state + "/d/h.txt") == 0o600 && mode(state + "/hydra.lock") == 0o600)
+    }
+
     @Test func theShippedJobsRun() throws {
         // fan-out: offline, answered by the shipped configuration's dummy responses.
         let fanOut = try hydra(["run", "jobs/fan-out.json", "--input", #"{"name":"pippin"}"#])

@@ -312,6 +312,10 @@ import Testing
         #expect(cat.status == 0 && cat.out == "resource \(n) v1")
         let ls = try cli.hydra(["resource", "ls", "--prefix", url] + connect)
         #expect(ls.status == 0 && ls.out.contains(url))
+        for limit in ["0", "1001"] {
+            let refused = try cli.hydra(["resource", "ls", "--limit", limit] + connect)
+            #expect(refused.status == 2 && refused.err.contains("--limit: expected 1 to 1000, got \(limit)"), "\(refused.err)")
+        }
         let failed = try cli.hydra(["resource", "get", TestServer.url("/resource/\(n)x?status=404")] + connect)
         #expect(failed.status == 1 && failed.err.contains("HTTP 404"))
         let rm = try cli.hydra(["resource", "rm", url] + connect)
