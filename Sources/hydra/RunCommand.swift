@@ -44,8 +44,8 @@ struct RunCommand: AsyncParsableCommand {
     var state: String?
 
     func run() async throws {
-        // As `hydra serve`: what the run writes (the state folder, its database of
-        // results, downloads) is its owner's alone, and stays so for a server started there later.
+        // As `hydra serve`: what the run writes (the state folder and its lock, downloads,
+        // resource copies) is its owner's alone, and stays so for a server started there later.
         umask(0o077)
         var configuration: Configuration
         let specJSON: JSONValue
