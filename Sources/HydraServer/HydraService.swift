@@ -300,10 +300,16 @@ public final class HydraService: Sendable {
             case .notFound:
                 // Forgotten by the engine: final in the store once its queued finish is committed.
                 afterQueuedWrites {
-                    if let job = try? store.job(jobId) {
-                        reply(.failure(ServiceError(.conflict, "job \(jobId) is already \(job.state.rawValue)")))
-                    } else {
-                        reply(.failure(ServiceError.noJob(jobId)))
+                    // A store that cannot answer (closed while the server stops: -32005) is
+                    // said as such: "no job" would tell the client an acknowledged job is gone.
+                    do throws(StoreError) {
+                        if let job = try store.job(jobId) {
+                            reply(.failure(ServiceError(.conflict, "job \(jobId) is already \(job.state.rawValue)")))
+                        } else {
+                            reply(.failure(ServiceError.noJob(jobId)))
+                        }
+                    } catch {
+                        reply(.failure(ServiceError(error)))
                     }
                 }
             }
@@ -348,11 +354,18 @@ public final class HydraService: Sendable {
         do { return try store.job(jobId) } catch { throw ServiceError(error) }
     }
 
+    /// The status of a job only the store knows, its steps counted as the
+    /// engine counted them (a finished job's answer does not change when the
+    /// engine forgets it: `done` was `total` here, whatever had run).
     private func statusJSON(_ job: StoredJob) -> JSONValue {
-        let total = (try? JobSpec(json: job.spec)).flatMap { try? engine.prepare($0).stepCount } ?? 0
+        let prepared = (try? JobSpec(json: job.spec)).flatMap { try? engine.prepare($0) }
+        let total = prepared?.stepCount ?? 0
+        var done = 0
+        if let prepared, let paths = try? store.recordedStepPaths(of: job.jobId) {
+            done = prepared.stepsDone(recordedStepPaths: paths, final: job.state.isFinal)
+        }
         return JobStatus(jobId: job.jobId, state: job.state, createdAt: job.createdAt, startedAt: job.startedAt,
-                         finishedAt: job.finishedAt, stepsDone: job.state.isFinal ? total : 0,
-                         stepsTotal: total).json
+                         finishedAt: job.finishedAt, stepsDone: done, stepsTotal: total).json
     }
 
     // MARK: - Shared data

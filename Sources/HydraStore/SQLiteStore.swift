@@ -179,6 +179,15 @@ public final class SQLiteStore: StateStore {
         }
     }
 
+    /// The paths of `jobId`'s recorded steps. Caller's thread.
+    public func recordedStepPaths(of jobId: String) throws(StoreError) -> [String] {
+        try reader.use { db throws(StoreError) in
+            var paths: [String] = []
+            try db.query("SELECT step_path FROM steps WHERE job_id = ?", [.text(jobId)]) { row in paths.append(row.text(0) ?? "") }
+            return paths
+        }
+    }
+
     /// Jobs newest first (`createdAt`, then `jobId`, descending), optionally in
     /// one state, at most `limit`; `after` is the opaque cursor returned with
     /// the previous page (`StoreError` if it is not one). `next` is nil on the

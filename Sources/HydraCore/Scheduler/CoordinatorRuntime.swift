@@ -504,7 +504,9 @@ final class CoordinatorRuntime {
             // Nothing half-kept: the collected results are dropped whole, the group fails.
             finish(group, .failure(depth > JSONParser.maxResultDepth ? tooDeep("the group's collected results")
                                                                       : tooLarge("the group's collected results")))
-        } else if let ending = group.endingError {
+        } else if let ending = group.endingError, ending.kind == .cancelled || group.firstError == nil {
+            // A cancelled group is cancelled (its job was); one that timed out after a
+            // step had failed carries that step's error (protocol §4: the first failing step's).
             finish(group, .failure(ending, result: groupResult.build()))
         } else if let error = group.firstError {
             finish(group, .failure(error, result: groupResult.build()))
@@ -523,6 +525,12 @@ final class CoordinatorRuntime {
         if node.isLeaf || node.state == .queued {
             if node.token != 0 {
                 outboxes[node.workerIndex].post(.cancel(node.token))
+            }
+            // A leaf whose own time ran out in its worker's queue: its limit counts from
+            // when it was queued, and it started then (protocol §6: queued < started < its
+            // final event). A step cancelled before it started has no `job.started`.
+            if error.kind == .timeout, node.isLeaf, node.state == .queued {
+                started(node, worker: node.workerIndex >= 0 ? workerNames[node.workerIndex] : nil)
             }
             var error = error
             error.stepPath = node.path

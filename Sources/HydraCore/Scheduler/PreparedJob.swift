@@ -9,6 +9,16 @@ public struct PreparedJob: Sendable {
 
     /// How many leaf steps the job has (named jobs counted by their graph).
     public var stepCount: Int { spec.leafCount }
+
+    /// How many of its leaf steps ended, counted as the engine counts them
+    /// while it holds the job (`job.status` `steps.done`), from what the
+    /// journal recorded: a graph's recorded steps that are leaves (a step of
+    /// a stopped group that never started is not done; a failed group's own
+    /// record is no leaf), a single-step job's one step once it is `final`.
+    public func stepsDone(recordedStepPaths: [String], final: Bool) -> Int {
+        if spec.isLeaf(at: "") { return final ? 1 : 0 }
+        return recordedStepPaths.count { spec.isLeaf(at: $0[...]) }
+    }
 }
 
 /// A prepared job with what it runs with, for ``Scheduler/enqueue(_:)``.

@@ -39,6 +39,10 @@ public protocol JobStore: Sendable {
     /// One job, or nil.
     func job(_ jobId: String) throws(StoreError) -> StoredJob?
 
+    /// The paths of the steps recorded for `jobId` (``recordStep(jobId:stepPath:step:done:)``),
+    /// in no given order: what `job.status` counts as done once the engine has forgotten the job.
+    func recordedStepPaths(of jobId: String) throws(StoreError) -> [String]
+
     /// Jobs newest first, optionally in one state; `after` is the cursor
     /// returned with the previous page. Returns the page and the next cursor
     /// (nil on the last page).

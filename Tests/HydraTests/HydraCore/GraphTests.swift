@@ -367,6 +367,51 @@ import Testing
         #expect(done.startedAt != nil && done.startedAt! >= queued.createdAt && done.finishedAt! >= done.startedAt!)
     }
 
+    /// Protocol §6: queued < started < the final event, for a step whose time
+    /// runs out in its worker's queue too (it sent `job.failed` right after
+    /// `job.queued`). A local step's limit counts from when it was queued.
+    @Test func aStepTimedOutInItsWorkersQueueStartedFirst() async throws {
+        let engine = try makeEngine(#", "workers": [{"name":"local","kind":"local","maxActive":1},{"name":"rest","kind":"remote"}]"#)
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let done = try await engine.run(spec("""
+            {"type":"concurrent","steps":[{"type":"local","name":"delay","input":{"ms":400}},
+                                          {"type":"local","name":"delay","input":{"ms":10},"timeoutMs":50}]}
+            """))
+        #expect(done.state == .failed && done.error?.kind == .timeout && done.error?.stepPath == "1", "\(String(describing: done.error))")
+        let second = log.all.filter { $0.rootJobId == done.jobId && $0.stepPath == "1" }
+        #expect(second.map(\.name) == ["job.queued", "job.started", "job.failed"], "\(second.map(\.name))")
+        #expect(second.first { $0.name == "job.started" }?.fields["worker"] == "local")
+        #expect(engine.status(of: done.jobId)?.stepsDone == 2)
+    }
+
+    /// Protocol §4: a failed group's error is the first failing step's. A group
+    /// that timed out after a step had failed carried the timeout instead; a
+    /// cancelled one stays cancelled, and a timeout with no failure before is the group's.
+    @Test func aGroupThatTimesOutAfterAFailureCarriesTheFailure() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let failedFirst = try await engine.run(spec("""
+            {"type":"serial","stopWhenFailed":false,"timeoutMs":300,"steps":[
+              {"type":"local","name":"fail","input":{"message":"first"}},{"type":"local","name":"delay","input":{"ms":3000}}]}
+            """))
+        #expect(failedFirst.state == .failed)
+        #expect(failedFirst.error?.message == "first" && failedFirst.error?.stepPath == "0", "\(String(describing: failedFirst.error))")
+        #expect(failedFirst.result?["stopped"] == true && failedFirst.result?["errors"]?[1]?["kind"] == "cancelled")
+        let timedOut = try await engine.run(spec("""
+            {"type":"serial","timeoutMs":200,"steps":[{"type":"local","name":"delay","input":{"ms":3000}}]}
+            """))
+        #expect(timedOut.error?.kind == .timeout && timedOut.error?.stepPath == "", "\(String(describing: timedOut.error))")
+        let id = try engine.submit(spec("""
+            {"type":"serial","stopWhenFailed":false,"steps":[
+              {"type":"local","name":"fail","input":{"message":"first"}},{"type":"local","name":"delay","input":{"ms":3000}}]}
+            """))
+        try await waitUntil { engine.status(of: id)?.stepsDone == 1 }
+        #expect(await engine.cancel(id) == .cancelled)
+        #expect(await engine.result(of: id)?.state == .cancelled)
+    }
+
     @Test func pauseResumeAndPriorityPushToFront() async throws {
         let engine = try makeEngine(#", "workers": [{"name":"local","kind":"local","maxActive":1},{"name":"rest","kind":"remote"}]"#)
         defer { engine.shutdown() }

@@ -51,6 +51,7 @@ import Testing
             recordStep(jobId: jobId, stepPath: stepPath, step: step, done: done)
         }
         func job(_ jobId: String) throws(StoreError) -> StoredJob? { nil }
+        func recordedStepPaths(of jobId: String) throws(StoreError) -> [String] { [] }
         func jobs(state: JobState?, limit: Int, after cursor: String?) throws(StoreError) -> (jobs: [StoredJob], next: String?) {
             ([], nil)
         }

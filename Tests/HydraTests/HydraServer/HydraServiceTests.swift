@@ -111,4 +111,32 @@ import Testing
         #expect(error(set.withLock { $0 })?.message.contains("shutting down") == true)
         #expect(error(removed.withLock { $0 })?.kind == .shuttingDown)
     }
+
+    /// A `job.cancel` the engine cannot answer once it stopped looks the job up
+    /// in the store; with the store closed (a graceful stop's last moments) it
+    /// answered -32002 "no job" for a job that exists: now -32005.
+    @Test func aCancelAfterTheStoreClosedIsShuttingDownNotUnknown() async throws {
+        let folder = NSTemporaryDirectory() + "hydra-service-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let store = try SQLiteStore(directory: folder)
+        let service = try HydraService(configuration: Configuration(), store: store, stateDirectory: folder)
+        let submitted = Locked<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        service.submit(HydraService.SubmitRequest(job: ["type": "local", "name": "echo", "input": 1])) { result in
+            submitted.withLock { $0 = try? result.get() }
+            done.signal()
+        }
+        done.wait()
+        let id = try #require(submitted.withLock { $0 })
+        _ = await service.engine.result(of: id)
+        _ = await service.shutdown(gracePeriod: .seconds(1))
+        let answer = Locked<Result<JSONValue, ServiceError>?>(nil)
+        service.cancel(id) { result in answer.withLock { $0 = result }; done.signal() }
+        done.wait()
+        guard case .failure(let error)? = answer.withLock({ $0 }) else {
+            Issue.record("answered \(String(describing: answer.withLock { $0 }))")
+            return
+        }
+        #expect(error.kind == .shuttingDown, "\(error)")
+    }
 }

@@ -6,6 +6,31 @@ import Testing
 
 /// What a job that was running when the server died tells its clients after the restart.
 @Suite(.ownThreads) struct RecoveryTests {
+    /// A finished job's `job.status` does not change when only the store knows
+    /// it: a stopped serial group's steps that never ran are not done, after a
+    /// restart as before (it read done 1, then 3 of 3).
+    @Test func aFinishedJobsStepsDoneOutlivesTheRestart() throws {
+        let state = NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
+        var server = try ServerProcess(state: state)
+        var client = try server.client()
+        let graph = try client.call("job.submit", ["job": ["type": "serial", "steps": [
+            ["type": "local", "name": "fail", "input": ["message": "x"]],
+            ["type": "local", "name": "echo", "input": 1], ["type": "local", "name": "echo", "input": 2]]]])["jobId"]!
+        let leaf = try client.call("job.submit", ["job": ["type": "local", "name": "echo", "input": 3]])["jobId"]!
+        #expect(try client.call("job.result", ["jobId": graph, "waitMs": 10_000])["state"] == "failed")
+        #expect(try client.call("job.result", ["jobId": leaf, "waitMs": 10_000])["state"] == "succeeded")
+        #expect(try client.call("job.status", ["jobId": graph])["steps"] == ["done": 1, "total": 3])
+        _ = server.terminate()
+
+        server = try ServerProcess(state: state)
+        defer { server.terminate() }
+        client = try server.client()
+        #expect(try client.call("job.status", ["jobId": graph])["steps"] == ["done": 1, "total": 3])
+        #expect(try client.call("job.status", ["jobId": leaf])["steps"] == ["done": 1, "total": 1])
+        let listed = try client.call("job.list", ["limit": 10])["jobs"]?.arrayValue ?? []
+        #expect(listed.first { $0["jobId"] == graph }?["steps"] == ["done": 1, "total": 3], "\(listed)")
+    }
+
     @Test func aResumedJobSaysSoAndKeepsItsStartTime() throws {
         let state = NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
         var server = try ServerProcess(state: state)
