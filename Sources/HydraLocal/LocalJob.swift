@@ -49,6 +49,9 @@ public struct LocalJobCall: Sendable {
     /// The submitted job's id and this step's path in it.
     public let jobId: String
     public let stepPath: String
+    /// The step's references read an encrypted (aes-gcm) shared value (see
+    /// ``WorkTask/readsSecrets``): a job that stores its input keeps it encrypted.
+    public let readsSecrets: Bool
     let cancellation: CancellationFlag
 
     /// True once the job was cancelled; blocking jobs may poll it to stop early.

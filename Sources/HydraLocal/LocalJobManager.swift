@@ -63,19 +63,20 @@ final class LocalExecutor: JobExecutor {
         if case .inline(let body) = job.body {
             // Runs to completion right here: nothing can cancel it midway.
             let call = LocalJobCall(input: spec.input, jobId: task.jobId, stepPath: task.stepPath,
-                                    cancellation: CancellationFlag.never)
+                                    readsSecrets: task.readsSecrets, cancellation: CancellationFlag.never)
             handle.finish(LocalExecutor.run { try body(call) })
             return
         }
         if case .onWorker(let body) = job.body {
             let call = LocalJobCall(input: spec.input, jobId: task.jobId, stepPath: task.stepPath,
-                                    cancellation: CancellationFlag.never)
+                                    readsSecrets: task.readsSecrets, cancellation: CancellationFlag.never)
             body(call, handle)
             precondition(handle.isFinished, "a local job run on the worker must finish its task")
             return
         }
         let flag = CancellationFlag()
-        let call = LocalJobCall(input: spec.input, jobId: task.jobId, stepPath: task.stepPath, cancellation: flag)
+        let call = LocalJobCall(input: spec.input, jobId: task.jobId, stepPath: task.stepPath,
+                                readsSecrets: task.readsSecrets, cancellation: flag)
         switch job.body {
         case .inline, .onWorker:
             break

@@ -461,6 +461,14 @@ public final class HydraService: Sendable {
                 }
                 cipher = named
             }
+            if call.readsSecrets {
+                // A value made from an encrypted shared value stays encrypted: stored in clear, it
+                // would reach the database, `shared.updated` and `shared.get` readers.
+                guard cipher == nil || cipher == .aesGCM else {
+                    throw JobError(.invalid, "shared.set: input reads an aes-gcm shared value: store it with cipher aes-gcm")
+                }
+                cipher = .aesGCM
+            }
             let value = call.input["value"] ?? .null
             let outcome: Result<Void, ServiceError> = await withCheckedContinuation { continuation in
                 setShared(key, value: value, cipher: cipher) { continuation.resume(returning: $0) }

@@ -211,6 +211,7 @@ final class CoordinatorRuntime {
         if case .local = spec.body { startTimer(node, timeoutMs: spec.timeoutMs) }
         let attemptsMade = node.root.emittedEvents.isEmpty ? 0 : node.root.emittedEvents.attemptsMade(stepPath: node.path)
         outboxes[workerIndex].post(.run(WorkTask(token: token, spec: spec, jobId: node.root.id, stepPath: node.path,
+                                                 readsSecrets: !node.secrets.isEmpty,
                                                  priority: node.root.priority, attemptsMade: attemptsMade,
                                                  step: StepReference(node: node))))
     }
@@ -290,8 +291,13 @@ final class CoordinatorRuntime {
             emit(EventName.skipped, node) { ["reason": .string(reason)] }
         case .custom(let emission):
             // The task's own fields only (no step `label`: the names are the sender's to choose).
+            // Masked as the step's result is: fields made from a secret shared value never go out in clear.
+            let secrets = node.secrets
             emission.issued(bus.emit(emission.name, jobId: node.root.id, rootJobId: node.root.id,
-                                     stepPath: node.path) { emission.fields })
+                                     stepPath: node.path) {
+                guard !secrets.isEmpty, case .object(let masked) = secrets.masked(.object(emission.fields)) else { return emission.fields }
+                return masked
+            })
         case .finished(let outcome, let ran, let skipped):
             if ran { started(node, worker: workerNames[node.workerIndex]) }
             if let skipped { emit(EventName.skipped, node) { ["reason": .string(skipped)] } }

@@ -19,8 +19,33 @@ public struct SecretMask: Sendable {
     /// it, that text percent-encoded, as it reads in a URL (a query, a path
     /// segment) or a form body a server may send back, and in upper and lower
     /// case, as a field that normalises it (a method, a digest) may quote it.
+    ///
+    /// A value that is an object or an array is also recorded leaf by leaf:
+    /// a reference to the whole value puts it in a result as JSON, not as one
+    /// text, and its strings and numbers there are what must not show (an
+    /// object of secrets came back whole). Leaves shorter than four
+    /// characters are left out: masking every `1` or `id` of a result would
+    /// hide what is not secret, and such a leaf keeps nothing secret alone.
     mutating func add(_ value: JSONValue) {
-        let text = Template.text(of: value)
+        addForms(Template.text(of: value))
+        switch value {
+        case .array, .object: addLeaves(of: value)
+        default: break
+        }
+    }
+
+    private mutating func addLeaves(of value: JSONValue) {
+        switch value {
+        case .array(let items): for item in items { addLeaves(of: item) }
+        case .object(let members): for item in members.values { addLeaves(of: item) }
+        case .string, .int, .double:
+            let text = Template.text(of: value)
+            if text.count >= 4 { addForms(text) }
+        default: break
+        }
+    }
+
+    private mutating func addForms(_ text: String) {
         guard !text.isEmpty else { return }
         for form in [text, PercentEncoding.encode(text), text.lowercased(), text.uppercased()] where !texts.contains(form) {
             texts.append(form)
@@ -63,6 +88,9 @@ public struct SecretMask: Sendable {
                 }
             }
             return .object(out)
+        case .int, .double:
+            // A secret number (a leaf of a secret object) reads as the mask, as a secret string does.
+            return texts.contains(Template.text(of: value)) ? .string(Self.replacement) : value
         default: return value
         }
     }

@@ -119,6 +119,55 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: wal))
     }
 
+    /// Three ways a secret came back in clear (an audit, with sqlite3 on the
+    /// files): an object or array of secrets read whole (only a whole text was
+    /// masked), the `emit` local job's fields, and the `shared.set` local job
+    /// copying a secret to a key kept in clear. Now the leaves are masked, the
+    /// fields are, and the copy is encrypted (or refused when a clear cipher is named).
+    @Test func aStructuredSecretAnEmittedOneAndACopiedOneStaySecret() throws {
+        let server = try ServerProcess(environment: ["HYDRA_SHARED_KEY": "correct horse battery staple"])
+        let client = try server.client()
+        let watcher = try server.client()
+        _ = try watcher.call("events.subscribe", [:])
+        let word = "SHSECRET55-" + UUID().uuidString.prefix(6), number = 987_654_321
+        _ = try client.call("shared.set", ["key": "obj", "value": ["a": .string(word), "n": .int(number), "id": "ab"],
+                                           "cipher": "aes-gcm"])
+        _ = try client.call("shared.set", ["key": "tok", "value": .string(Self.plaintext), "cipher": "aes-gcm"])
+        func run(_ job: JSONValue) throws -> JSONValue {
+            let id = try client.call("job.submit", ["job": job])["jobId"]!
+            return try client.call("job.result", ["jobId": id, "waitMs": 10_000])
+        }
+        let whole = try run(["type": "local", "name": "echo", "input": "${shared.obj}"])
+        #expect(whole["result"] == ["a": "***", "n": "***", "id": "ab"], "\(whole)")  // a short leaf is no secret alone
+        let inArray = try run(["type": "local", "name": "echo", "input": ["${shared.obj}"]])
+        #expect(inArray["result"]?[0]?["a"] == "***", "\(inArray)")
+        let picked = try run(["type": "local", "name": "pick", "input": ["from": "${shared.obj}", "path": "a"]])
+        #expect(picked["result"] == "***", "\(picked)")
+        let emitted = try run(["type": "local", "name": "emit", "input": ["event": "custom.leak", "fields": ["v": "${shared.tok}"]]])
+        #expect(emitted["state"] == "succeeded", "\(emitted)")
+        let copied = try run(["type": "local", "name": "shared.set", "input": ["key": "copy", "value": "${shared.tok}"]])
+        #expect(copied["state"] == "succeeded", "\(copied)")
+        #expect(try client.call("shared.get", ["key": "copy"])["value"] == .string(Self.plaintext))  // kept, encrypted
+        let clear = try run(["type": "local", "name": "shared.set", "input": ["key": "copy2", "value": "${shared.tok}", "cipher": "none"]])
+        #expect(clear["error"]?["kind"] == "invalid" && clear["error"]?["message"]?.stringValue?.contains("cipher aes-gcm") == true,
+                "\(clear)")
+        let readBack = try run(["type": "local", "name": "echo", "input": "${shared.copy}"])
+        #expect(readBack["result"] == "***")
+
+        var events: [String] = []
+        while let note = try watcher.nextNotification(timeout: .milliseconds(500)) { events.append(JSONWriter.string(note)) }
+        #expect(events.contains { $0.contains("custom.leak") })
+        #expect(events.allSatisfy { !$0.contains(Self.plaintext) && !$0.contains(word) && !$0.contains(String(number)) },
+                "an event carries a secret")
+        server.kill9()
+        for file in [server.stateDirectory + "/hydra.db", server.stateDirectory + "/hydra.db-wal"] {
+            guard let bytes = FileManager.default.contents(atPath: file) else { continue }
+            for secret in [Self.plaintext, word, String(number)] {
+                #expect(bytes.range(of: Data(secret.utf8)) == nil, "\(file) holds \(secret) in clear")
+            }
+        }
+    }
+
     /// After a restart without `HYDRA_SHARED_KEY`, an encrypted key cannot be
     /// read: `-32602` naming the key and the variable (the caller's setup, not
     /// a bug of the server); `shared.removed` says the value is gone (`null`),
