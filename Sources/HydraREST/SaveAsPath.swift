@@ -50,6 +50,10 @@ struct SaveAsPath: Sendable, Equatable {
             || reserved.contains(where: { whole == $0 || whole.hasPrefix($0 + "/") }) {
             throw refuse("\(text.debugDescription) is a file the server owns (its database, journal, markers, resources or socket)")
         }
+        // The name of a download's temporary file: the next start removes every one it finds.
+        if parts[parts.count - 1].lowercased().hasPrefix(DownloadFile.temporaryPrefix) {
+            throw refuse("\(text.debugDescription) starts with \(DownloadFile.temporaryPrefix), the server's temporary download files (removed at every start)")
+        }
         components = parts
     }
 

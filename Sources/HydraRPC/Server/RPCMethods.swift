@@ -31,9 +31,11 @@ extension RPCServerRuntime {
                 try params.only(["job", "input", "idempotencyKey", "priority"])
                 guard let job = params["job"] else { throw params.invalid("job", "required") }
                 guard case .object = job else { throw params.invalid("job", "expected object") }
+                let key = try params.string("idempotencyKey")
+                // An empty key (an unset variable in a client) would make unrelated jobs one.
+                if key?.isEmpty == true { throw params.invalid("idempotencyKey", "must not be empty") }
                 let request = HydraService.SubmitRequest(
-                    job: job, input: params["input"] ?? .null,
-                    idempotencyKey: try params.string("idempotencyKey"),
+                    job: job, input: params["input"] ?? .null, idempotencyKey: key,
                     priority: try params.int("priority") ?? 0)
                 if let submits {
                     submits.add(request, reply: onLoop)

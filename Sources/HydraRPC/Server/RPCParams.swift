@@ -68,6 +68,9 @@ struct RPCParams: Sendable {
     func stringSet(_ key: String, refuse: (String) -> String? = { _ in nil }) throws(ServiceError) -> Set<String>? {
         guard let value = self[key] else { return nil }
         guard let items = value.arrayValue else { throw mistyped(key, "array of strings", value) }
+        guard items.count <= RPCLimits.maxFilterEntries else {
+            throw invalid(key, "at most \(RPCLimits.maxFilterEntries) entries (got \(items.count)): subscribe without it, or in several subscriptions")
+        }
         var out = Set<String>()
         for (i, item) in items.enumerated() {
             guard let s = item.stringValue else { throw mistyped("\(key)[\(i)]", "string", item) }

@@ -31,6 +31,8 @@ final class ResultWaiters {
     private var nextID: UInt64 = 1
     /// `job.result` calls waiting now.
     private(set) var count = 0
+    /// Those of each connection (at most ``RPCLimits/maxWaitsPerConnection``).
+    private var bySession: [UInt64: Int] = [:]
     /// Jobs with a `whenFinished` callback registered at the coordinator.
     var jobCount: Int { jobs.count }
 
@@ -44,6 +46,12 @@ final class ResultWaiters {
     func wait(for jobId: String, milliseconds: Int, session: UInt64,
               reply: @escaping @Sendable (Result<JSONValue, ServiceError>) -> Void) {
         loop.preconditionInEventLoop()
+        guard bySession[session, default: 0] < RPCLimits.maxWaitsPerConnection else {
+            reply(.failure(ServiceError(.overloaded,
+                "too many job.result calls waiting on this connection (at most \(RPCLimits.maxWaitsPerConnection)): wait for fewer at once")))
+            return
+        }
+        bySession[session, default: 0] += 1
         let id = nextID
         nextID += 1
         if jobs[jobId] == nil {
@@ -73,12 +81,19 @@ final class ResultWaiters {
                 count -= 1
             }
         }
+        bySession[session] = nil
+    }
+
+    /// One wait of `session` ended.
+    private func ended(_ session: UInt64) {
+        if let left = bySession[session], left > 1 { bySession[session] = left - 1 } else { bySession[session] = nil }
     }
 
     /// A wait timed out: forget the waiter, answer with the job as it is now.
     private func timedOut(_ jobId: String, waiter id: UInt64) {
         guard let waiter = jobs[jobId]?.removeValue(forKey: id) else { return }
         count -= 1
+        ended(waiter.session)
         service.result(of: jobId, reply: waiter.reply)
     }
 
@@ -88,6 +103,7 @@ final class ResultWaiters {
         guard let waiters = jobs.removeValue(forKey: jobId) else { return }
         count -= waiters.count
         for waiter in waiters.values {
+            ended(waiter.session)
             waiter.timer.cancel()
             if let result {
                 service.whenStored(.success(result.json), waiter.reply)
@@ -104,6 +120,7 @@ final class ResultWaiters {
             for waiter in waiters.values { waiter.timer.cancel() }
         }
         jobs.removeAll()
+        bySession.removeAll()
         count = 0
     }
 }

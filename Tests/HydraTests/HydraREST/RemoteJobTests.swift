@@ -308,6 +308,13 @@ import Testing
         #expect(throws: ValidationError.self) {
             try engine.submit(spec(#"{"type":"remote","endpoint":"/x","saveAs":"../escape"}"#))
         }
+        // The name of the server's temporary download files (removed at every start) is refused, at any depth.
+        for name in [".hydra-download-x", "dl/.Hydra-Download-x"] {
+            let refused = #expect(throws: ValidationError.self) {
+                try engine.submit(spec(#"{"type":"remote","endpoint":"/x","saveAs":"\#(name)"}"#))
+            }
+            #expect(refused?.path == "saveAs" && refused?.reason.contains("temporary download files") == true, "\(String(describing: refused))")
+        }
         #expect(throws: ValidationError(path: "cache", "only GET responses are cached (the method is POST)")) {
             try engine.submit(spec(#"{"type":"remote","method":"POST","endpoint":"/x","cache":{"mode":"only"}}"#))
         }

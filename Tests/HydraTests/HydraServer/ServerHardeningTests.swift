@@ -172,6 +172,40 @@ import Testing
         #expect(try client.call("hydra.stats")["waiters"] == ["calls": 0, "jobs": 0])
     }
 
+    /// One connection may keep at most 1,000 `job.result` calls waiting
+    /// (`-32004` past it; 400,000 held 300 MB and stalled the loop 3.5 s when
+    /// answered); another connection is not held back by it. A filter lists at
+    /// most 1,000 names or keys (`-32602`; 256 × 90,000 keys held 1.75 GB).
+    @Test func waitsPerConnectionAndFilterEntriesAreBounded() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let client = try server.client()
+        let long = try #require(client.call("job.submit", ["job": ["type": "local", "name": "delay", "input": ["ms": 60_000]]])["jobId"])
+        let waits: [(method: String, params: JSONValue)] = (0..<1001).map { _ in ("job.result", ["jobId": long, "waitMs": 1500]) }
+        let replies = try client.callBatch(waits, timeout: .seconds(30))
+        let refused = replies.compactMap { reply -> RPCClientError? in
+            if case .failure(let error) = reply { return error }
+            return nil
+        }
+        #expect(refused.count == 1 && refused.first?.code == -32004, "\(refused.prefix(3))")
+        #expect(refused.first?.message.contains("at most 1000") == true)
+        #expect(replies.filter { (try? $0.get())?["state"] == "running" }.count == 1000)
+        // All answered: the connection may wait again, and so may another.
+        #expect(try client.call("job.result", ["jobId": long, "waitMs": 10])["state"] == "running")
+        #expect(try server.client().call("job.result", ["jobId": long, "waitMs": 10])["state"] == "running")
+        _ = try client.call("job.cancel", ["jobId": long])
+
+        let keys = JSONValue.array((0..<1001).map { .string("k\($0)") })
+        do {
+            _ = try client.call("events.subscribe", ["shared": keys])
+            Issue.record("a filter of 1,001 keys was accepted")
+        } catch {
+            #expect(error.code == -32602 && error.message.hasPrefix("shared: at most 1000 entries"), "\(error)")
+        }
+        let thousand = JSONValue.array((0..<1000).map { .string("k\($0)") })
+        #expect(try client.call("events.subscribe", ["shared": thousand])["subscription"] != nil)
+    }
+
     // MARK: - Params and errors
 
     @Test func unknownMembersAndParamsByPositionAreRefusedByEveryMethod() throws {

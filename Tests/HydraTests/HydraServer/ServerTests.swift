@@ -279,6 +279,13 @@ import Testing
         } catch {
             #expect(error.code == -32003)
         }
+        // An empty key (an unset variable) would make unrelated jobs one: refused.
+        do {
+            _ = try client.call("job.submit", ["job": job, "idempotencyKey": ""])
+            Issue.record("an empty idempotency key was accepted")
+        } catch {
+            #expect(error.code == -32602 && error.message == "idempotencyKey: must not be empty", "\(error)")
+        }
     }
 
     @Test func eventsStreamAndReplayWithoutGapOrDuplicate() throws {
