@@ -164,7 +164,12 @@ import Testing
         var seqs: [Int] = []
         var buffer = Data()
         let deadline = ContinuousClock.now + .seconds(30)
+        let output = events.out.fileHandleForReading.fileDescriptor
         while seqs.count < 30 * 26, ContinuousClock.now < deadline {
+            // Waits at most 200 ms for output (`availableData` alone blocks: a missing
+            // event hung the whole run, once under ThreadSanitizer, instead of failing here).
+            var ready = pollfd(fd: output, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, 200) > 0 else { continue }
             buffer += events.out.fileHandleForReading.availableData
             while let newline = buffer.firstIndex(of: 0x0A) {
                 let line = buffer[buffer.startIndex..<newline]
