@@ -397,6 +397,11 @@ public final class HydraService: Sendable {
     /// stored and nothing is emitted.
     public func setShared(_ key: String, value: JSONValue, cipher requested: SharedCipher?,
                           reply: @escaping @Sendable (Result<Void, ServiceError>) -> Void) {
+        // A key is a name (it is read back as `${shared.KEY}` and shown in events): no control characters.
+        if key.isEmpty || key.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            reply(.failure(.invalidParams(field: "key", key.isEmpty ? "must not be empty" : "must not contain control characters")))
+            return
+        }
         let cipher = requested ?? store.sharedCipher(key) ?? SharedCipher.none
         do throws(StoreError) {
             try store.checkCipher(cipher)

@@ -222,6 +222,11 @@ public struct Configuration: Sendable {
             }
             status = try d.int("status", in: Bounds.status) ?? 200
             headers = try d.stringMap("headers") ?? [:]
+            // A reply's headers are checked as a request's are (a CR/LF in a name was taken).
+            for (name, value) in headers {
+                if !HeaderSyntax.isValidName(name) { throw ValidationError(path: d.path("headers") + ".\(name)", HeaderSyntax.nameProblem) }
+                if !HeaderSyntax.isValidValue(value) { throw ValidationError(path: d.path("headers") + ".\(name)", HeaderSyntax.valueProblem) }
+            }
             body = d.value("body")
             delayMs = try d.int("delayMs", in: Bounds.dummyDelayMs) ?? 0
             try d.rejectUnknownKeys()

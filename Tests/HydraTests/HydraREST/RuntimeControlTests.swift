@@ -35,6 +35,11 @@ import Testing
         #expect(error("dummy.set", ["responses": [["server": "nowhere", "endpoint": "/x"]]]).1.contains("responses[0].server"))
         #expect(error("dummy.set", ["responses": [["status": 200]]]).1.contains("responses[0].endpoint"))
         #expect(error("dummy.set", ["responses": [["endpoint": "/x", "status": 99]]]).1.contains("responses[0].status"))
+        // A reply's headers are checked as a request's: a name with CR/LF or a space, a value with a control character.
+        for headers: JSONValue in [["a\r\nb": "v"], ["a b": "v"], ["X-A": "v\r\nInjected: 1"]] {
+            let refused = error("dummy.set", ["responses": [["endpoint": "/x", "headers": headers]]])
+            #expect(refused.0 == -32602 && refused.1.contains("responses[0].headers."), "\(refused)")
+        }
         #expect(error("dummy.set", ["responses": "all"]) == (-32602, "responses: expected array of dummy responses"))
         #expect(error("dummy.set", [:]).1.hasPrefix("responses: required"))
         // Each request is matched against the list in turn: it has a bound (a 260 KB line of 10,001 was accepted).

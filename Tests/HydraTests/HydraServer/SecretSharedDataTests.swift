@@ -137,6 +137,15 @@ import Testing
             let id = try client.call("job.submit", ["job": job])["jobId"]!
             return try client.call("job.result", ["jobId": id, "waitMs": 10_000])
         }
+        // A key is a name: empty or with a control character (a NUL was taken) is refused.
+        for key in ["", "a\u{0}b", "a\nb"] {
+            do {
+                _ = try client.call("shared.set", ["key": .string(key), "value": 1])
+                Issue.record("the key \(key.debugDescription) was accepted")
+            } catch {
+                #expect(error.code == -32602 && error.message.hasPrefix("key: must not"), "\(error)")
+            }
+        }
         let whole = try run(["type": "local", "name": "echo", "input": "${shared.obj}"])
         #expect(whole["result"] == ["a": "***", "n": "***", "id": "ab"], "\(whole)")  // a short leaf is no secret alone
         let inArray = try run(["type": "local", "name": "echo", "input": ["${shared.obj}"]])
