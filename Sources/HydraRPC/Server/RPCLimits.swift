@@ -10,4 +10,7 @@ public enum RPCLimits {
     /// (`-32004` past it): 400,000 waits on one job held 300 MB and, when the
     /// job ended, kept the RPC loop busy answering them for 3.5 s.
     public static let maxWaitsPerConnection = 1_000
+    /// Wrong `rpc.auth` tokens a connection may send before it is closed (its
+    /// last answer says so): one connection guessed 23,000 a second.
+    public static let maxWrongTokens = 10
 }

@@ -490,7 +490,15 @@ final class RPCServerRuntime {
             session.firstMessageTimer = nil
             return .success(["ok": true])
         }
-        return .failure(ServiceError(.unauthorized, "unauthorized: wrong token"))
+        session.wrongTokens += 1
+        guard session.wrongTokens >= RPCLimits.maxWrongTokens else {
+            return .failure(ServiceError(.unauthorized, "unauthorized: wrong token"))
+        }
+        // Closed once this answer is written (the close runs on a later turn of the loop).
+        let connection = LoopBound(session.connection, loop: loop)
+        loop.execute { connection.value.close() }
+        return .failure(ServiceError(.unauthorized,
+            "unauthorized: wrong token (\(RPCLimits.maxWrongTokens) wrong tokens on this connection: it closes)"))
     }
 }
 

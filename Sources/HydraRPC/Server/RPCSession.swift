@@ -14,6 +14,8 @@ final class RPCSession {
     var replaying = 0
     /// Set once the connection is gone: late replies are dropped.
     var closed = false
+    /// Wrong `rpc.auth` tokens sent on this connection (see ``RPCLimits/maxWrongTokens``).
+    var wrongTokens = 0
     /// Replies still being computed (async methods); for diagnostics.
     var pending = 0
     /// Closes the connection unless a first message comes (`rpc.firstMessageTimeoutMs`).

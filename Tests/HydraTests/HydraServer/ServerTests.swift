@@ -240,6 +240,17 @@ import Testing
         }
         let authed = try server.client(secret: "s3cret-value")
         #expect(try authed.call("worker.list")["workers"]?.arrayValue?.isEmpty == false)
+        // Guessing is bounded per connection: the tenth wrong token closes it (after its answer).
+        let guesser = try server.client()
+        for i in 1...10 {
+            do {
+                _ = try guesser.call("rpc.auth", ["token": .string("guess-\(i)")])
+            } catch {
+                #expect(error.code == -32001 && error.message.contains("it closes") == (i == 10), "\(i): \(error)")
+            }
+        }
+        #expect(throws: RPCClientError.self) { try guesser.call("hydra.ping", timeout: .seconds(5)) }
+        #expect(try authed.call("hydra.ping")["version"] != nil)
         // The CLI says which variable carries the secret; with it, the call goes through.
         let cli = RunCommandTests()
         let refused = try cli.hydra(["workers", "--connect", server.address.description], environment: ["HYDRA_RPC_SECRET": "wrong"])
