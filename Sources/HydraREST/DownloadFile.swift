@@ -97,6 +97,23 @@ final class DownloadFile {
         }
     }
 
+    /// What the transfer wrote, when it is at most `limit` bytes (else, or
+    /// once committed or discarded, nil): the body of an answer whose status
+    /// the job does not expect, for its error (protocol §4).
+    func contents(upTo limit: Int) -> [UInt8]? {
+        var info = stat()
+        guard open, fstat(descriptor, &info) == 0, info.st_size >= 0, Int(info.st_size) <= limit else { return nil }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var read = 0
+        while read < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + read, $0.count - read, off_t(read)) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return nil }
+            read += n
+        }
+        return bytes
+    }
+
     /// Removes the temporary file, leaving the target as it was. Idempotent.
     func discard() {
         guard open else { return }

@@ -537,6 +537,11 @@ final class RESTExecutor: JobExecutor {
                     return
                 }
             }
+            if let download = call.download, !Self.expects(response.status, call) {
+                // A saveAs answer the job does not expect keeps its body in the error, as any other
+                // (protocol §4), when it is small enough to read back on the loop.
+                response.body = download.contents(upTo: min(call.request.http.maxBodyBytes ?? Int.max, Self.errorBodyFromFileLimit)) ?? []
+            }
             if !call.request.secrets.isEmpty || call.token != nil {
                 // A server that echoes the credentials must not put them in a result or an event.
                 response.mask(call.request.secrets)
@@ -770,12 +775,21 @@ final class RESTExecutor: JobExecutor {
     /// Checks the status against `expect` and decodes the body with the job's
     /// dogma. The body is decoded here, on the worker's loop, because a body
     /// that does not decode fails the job; the rest of the result waits.
+    /// The largest body of an unexpected `saveAs` answer read back for its error.
+    static let errorBodyFromFileLimit = 1 << 20
+
+    /// True when `status` is one the call expects (`expect`, else any 2xx).
+    private static func expects(_ status: Int, _ call: RemoteCall) -> Bool {
+        call.request.expect.map { $0.contains(status) } ?? (200...299).contains(status)
+    }
+
     private func judge(response: HTTPResponse, call: RemoteCall) -> Judgement {
         let dogmaResponse = DogmaResponse(status: response.status, headers: response.headers, body: response.body)
-        let expected = call.request.expect.map { $0.contains(response.status) } ?? (200...299).contains(response.status)
+        let expected = Self.expects(response.status, call)
         let saveTo = call.request.savedFile
         let body: JSONValue
-        if saveTo != nil && expected {
+        if saveTo != nil && (expected || response.body.count < response.bodyBytes) {
+            // Saved to the file, or an error body too large to read back from it.
             body = .null
         } else {
             do {

@@ -13,6 +13,8 @@ public struct RawDogma: Dogma {
 
 extension DogmaResponse {
     private static let jsonType = HTTPHeaderBlock.lowercased("application/json")
+    /// The older name some servers still send (RFC 4627's time): JSON too.
+    private static let textJSONType = HTTPHeaderBlock.lowercased("text/json")
     private static let jsonSuffix = HTTPHeaderBlock.lowercased("+json")
     private static let textPrefix = HTTPHeaderBlock.lowercased("text/")
     private static let xmlSuffixes = ["/xml", "+xml"].map(HTTPHeaderBlock.lowercased)
@@ -21,7 +23,7 @@ extension DogmaResponse {
         "application/x-www-form-urlencoded", "multipart/form-data",
     ].map(HTTPHeaderBlock.lowercased)
 
-    /// True when the Content-Type says JSON (`application/json`, `…+json`).
+    /// True when the Content-Type says JSON (`application/json`, `…+json`, `text/json`).
     var isJSON: Bool {
         guard let range = headerBlock.contentTypeRange else { return false }
         return headerBlock.bytes[range].withUnsafeBufferPointer(Self.isJSONMediaType)
@@ -61,7 +63,8 @@ extension DogmaResponse {
 
     private static func isJSONMediaType(_ value: UnsafeBufferPointer<UInt8>) -> Bool {
         let media = mediaType(value)
-        return HTTPHeaderBlock.equalsLowered(media, jsonType) || (media.count > jsonSuffix.count && hasSuffix(media, jsonSuffix))
+        return HTTPHeaderBlock.equalsLowered(media, jsonType) || HTTPHeaderBlock.equalsLowered(media, textJSONType)
+            || (media.count > jsonSuffix.count && hasSuffix(media, jsonSuffix))
     }
 
     /// The media type of a Content-Type value: up to `;`, without surrounding spaces or tabs.

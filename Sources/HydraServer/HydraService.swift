@@ -99,27 +99,67 @@ public final class HydraService: Sendable {
                                                      count: requests.count)
         var valid: [(index: Int, prepared: PreparedJob)] = []
         var stored: [StoredJob] = []
+        // Refused for now (the queue full, a stop under way) but with an
+        // idempotency key: a repeat of a job already taken gets that job's id
+        // (protocol §7), so the store is asked before the refusal is answered.
+        var refused: [(index: Int, error: ServiceError)] = []
+        var asked: [StoredJob] = []
         valid.reserveCapacity(requests.count)
         stored.reserveCapacity(requests.count)
         let now = Date().timeIntervalSince1970
         for (i, request) in requests.enumerated() {
             do throws(ValidationError) {
                 let prepared = try engine.prepare(try JobSpec(json: request.job))
-                try engine.reserve(1)
+                let job = StoredJob(jobId: prepared.jobId, spec: request.job, input: request.input,
+                                    priority: request.priority, idempotencyKey: request.idempotencyKey, createdAt: now)
+                do throws(ValidationError) {
+                    try engine.reserve(1)
+                } catch where request.idempotencyKey != nil {
+                    refused.append((i, ServiceError(error)))
+                    asked.append(job)
+                    continue
+                }
                 valid.append((i, prepared))
-                stored.append(StoredJob(jobId: prepared.jobId, spec: request.job, input: request.input,
-                                        priority: request.priority, idempotencyKey: request.idempotencyKey,
-                                        createdAt: now))
+                stored.append(job)
             } catch {
                 results[i] = .failure(ServiceError(error.kind == .invalid || error.kind == .notFound ? error.prefixed(with: "job") : error))
             }
         }
+        guard !asked.isEmpty else {
+            record(valid, stored, of: requests, at: now, results: results, reply: reply)
+            return
+        }
+        store.existing(asked) { [self, results, refused, valid, stored] outcome in
+            var results = results
+            for (i, job) in refused.enumerated() {
+                let found = (try? outcome.get()).flatMap { $0.indices.contains(i) ? $0[i] : nil }
+                results[job.index] = switch found {
+                case .existing(let jobId, true): .success(jobId)
+                case .existing(let jobId, false): .failure(Self.conflict(requests[job.index], jobId))
+                case .inserted, nil: .failure(job.error)
+                }
+            }
+            record(valid, stored, of: requests, at: now, results: results, reply: reply)
+        }
+    }
+
+    /// The refusal of a repeated idempotency key with another spec.
+    private static func conflict(_ request: SubmitRequest, _ jobId: String) -> ServiceError {
+        ServiceError(.conflict,
+                     "idempotencyKey \"\(ServiceError.clip(request.idempotencyKey ?? ""))\" was used by job \(jobId) with a different spec")
+    }
+
+    /// Records the jobs `valid` (reserved, `stored` their rows) in one store
+    /// write, queues the new ones, and replies with `results` completed.
+    private func record(_ valid: [(index: Int, prepared: PreparedJob)], _ stored: [StoredJob], of requests: [SubmitRequest],
+                        at now: Double, results: [Result<String, ServiceError>],
+                        reply: @escaping @Sendable ([Result<String, ServiceError>]) -> Void) {
         guard !valid.isEmpty else {
             reply(results)
             return
         }
         let engine = self.engine
-        store.insert(stored) { [self, results, valid] outcome in
+        store.insert(stored) { [self, results] outcome in
             var results = results
             switch outcome {
             case .failure(let error):
@@ -133,8 +173,7 @@ public final class HydraService: Sendable {
                     switch outcome {
                     case .existing(let jobId, let sameSpec):
                         engine.release(1)
-                        results[job.index] = sameSpec ? .success(jobId) : .failure(ServiceError(.conflict,
-                            "idempotencyKey \"\(ServiceError.clip(request.idempotencyKey ?? ""))\" was used by job \(jobId) with a different spec"))
+                        results[job.index] = sameSpec ? .success(jobId) : .failure(Self.conflict(request, jobId))
                     case .inserted:
                         queued.append(QueuedJob(prepared: job.prepared, input: request.input, priority: request.priority,
                                                 createdAt: now, completion: nil))

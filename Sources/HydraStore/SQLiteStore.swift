@@ -115,6 +115,13 @@ public final class SQLiteStore: StateStore {
         writer.enqueue(.insert(jobs.map(EncodedJob.init), done: done))
     }
 
+    /// The jobs the idempotency keys of `jobs` already name (nil: unknown),
+    /// through the writer's queue, after the inserts queued before. Writes
+    /// nothing. Any thread; `done` on the writer thread.
+    public func existing(_ jobs: [StoredJob], done: @escaping @Sendable (Result<[InsertOutcome?], StoreError>) -> Void) {
+        writer.enqueue(.lookUp(jobs.map(EncodedJob.init), done: done))
+    }
+
     /// Records that a queued job started (state `running`, `startedAt`);
     /// ignored unless the job is still queued. Fire and forget. Any thread.
     public func markStarted(jobId: String, at time: Double) {

@@ -65,6 +65,8 @@ struct EncodedEvent: Sendable {
 /// holds the SQL of each.
 enum WriteOperation: Sendable {
     case insert([EncodedJob], done: @Sendable (Result<[InsertOutcome], StoreError>) -> Void)
+    /// Finds the jobs the idempotency keys already name, writing nothing (``SQLiteStore/existing(_:done:)``).
+    case lookUp([EncodedJob], done: @Sendable (Result<[InsertOutcome?], StoreError>) -> Void)
     case markStarted(jobId: String, time: Double)
     /// `result`: the `job.result` object's JSON, encoded on the caller's thread.
     case finish(jobId: String, state: JobState, result: [UInt8], time: Double,
@@ -91,6 +93,7 @@ enum WriteOperation: Sendable {
     enum Output {
         case none
         case inserted([InsertOutcome])
+        case found([InsertOutcome?])
         case count(Int)
         case keys([String])
     }
@@ -98,7 +101,7 @@ enum WriteOperation: Sendable {
     /// True when someone waits for this write's outcome (else its failure is reported on stderr).
     var hasCallback: Bool {
         switch self {
-        case .insert, .setShared, .removeShared, .removeResponses: return true
+        case .insert, .lookUp, .setShared, .removeShared, .removeResponses: return true
         case .finish(_, _, _, _, let done), .step(_, _, _, let done): return done != nil
         case .markStarted, .storeResponse, .prune, .barrier, .authTokens: return false
         case .resourceIndex(_, let done): return done != nil
@@ -120,6 +123,8 @@ enum WriteOperation: Sendable {
         switch self {
         case .insert(_, let done):
             done(outcome.map { if case .inserted(let outcomes) = $0 { return outcomes } else { return [] } })
+        case .lookUp(_, let done):
+            done(outcome.map { if case .found(let outcomes) = $0 { return outcomes } else { return [] } })
         case .finish(_, _, _, _, let done?), .step(_, _, _, let done?), .setShared(_, _, _, _, let done):
             done(outcome.map { _ in () })
         case .removeShared(_, let done):
@@ -176,6 +181,21 @@ enum WriteOperation: Sendable {
         }
     }
 
+    /// The job `job`'s idempotency key already names (nil: none, or no key).
+    /// Sees the jobs inserted earlier in the same transaction too.
+    static func existing(_ job: EncodedJob, on db: SQLiteConnection) throws(StoreError) -> InsertOutcome? {
+        // Only a job with an idempotency key is ever compared with another,
+        // so only those carry the canonical text.
+        guard let key = job.idempotencyKey else { return nil }
+        var existing: (jobId: String, canonical: String)?
+        try db.query("SELECT job_id, canonical FROM jobs WHERE idempotency_key = ?", [.text(key)]) { row in
+            existing = (row.text(0) ?? "", row.text(1) ?? "")
+        }
+        guard let existing else { return nil }
+        let same = existing.canonical == job.canonical || sameJSON(existing.canonical, job.canonical)
+        return .existing(jobId: existing.jobId, sameSpec: same)
+    }
+
     /// True when two JSON texts hold the same value: members in any order,
     /// `1` and `1.0` alike. (A repeated submit is "the same spec" by value.)
     static func sameJSON(_ a: String, _ b: String) -> Bool {
@@ -191,19 +211,9 @@ enum WriteOperation: Sendable {
             var outcomes: [InsertOutcome] = []
             outcomes.reserveCapacity(jobs.count)
             for job in jobs {
-                // Only a job with an idempotency key is ever compared with
-                // another, so only those carry the canonical text.
-                if let key = job.idempotencyKey {
-                    var existing: (jobId: String, canonical: String)?
-                    // Sees the jobs inserted earlier in the same transaction too.
-                    try db.query("SELECT job_id, canonical FROM jobs WHERE idempotency_key = ?", [.text(key)]) { row in
-                        existing = (row.text(0) ?? "", row.text(1) ?? "")
-                    }
-                    if let existing {
-                        let same = existing.canonical == job.canonical || Self.sameJSON(existing.canonical, job.canonical)
-                        outcomes.append(.existing(jobId: existing.jobId, sameSpec: same))
-                        continue
-                    }
+                if let existing = try Self.existing(job, on: db) {
+                    outcomes.append(existing)
+                    continue
                 }
                 try db.run(Self.insertJob, [
                     .text(job.jobId), .utf8(job.spec), .utf8(job.input), .text(job.canonical), .int(job.priority),
@@ -213,6 +223,11 @@ enum WriteOperation: Sendable {
                 outcomes.append(.inserted)
             }
             return .inserted(outcomes)
+
+        case .lookUp(let jobs, _):
+            var outcomes: [InsertOutcome?] = []
+            for job in jobs { outcomes.append(try Self.existing(job, on: db)) }
+            return .found(outcomes)
 
         case .markStarted(let jobId, let time):
             try db.run("UPDATE jobs SET state = 'running', started_at = ? WHERE job_id = ? AND state = 'queued'",

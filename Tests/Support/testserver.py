@@ -73,7 +73,9 @@ Endpoints (methods GET/POST/PUT/PATCH/DELETE/HEAD/OPTIONS unless noted)
                             Bearer <token>", else 401 {"error": "unauthorized"}
                             with "WWW-Authenticate: Bearer"
 /text                       200 text/plain; charset=utf-8 "hello, hydra";
-                            ?bytes=N: N bytes of ?fill= (one character, default "a")
+                            ?bytes=N: N bytes of ?fill= (one character, default "a");
+                            ?body=S and/or ?type=CT: S with Content-Type CT;
+                            ?status=N: that status instead of 200
 /items                      200 {"items": [{"id": 1, "name": "one"}, {"id": 2,
                             "name": "two"}, {"id": 3, "name": "three"}],
                             "count": 3}
@@ -574,12 +576,17 @@ class Handler(BaseHTTPRequestHandler):
             self._unauthorized([("WWW-Authenticate", "Bearer")])
 
     def text(self):
+        status = _int(self.query.get("status", "200"), "status")
+        if "type" in self.query or "body" in self.query:
+            body = self.query.get("body", "hello, hydra").encode()
+            self._send(status, body, self.query.get("type", "text/plain; charset=utf-8"))
+            return
         if "bytes" in self.query:
             size = _int(self.query["bytes"], "bytes")
             if not 0 <= size <= 16 << 20:
                 raise BadRequest("bytes must be 0..16777216")
             fill = self.query.get("fill", "a").encode()[:1] or b"a"
-            self._send(200, fill * size, "text/plain; charset=utf-8")
+            self._send(status, fill * size, "text/plain; charset=utf-8")
             return
         self._send(200, b"hello, hydra", "text/plain; charset=utf-8")
 

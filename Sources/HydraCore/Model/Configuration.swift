@@ -405,9 +405,12 @@ extension Configuration {
             if var retry = try o.object("retry") { defaults.retry = try RetryPolicy(reader: &retry).filling(from: RetryPolicy()) }
             if let headers = try o.stringMap("headers") {
                 try HeaderSyntax.check(headers, path: o.path("headers"))
-                defaults.headers = headers.mapValues {
-                    $0.replacingOccurrences(of: "VERSION", with: HydraVersion.string)
+                var given = headers.mapValues { $0.replacingOccurrences(of: "VERSION", with: HydraVersion.string) }
+                // Headers of one's own do not drop Hydra's User-Agent; naming it (`""`: none) does.
+                if !given.keys.contains(where: { $0.lowercased() == "user-agent" }) {
+                    given.updateValue("hydra/\(HydraVersion.string)", forKey: "User-Agent", insertingAt: 0)
                 }
+                defaults.headers = given
             }
             try o.rejectUnknownKeys()
         }

@@ -11,6 +11,14 @@ public protocol JobStore: Sendable {
     /// outcome names the existing job instead.
     func insert(_ jobs: [StoredJob], done: @escaping @Sendable (Result<[InsertOutcome], StoreError>) -> Void)
 
+    /// For jobs a submit could not take (the queue full, a stop under way):
+    /// the job each one's idempotency key already names, as ``insert(_:done:)``
+    /// would have answered (``InsertOutcome/existing(jobId:sameSpec:)``), or nil
+    /// where the key is unknown (or the job has none). Writes nothing; ordered
+    /// after every insert queued before it, so a key inserted a moment ago is
+    /// found. `done` runs on the writer thread.
+    func existing(_ jobs: [StoredJob], done: @escaping @Sendable (Result<[InsertOutcome?], StoreError>) -> Void)
+
     /// Records that a job started (state `running`, `startedAt`). Fire and forget.
     func markStarted(jobId: String, at time: Double)
 

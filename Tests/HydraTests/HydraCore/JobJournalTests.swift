@@ -28,6 +28,9 @@ import Testing
         func insert(_ jobs: [StoredJob], done: @escaping @Sendable (Result<[InsertOutcome], StoreError>) -> Void) {
             done(.success(jobs.map { _ in .inserted }))
         }
+        func existing(_ jobs: [StoredJob], done: @escaping @Sendable (Result<[InsertOutcome?], StoreError>) -> Void) {
+            done(.success(jobs.map { _ in nil }))
+        }
         func markStarted(jobId: String, at time: Double) { calls.withLock { $0.append(.started(jobId)) } }
         func finish(jobId: String, state: JobState, result: [UInt8], at time: Double,
                     done: (@Sendable (Result<Void, StoreError>) -> Void)?) {

@@ -320,6 +320,50 @@ import Testing
         }
     }
 
+    /// An answer a `saveAs` job does not expect keeps its body in `error.body`,
+    /// decoded as any error body is (protocol §4): it was `null`, the body being
+    /// in the discarded file. One past 1 MiB is left out; no file is left either way.
+    @Test func anUnexpectedSaveAsAnswerKeepsItsBodyInTheError() async throws {
+        let state = NSTemporaryDirectory() + "hydra-save-\(UUID().uuidString)"
+        let engine = try makeEngine(state: state)
+        defer { engine.shutdown(); try? FileManager.default.removeItem(atPath: state) }
+        let missing = try await engine.run(spec(#"{"type":"remote","endpoint":"/status/404","saveAs":"downloads/nf.bin"}"#))
+        #expect(missing.state == .failed && missing.error?.kind == .http && missing.error?.status == 404)
+        #expect(missing.error?.body == ["status": 404], "\(String(describing: missing.error))")
+        let text = try await engine.run(spec(#"{"type":"remote","endpoint":"/text?status=503&body=down","saveAs":"downloads/t.bin"}"#))
+        #expect(text.error?.body == "down", "\(String(describing: text.error))")
+        let big = try await engine.run(spec(#"{"type":"remote","endpoint":"/text?status=500&bytes=1048577","saveAs":"downloads/b.bin"}"#))
+        #expect(big.error?.status == 500 && (big.error?.body ?? .null) == .null, "\(String(describing: big.error?.body).prefix(100))")
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: state + "/downloads")) ?? []
+        #expect(left.isEmpty, "\(left)")
+    }
+
+    /// `text/json` (the older name) is JSON to the implied dogma, as
+    /// `application/json` and `…+json` are; it was decoded as text.
+    @Test func textJSONIsDecodedAsJSON() async throws {
+        let engine = try makeEngine()
+        defer { engine.shutdown() }
+        let result = try await engine.run(spec(#"{"type":"remote","endpoint":"/text?type=text/json;%20charset=utf-8&body=%7B%22a%22:1%7D"}"#))
+        #expect(result.result?["body"] == ["a": 1], "\(String(describing: result.result?["body"]))")
+        let plain = try await engine.run(spec(#"{"type":"remote","endpoint":"/text?type=text/plain&body=%7B%22a%22:1%7D"}"#))
+        #expect(plain.result?["body"] == #"{"a":1}"#)
+    }
+
+    /// Headers of one's own in `defaults.headers` keep Hydra's `User-Agent`
+    /// (config.md shows it among the defaults); naming it replaces it, and `""` sends none.
+    @Test func defaultHeadersKeepTheUserAgentUnlessTheyNameIt() async throws {
+        let cases: [(String, JSONValue?)] = [(#"{"X-Def": "d"}"#, .string("hydra/\(HydraVersion.string)")),
+                                             (#"{"user-agent": "mine/VERSION"}"#, .string("mine/\(HydraVersion.string)")),
+                                             (#"{"User-Agent": ""}"#, nil)]
+        for (headers, agent) in cases {
+            let engine = try makeEngine(#""defaults": {"server": "testsvr", "headers": \#(headers)}"#)
+            defer { engine.shutdown() }
+            let sent = try await engine.run(spec(#"{"type":"remote","endpoint":"/echo"}"#)).result?["body"]?["headers"]
+            #expect(sent?["user-agent"] == agent, "\(headers): \(String(describing: sent))")
+            if headers.contains("X-Def") { #expect(sent?["x-def"] == "d") }
+        }
+    }
+
     @Test func aURLBelongsOnlyToTheServerItReallyStartsWith() async throws {
         // The same host with the port cut short is a textual prefix of the URL, not its server:
         // that server's headers must not go along.

@@ -129,14 +129,28 @@ import Testing
         #expect(try rawCall(raw, #"{"jsonrpc":"2.0","id":9,"method":"hydra.ping"}"#)["id"] == 9)
         let client = try server.client(secret: "from-the-file")
         _ = try client.call("worker.pause", ["name": "local"])
-        for _ in 0..<2 { _ = try client.call("job.submit", ["job": ["type": "local", "name": "echo"]]) }
+        _ = try client.call("job.submit", ["job": ["type": "local", "name": "echo"]])
+        let first = try client.call("job.submit", ["job": ["type": "local", "name": "echo"], "idempotencyKey": "k1"])["jobId"]
         do {
             _ = try client.call("job.submit", ["job": ["type": "local", "name": "echo"]])
             Issue.record("a submit past limits.maxQueuedJobs was accepted")
         } catch {
             #expect(error.code == -32004)
         }
+        // A repeated key takes nothing new: the full queue does not refuse it (protocol §7),
+        // in a batch as alone; another spec under it is still a conflict, a new key an overload.
+        let again = try client.call("job.submit", ["job": ["type": "local", "name": "echo"], "idempotencyKey": "k1"])
+        #expect(again["jobId"] == first && first != nil)
+        let raw2 = try server.raw()
+        _ = try rawCall(raw2, #"{"jsonrpc":"2.0","id":0,"method":"rpc.auth","params":{"token":"from-the-file"}}"#)
+        let batch = try #require(try rawCall(raw2, #"[{"jsonrpc":"2.0","id":1,"method":"job.submit","params":{"job":{"type":"local","name":"echo"},"idempotencyKey":"k1"}},"#
+            + #"{"jsonrpc":"2.0","id":2,"method":"job.submit","params":{"job":{"type":"local","name":"echo","input":2},"idempotencyKey":"k1"}},"#
+            + #"{"jsonrpc":"2.0","id":3,"method":"job.submit","params":{"job":{"type":"local","name":"echo"},"idempotencyKey":"k2"}}]"#).arrayValue)
+        #expect(batch.first { $0["id"] == 1 }?["result"]?["jobId"] == first, "\(batch)")
+        #expect(batch.first { $0["id"] == 2 }?["error"]?["code"] == -32003, "\(batch)")
+        #expect(batch.first { $0["id"] == 3 }?["error"]?["code"] == -32004, "\(batch)")
         _ = try client.call("worker.resume", ["name": "local"])
+        #expect(try client.call("job.result", ["jobId": first!, "waitMs": 10_000])["state"] == "succeeded")
     }
 
     @Test func batchesAndNotifications() throws {
@@ -631,11 +645,13 @@ import Testing
     }
 
     /// Waits until the server has handled a SIGTERM: until then a probe is
-    /// accepted (the same job each time, by its idempotency key); from then on it hears -32005.
+    /// accepted (an `echo` job, done at once); from then on it hears -32005.
+    /// (Without an idempotency key: a repeated key keeps its job's id while the
+    /// server stops.)
     func waitUntilShuttingDown(_ client: RPCClient) throws {
         try waitUntilBlocking(timeout: .seconds(10)) {
             do {
-                _ = try client.call("job.submit", ["job": ["type": "local", "name": "echo"], "idempotencyKey": "probe"])
+                _ = try client.call("job.submit", ["job": ["type": "local", "name": "echo"]])
                 return false
             } catch {
                 return (error as? RPCClientError)?.code == -32005
@@ -648,7 +664,7 @@ import Testing
         let client = try server.client()
         // Long enough to still be running when the second submit arrives, even on a loaded machine
         // (with 500 ms, one full-suite run in a dozen saw the server already gone: a closed connection).
-        let job = try client.call("job.submit", ["job": ["type": "remote", "endpoint": "/delay/2000"]])
+        let job = try client.call("job.submit", ["job": ["type": "remote", "endpoint": "/delay/2000"], "idempotencyKey": "before"])
         // Running before the signal (a job still queued then waits for the next start).
         try waitUntilBlocking(timeout: .seconds(10)) {
             (try? client.call("job.status", ["jobId": job["jobId"]!]))?["state"] == "running"
@@ -658,6 +674,15 @@ import Testing
         try waitUntilShuttingDown(other)
         // Both a connection opened before the signal and one opened after it hear -32005.
         let late = try server.client()
+        // A repeat of a job taken before the signal still gets its id (protocol §7); a new key hears -32005.
+        #expect(try late.call("job.submit", ["job": ["type": "remote", "endpoint": "/delay/2000"], "idempotencyKey": "before"])["jobId"]
+                == job["jobId"])
+        do {
+            _ = try late.call("job.submit", ["job": ["type": "local", "name": "echo"], "idempotencyKey": "after"])
+            Issue.record("a new idempotency key was accepted while shutting down")
+        } catch {
+            #expect(error.code == -32005, "\(error)")
+        }
         for connection in [other, late] {
             do {
                 _ = try connection.call("job.submit", ["job": ["type": "local", "name": "echo"]])
