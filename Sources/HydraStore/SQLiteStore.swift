@@ -349,11 +349,15 @@ public final class SQLiteStore: StateStore {
         }
     }
 
-    /// The highest `seq` ever appended (0 for a new store). Caller's thread.
+    /// The highest `seq` ever appended (0 for a new store), retention's
+    /// prune included. Caller's thread.
     public func lastSeq() throws(StoreError) -> UInt64 {
         try reader.use { db throws(StoreError) in
             var seq = 0
-            try db.query("SELECT COALESCE(MAX(seq), 0) FROM events") { row in seq = row.int(0) }
+            try db.query("""
+                SELECT MAX(COALESCE((SELECT MAX(seq) FROM events), 0),
+                           COALESCE((SELECT value FROM settings WHERE name = 'prunedUpTo'), 0))
+                """) { row in seq = row.int(0) }
             return UInt64(clamping: seq)
         }
     }

@@ -294,11 +294,14 @@ enum WriteOperation: Sendable {
             // one still within retention, so a replay never meets a gap (and
             // an event whose clock went back is kept with its neighbours).
             // The scan stops at that first recent event: no index on time.
-            // The newest event is kept so seq never goes back after a restart.
+            // The highest seq removed is kept in `settings` (``SQLiteStore/lastSeq()``),
+            // so seq never goes back after a restart, even with every event gone.
+            let firstKept = "COALESCE((SELECT seq FROM events WHERE time >= ? ORDER BY seq LIMIT 1), (SELECT MAX(seq) + 1 FROM events))"
             try db.run("""
-                DELETE FROM events WHERE seq < COALESCE(
-                    (SELECT seq FROM events WHERE time >= ? ORDER BY seq LIMIT 1), (SELECT MAX(seq) FROM events))
+                INSERT OR REPLACE INTO settings (name, value)
+                    SELECT 'prunedUpTo', MAX(seq) FROM events WHERE seq < \(firstKept) HAVING MAX(seq) IS NOT NULL
                 """, [.double(time)])
+            try db.run("DELETE FROM events WHERE seq < \(firstKept)", [.double(time)])
             try db.run("DELETE FROM cache WHERE stored_at + ttl + keep <= ?", [.double(Date().timeIntervalSince1970)])
 
         case .resourceIndex(let write, _):
