@@ -138,7 +138,8 @@ Endpoints (methods GET/POST/PUT/PATCH/DELETE/HEAD/OPTIONS unless noted)
                             If-Modified-Since answers 304 with those headers
                             (counter "304:<key>"); ?ms=N answers after N ms;
                             ?fail=C1,C2,... answers the requests after the
-                            first with those statuses, in turn
+                            first with those statuses, in turn; ?slowAfter=N
+                            answers the requests after the first after N ms
 /abort                      resets the connection (RST) without answering
 /conn                       200 {"port": the client's source port}; ?close=1,
                             ?linger=MS, ?dropNext=1 (the next request on the
@@ -957,6 +958,8 @@ def _cacheable(self, key):
     count = _increment("cacheable:" + key)
     if "ms" in self.query:
         time.sleep(_int(self.query["ms"], "ms") / 1000)
+    if count > 1 and "slowAfter" in self.query:
+        time.sleep(_int(self.query["slowAfter"], "slowAfter") / 1000)
     failing = [code for code in self.query.get("fail", "").split(",") if code]
     if count > 1 and count - 2 < len(failing):
         return self._json(self._status_code(failing[count - 2]), {"error": "as asked"})

@@ -38,6 +38,29 @@ import HydraLoop
         return try #require(done.result?["body"]?["count"]?.intValue)
     }
 
+    /// A server in object form opts its requests in (rest.md §1); an api's or
+    /// a job's own `auth` wins over it.
+    @Test func aServersAuthIsSentAndAJobsOwnWins() async throws {
+        let key = UUID().uuidString
+        let engine = try makeEngine("""
+            , "auth": {"svc": {"type": "oauth2-client-credentials", "tokenUrl": "\(TestServer.base)/oauth/token?key=\(key)",
+                               "clientId": "app", "clientSecret": "s3cret"},
+                       "fixed": {"type": "bearer", "token": "not-a-live-token"}},
+              "servers": {"testsvr": "\(TestServer.base)", "guarded": {"url": "\(TestServer.base)", "auth": "svc"}},
+              "apis": {"viaFixed": {"server": "guarded", "endpoint": "/protected/x", "auth": "fixed"}}
+            """)
+        defer { engine.shutdown() }
+        let viaServer = try await engine.run(spec(#"{"type":"remote","server":"guarded","endpoint":"/protected/x","query":{"key":"\#(key)"}}"#))
+        #expect(viaServer.state == .succeeded && viaServer.result?["body"]?["authorization"] == "Bearer ***",
+                "\(String(describing: viaServer.error))")
+        // The api's session and then the job's own win over the server's: a token the endpoint refuses.
+        let viaApi = try await engine.run(spec(#"{"type":"remote","api":"viaFixed","query":{"key":"\#(key)"}}"#))
+        #expect(viaApi.state == .failed && viaApi.error?.status == 401)
+        let viaJob = try await engine.run(spec(#"{"type":"remote","server":"guarded","endpoint":"/protected/x","query":{"key":"\#(key)"},"auth":"fixed"}"#))
+        #expect(viaJob.state == .failed && viaJob.error?.status == 401)
+        #expect(try await counter(engine, "token:\(key)") == 1)
+    }
+
     @Test func manyJobsWaitForOneTokenRequestAndTheTokenNeverShows() async throws {
         let key = UUID().uuidString
         // An hour's token: the run takes 50 s under ThreadSanitizer, near the default minute.
@@ -546,7 +569,7 @@ import HydraLoop
         let watcher = try server.client()
         _ = try watcher.call("events.subscribe", [:])
         let headers: JSONValue = ["Authorization": "Bearer s3cret", "X-Trace": "t1", "cookie": "sid=c00kie-9",
-                                  "X-Custom-Key": "own-key-7", "X-Auth-Token": "tok-en-5"]
+                                  "X-Custom-Key": "own-key-7", "X-Auth-Token": "tok-en-5", "Proxy-Authorization": "Basic pr0xy-pw"]
         let job = try client.call("job.submit", ["job": ["type": "serial", "steps": [
             ["type": "remote", "endpoint": "/echo/h", "headers": headers],
         ]]])["jobId"]!
@@ -556,11 +579,12 @@ import HydraLoop
         let queued = events.compactMap { $0["params"] }.filter { $0["event"] == "job.queued" && $0["stepPath"] == "0" }
         #expect(queued.count == 1)
         let shown = try #require(queued.first?["spec"]?["headers"], "\(queued)")
-        #expect(shown == ["Authorization": "***", "X-Trace": "t1", "cookie": "***", "X-Custom-Key": "***", "X-Auth-Token": "***"])
+        #expect(shown == ["Authorization": "***", "X-Trace": "t1", "cookie": "***", "X-Custom-Key": "***", "X-Auth-Token": "***",
+                          "Proxy-Authorization": "***"])
         let text = events.map { JSONWriter.string($0) }.joined()
         #expect(text.contains("job.succeeded"))
         // (The echoed X-Auth-Token comes back in the result: responses are masked for rest.md's names only.)
-        for secret in ["s3cret", "c00kie-9", "own-key-7"] {
+        for secret in ["s3cret", "c00kie-9", "own-key-7", "pr0xy-pw"] {
             #expect(!text.contains(secret), "\(secret) in an event")
         }
     }

@@ -13,6 +13,12 @@ import Testing
         let watcher = try server.client()
         _ = try watcher.call("events.subscribe", ["events": ["custom.deploy"]])
         let jobWatcher = try server.client()
+        // Every matching subscriber (rest.md §6): one with no filter too, not one for a job or a shared key.
+        let everything = try server.client()
+        _ = try everything.call("events.subscribe", [:])
+        let otherJob = try server.client()
+        _ = try otherJob.call("events.subscribe", ["jobId": "jnone"])
+        _ = try otherJob.call("events.subscribe", ["shared": ["k"]])
 
         let sent = try client.call("events.emit", ["event": "custom.deploy", "fields": ["version": "1.2", "ok": true]])
         let seq = try #require(sent["seq"]?.intValue)
@@ -21,6 +27,12 @@ import Testing
         #expect(note["params"]?["seq"] == .int(seq))
         #expect(note["params"]?["version"] == "1.2" && note["params"]?["ok"] == true)
         #expect(note["params"]?["jobId"] == "")
+        #expect(try everything.nextNotification(timeout: .seconds(10))?["params"]?["seq"] == .int(seq))
+        #expect(try otherJob.nextNotification(timeout: .milliseconds(300)) == nil)
+        // And it is replayed as any event is.
+        let late = try server.client()
+        _ = try late.call("events.subscribe", ["events": ["custom.deploy"], "fromSeq": .int(seq - 1)])
+        #expect(try late.nextNotification(timeout: .seconds(10))?["params"]?["version"] == "1.2")
 
         func error(_ params: JSONValue) -> (Int?, String) {
             do { _ = try client.call("events.emit", params); return (nil, "") } catch { return (error.code, error.message) }

@@ -226,6 +226,16 @@ import Testing
             #expect(names.suffix(2) == ["job.skipped", "job.succeeded"], "\(names)")
             #expect(log.all.first { $0.rootJobId == failing.jobId && $0.name == "job.skipped" }?.fields["reason"] == "stale")
         }
+        // An attempt that timed out counts as the server failing (rest.md §3: network, timeout, 5xx).
+        let key = UUID().uuidString
+        let slow = try JobSpec(json: ["type": "remote", "endpoint": .string("/cacheable/\(key)"), "timeoutMs": 300,
+                                      "query": ["cc": "max-age=0", "slowAfter": "3000"],
+                                      "cache": ["ttlSec": "http", "staleIfErrorSec": 3600]])
+        #expect(try await service.engine.run(slow).state == .succeeded)
+        service.store.flush()
+        let timedOut = try await service.engine.run(slow)
+        #expect(timedOut.state == .succeeded && timedOut.result?["stale"] == true && timedOut.result?["body"]?["n"] == 1,
+                "\(String(describing: timedOut.error))")
     }
 
     /// `cache.get {url}` finds what requests of that URL stored under other

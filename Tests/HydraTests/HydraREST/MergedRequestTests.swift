@@ -29,6 +29,18 @@ import Testing
         }
         let separateCount = try await engine.run(spec(#"{"type":"remote","endpoint":"/count/\#(other)"}"#))
         #expect(separateCount.result?["body"]?["count"] == 3)
+
+        // Requests that differ in a plain header are not identical (rest.md §4): each is sent.
+        let third = UUID().uuidString
+        _ = try await withThrowingTaskGroup(of: JobResult.self) { group in
+            for trace in ["t1", "t2", "t2"] {
+                let job = #"{"type":"remote","api":"slow","pathVars":{"k":"\#(third)"},"query":{"ms":1000},"headers":{"X-Trace":"\#(trace)"}}"#
+                group.addTask { try await engine.run(spec(job)) }
+            }
+            return try await group.reduce(into: [JobResult]()) { $0.append($1) }
+        }
+        let thirdCount = try await engine.run(spec(#"{"type":"remote","endpoint":"/count/\#(third)"}"#))
+        #expect(thirdCount.result?["body"]?["count"] == 2)
     }
 
     /// rest.md §4: merging is for GET only. `"coalesce": true` on a job whose

@@ -97,12 +97,25 @@ import Testing
         #expect(purged["removed"] == 1 && purged["bytes"] == 100)
         #expect(try client.call("resource.stats")["count"] == 0)
 
+        // By key and by URL prefix (resources.md §2), with the bytes they freed.
+        for url in [urlA, urlB] {
+            let id = try client.call("job.submit", ["job": ["type": "resource", "url": .string(url)]])["jobId"]!
+            #expect(try client.call("job.result", ["jobId": id, "waitMs": 10_000])["result"]?["source"] == "network")
+        }
+        let byKey = try client.call("resource.remove", ["key": .string(keys[0])])
+        #expect(byKey["removed"] == 1 && byKey["bytes"]?.intValue == "resource \(n)a v1".utf8.count, "\(byKey)")
+        #expect(try client.call("resource.remove", ["prefix": "http://nowhere.invalid/"])["removed"] == 0)
+        let byPrefix = try client.call("resource.remove", ["prefix": .string(TestServer.url("/resource/\(n)"))])
+        #expect(byPrefix["removed"] == 1 && byPrefix["bytes"] == 100, "\(byPrefix)")
+        #expect(try client.call("resource.stats")["count"] == 0)
+
         var seen: [String] = []
         while let note = try watcher.nextNotification(timeout: .milliseconds(500)) {
             guard let event = note["params"], let name = event["event"]?.stringValue else { continue }
             seen.append(name + " " + (event["reason"]?.stringValue ?? event["source"]?.stringValue ?? ""))
         }
-        #expect(seen == ["resource.stored network", "resource.stored network", "resource.removed remove", "resource.removed purge"])
+        #expect(seen == ["resource.stored network", "resource.stored network", "resource.removed remove", "resource.removed purge",
+                         "resource.stored network", "resource.stored network", "resource.removed remove", "resource.removed remove"])
     }
 
     /// A counter of the test server, read through the server under test.
