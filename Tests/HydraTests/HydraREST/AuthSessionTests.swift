@@ -627,8 +627,13 @@ import HydraLoop
         #expect(try client.call("job.result", ["jobId": id, "waitMs": 10_000])["state"] == "succeeded")
 
         // Restart with the same key: the sealed token is still there, and never in clear on disk.
-        #expect(server.terminate().status == 0)
+        let stopped = server.terminate()
+        #expect(stopped.status == 0)
         expectNoTokenOnDisk(in: server.stateDirectory)
+        // Nor in the server's log (rest.md §1): no password, client secret, token or shared key.
+        for secret in ["wonderland", "wrong-pw", "s3cret", "tok-", "ref-", sharedKey] {
+            #expect(!stopped.stderr.contains(secret), "\(secret) in stderr")
+        }
         let again = try ServerProcess(config: auth, state: server.stateDirectory, environment: ["HYDRA_SHARED_KEY": sharedKey])
         defer { again.terminate() }
         let client2 = try again.client()

@@ -28,6 +28,14 @@ import Testing
         let lastProgress = try #require(events.lastIndex { $0.name == "job.progress" })
         #expect(events[(lastProgress + 1)...].map(\.name) == ["job.succeeded"])
 
+        // Rounds are `everyMs` apart (rest.md §5): three rounds wait at least twice (a lower bound only).
+        let paced = UUID().uuidString
+        let start = ContinuousClock.now
+        let three = try await engine.run(spec("""
+            {"type":"remote","endpoint":"/hits/\(paced)","repeat":{"everyMs":200,"until":{"path":"body.hits","equals":3}}}
+            """))
+        #expect(three.result?["body"]?["hits"] == 3 && ContinuousClock.now - start >= .milliseconds(400))
+
         let other = UUID().uuidString
         let notEquals = try await engine.run(spec("""
             {"type":"remote","endpoint":"/hits/\(other)","repeat":{"everyMs":1,"until":{"path":"body.hits","notEquals":1}}}
