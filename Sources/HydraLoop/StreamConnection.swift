@@ -185,7 +185,16 @@ public final class StreamConnection {
         }
     }
 
-    private func flush() {
+    /// Offers what is queued to the kernel now instead of at the end of the
+    /// loop turn, so ``queuedBytes`` then counts only what the peer has not
+    /// taken: a burst written in one turn to a peer that reads is no backlog.
+    /// Loop thread only. A drain it completes is reported (``onDrain``) on a
+    /// later turn, never from inside the caller.
+    public func flushNow() {
+        flush(reportDrainLater: true)
+    }
+
+    private func flush(reportDrainLater: Bool = false) {
         guard !closing || closeWhenFlushed, inFlight == 0, !outgoing.isEmpty else { return }
         if handleClosed { return }
         var written = 0
@@ -201,7 +210,12 @@ public final class StreamConnection {
         }
         if written == outgoing.count {
             outgoing.removeAll(keepingCapacity: outgoing.capacity <= 1 << 20)
-            drained()
+            if reportDrainLater {
+                let me = LoopBound(self, loop: loop)
+                loop.execute { if me.value.queuedBytes == 0 { me.value.drained() } }
+            } else {
+                drained()
+            }
             return
         }
         // The kernel took part: the rest goes with uv_write from a copy it owns.

@@ -150,7 +150,7 @@ struct SubmitCommand: ParsableCommand {
         if let input { params["input"] = parseJSONOption(input, name: "--input") }
         if let priority { params["priority"] = .int(priority) }
         if let idempotencyKey { params["idempotencyKey"] = .string(idempotencyKey) }
-        let client = connection.client()
+        var client = connection.client()
         let before = call(client, "hydra.stats")["events"]?["lastSeq"]?.intValue ?? 0
         let submitted = call(client, "job.submit", .object(params))
         guard follow, let jobId = submitted["jobId"]?.stringValue else {
@@ -176,9 +176,20 @@ struct SubmitCommand: ParsableCommand {
         _ = request("events.subscribe", ["jobId": .string(jobId), "fromSeq": .int(before)])
         var lastDraw = Date.distantPast
         var lastSeq = before
+        var seqAtLastLoss = -1
         while true {
             let note: JSONValue?
-            do { note = try client.nextNotification(timeout: .milliseconds(200)) } catch { fail(error) }
+            do {
+                note = try client.nextNotification(timeout: .milliseconds(200))
+            } catch where error.code == nil && !error.isTimeout && lastSeq != seqAtLastLoss {
+                // The connection ended: followed on a new one after the last event seen, as `hydra events` does.
+                seqAtLastLoss = lastSeq
+                client = connection.client()
+                _ = request("events.subscribe", ["jobId": .string(jobId), "fromSeq": .int(lastSeq)])
+                continue
+            } catch {
+                fail(error)
+            }
             if let note, note["method"] == "hydra.dropped" {
                 // The server dropped the subscription (this side read too slowly):
                 // take it up again after the last event seen, so nothing is missed.
@@ -312,7 +323,7 @@ struct EventsCommand: ParsableCommand {
     }
 
     func run() {
-        let client = connection.client()
+        var client = connection.client()
         var params: OrderedJSON = [:]
         if let job { params["jobId"] = .string(job) }
         if let from { params["fromSeq"] = .int(from) }
@@ -321,9 +332,24 @@ struct EventsCommand: ParsableCommand {
         // Where a dropped subscription resumes: after the last event seen (or where it began).
         var lastSeq = from ?? subscribed["seq"]?.intValue ?? 0
         var seqAtLastDrop = -1
+        var seqAtLastLoss = -1
         while true {
             do {
-                guard let note = try client.nextNotification(timeout: nil) else { continue }
+                let note: JSONValue?
+                do {
+                    note = try client.nextNotification(timeout: nil)
+                } catch where error.code == nil && !error.isTimeout && lastSeq != seqAtLastLoss {
+                    // The connection ended (closed by the server, or a restart): the stream is taken
+                    // up on a new one after the last event seen; ended again before a new event, it stops.
+                    seqAtLastLoss = lastSeq
+                    FileHandle.standardError.write(Data(
+                        "hydra: \(TerminalText.safe(error.message)); taken up again after seq \(lastSeq) on a new connection\n".utf8))
+                    client = connection.client()
+                    params["fromSeq"] = .int(lastSeq)
+                    _ = call(client, "events.subscribe", .object(params))
+                    continue
+                }
+                guard let note else { continue }
                 if note["method"] == "hydra.event", let event = note["params"] {
                     if let seq = event["seq"]?.intValue { lastSeq = max(lastSeq, seq) }
                     writeLine(pretty ? EventLine.string(event) : JSONWriter.string(event))

@@ -404,7 +404,7 @@ final class RPCServerRuntime {
         guard session.isBackedUp, !session.subscriptions.isEmpty else { return }
         let ids = session.subscriptions.keys.map { JSONValue.string($0) }
         remove(Array(session.subscriptions.values), from: session)
-        session.send(RPCEncoder.notification("hydra.dropped", [
+        session.sendNotice(RPCEncoder.notification("hydra.dropped", [
             "subscriptions": .array(ids),
             "reason": .string("outgoing buffer above rpc.maxOutboundBytes (\(options.maxOutboundBytes) bytes): the client is not reading"),
         ]))

@@ -75,16 +75,34 @@ final class RPCSession {
     /// whole to a client that keeps up, never answered by a closed connection.
     func send(raw bytes: [UInt8]) {
         guard !closed else { return }
-        if connection.queuedBytes / 2 > outboundCap {
+        if backlog / 2 > outboundCap {
             connection.closeNow()
             return
         }
         connection.write(bytes)
-        if connection.queuedBytes > outboundCap {
+        if backlog > outboundCap {
             connection.pauseReading()
         }
     }
 
+    /// Writes a notice the client must get whatever its backlog (`hydra.dropped`,
+    /// saying why its subscriptions ended): judged by ``send(raw:)``, the notice
+    /// that follows the event crossing the cap could close the connection instead.
+    func sendNotice(_ message: [UInt8]) {
+        guard !closed else { return }
+        var bytes = message
+        bytes.append(UInt8(ascii: "\n"))
+        connection.write(bytes)
+    }
+
     /// True while the outgoing buffer is above the cap: replays wait for it to drain.
-    var isBackedUp: Bool { connection.queuedBytes > outboundCap }
+    var isBackedUp: Bool { backlog > outboundCap }
+
+    /// Bytes the client has not taken. Past the cap, what this loop turn queued
+    /// is offered to the kernel first: a burst of events in one turn (a group
+    /// commit's) to a client that reads is not a client that does not read.
+    private var backlog: Int {
+        if connection.queuedBytes > outboundCap { connection.flushNow() }
+        return connection.queuedBytes
+    }
 }

@@ -141,6 +141,59 @@ import Testing
         #expect(missing.status == 1 && missing.err.hasPrefix("hydra: http: HTTP 404"), "\(missing.err)")
     }
 
+    /// `hydra events` whose connection ends (here: the server restarted while
+    /// the command was stopped) takes the stream up on a new connection after
+    /// the last event seen, missing nothing; it exited with "the server closed
+    /// the connection".
+    @Test func eventsTakesTheStreamUpOnANewConnection() throws {
+        var server = try ServerProcess()
+        let state = server.stateDirectory
+        guard case .tcp(_, let port) = server.address! else { Issue.record("not TCP"); return }
+        let errors = Pipe()
+        let events = try start(["events", "--event", "job.succeeded", "--connect", server.address.description],
+                               stderr: errors.fileHandleForWriting)
+        defer { kill(events.process.processIdentifier, SIGKILL); events.process.waitUntilExit() }
+        let client = try server.client()
+        try waitUntilBlocking(timeout: .seconds(30)) { (try? client.call("hydra.stats"))?["subscriptions"] == 1 }
+        let first = try client.call("job.submit", ["job": ["type": "local", "name": "echo", "input": 1]])["jobId"]!
+        _ = try client.call("job.result", ["jobId": first, "waitMs": 10_000])
+        var lines: [JSONValue] = []
+        let output = events.out.fileHandleForReading
+        func readLines(until count: Int) throws {
+            var buffer = Data()
+            let deadline = ContinuousClock.now + .seconds(20)
+            while lines.count < count, ContinuousClock.now < deadline {
+                var ready = pollfd(fd: output.fileDescriptor, events: Int16(POLLIN), revents: 0)
+                guard poll(&ready, 1, 200) > 0 else { continue }
+                let chunk = output.availableData
+                if chunk.isEmpty { break }  // the command ended
+                buffer += chunk
+                while let newline = buffer.firstIndex(of: 0x0A) {
+                    lines.append(try JSONParser.parse(Array(buffer[buffer.startIndex..<newline])))
+                    buffer = Data(buffer[buffer.index(after: newline)...])
+                }
+            }
+        }
+        try readLines(until: 1)
+        #expect(lines.first?["jobId"] == first)
+
+        // Stopped while the server goes away and comes back on the same port; a job ends meanwhile.
+        kill(events.process.processIdentifier, SIGSTOP)
+        server.kill9()
+        server = try ServerProcess(config: #""rpc": {"listen": "127.0.0.1:\#(port)"}"#, state: state)
+        defer { server.terminate() }
+        let again = try server.client()
+        let second = try again.call("job.submit", ["job": ["type": "local", "name": "echo", "input": 2]])["jobId"]!
+        _ = try again.call("job.result", ["jobId": second, "waitMs": 10_000])
+        kill(events.process.processIdentifier, SIGCONT)
+        try readLines(until: 2)
+        #expect(lines.map { $0["jobId"] } == [first, second], "\(lines)")
+        try errors.fileHandleForWriting.close()
+        kill(events.process.processIdentifier, SIGKILL)
+        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(said.contains("taken up again after seq") && said.contains("on a new connection"), "\(said)")
+    }
+
     /// A subscription the server drops (`hydra events` read too slowly: its
     /// stdout was not read) is taken up again after the last event seen: the
     /// command sat silent for ever, with the raw `hydra.dropped` on stdout.
@@ -152,7 +205,8 @@ import Testing
                                stderr: errors.fileHandleForWriting)
         defer { kill(events.process.processIdentifier, SIGKILL); events.process.waitUntilExit() }
         let client = try server.client()
-        Thread.sleep(forTimeInterval: 0.5)  // subscribed
+        // Subscribed (a fixed wait lost the race to a CLI started late on a loaded machine).
+        try waitUntilBlocking(timeout: .seconds(30)) { (try? client.call("hydra.stats"))?["subscriptions"] == 1 }
         let step: JSONValue = ["type": "local", "name": "echo", "input": .string(String(repeating: "z", count: 3_000))]
         var ids: Set<String> = []
         for _ in 0..<30 {

@@ -774,6 +774,42 @@ import Testing
         #expect(dropped)
     }
 
+    /// Events larger than twice `rpc.maxOutboundBytes`: a subscriber that
+    /// reads gets every one (what a loop turn queued is offered to the kernel
+    /// before the backlog is judged: one such event dropped it); one that does
+    /// not read hears `hydra.dropped` and keeps its connection (the notice that
+    /// followed the event crossing the cap closed the connection instead, and
+    /// `hydra events` then stopped: seen once as a hang under ThreadSanitizer).
+    @Test func eventsLargerThanTheCapReachAReaderAndDropAStalledOne() throws {
+        let server = try ServerProcess(config: #""rpc": {"listen": "127.0.0.1:0", "maxOutboundBytes": 65536}"#)
+        defer { server.terminate() }
+        let reader = try server.client()
+        _ = try reader.call("events.subscribe", ["events": ["job.succeeded"]])
+        let stalled = try server.client()
+        _ = try stalled.call("events.subscribe", ["events": ["job.succeeded"]])
+        let client = try server.client()
+        let big = String(repeating: "z", count: 150_000)
+        var ids: [JSONValue] = []
+        var received = 0
+        // One at a time, each read before the next: the reader keeps up.
+        for _ in 0..<40 {
+            let id = try client.call("job.submit", ["job": ["type": "local", "name": "echo", "input": .string(big)]])["jobId"]!
+            ids.append(id)
+            let note = try #require(try reader.nextNotification(timeout: .seconds(10)), "the reader got nothing")
+            #expect(note["method"] == "hydra.event" && note["params"]?["jobId"] == id, "\(note["method"] ?? .null)")
+            if note["method"] == "hydra.event" { received += 1 }
+        }
+        #expect(received == 40)
+        // The stalled one: dropped with the notice, its connection still answering.
+        var dropped = false
+        while let note = try stalled.nextNotification(timeout: .seconds(2)) {
+            if note["method"] == "hydra.dropped" { dropped = true; break }
+        }
+        #expect(dropped)
+        #expect(try stalled.call("hydra.ping")["version"] != nil)
+        #expect(try reader.call("hydra.stats")["subscriptions"] == 1)
+    }
+
     @Test func tenThousandJobsSurviveKill9MidRun() throws {
         let state = NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
         var server = try ServerProcess(state: state)
