@@ -126,6 +126,9 @@ struct ResourceCommand: ParsableCommand {
         func validate() throws {
             // An empty prefix (an unset shell variable) would remove every copy.
             try refuseEmpty(["URL": url, "--key": key, "--prefix": prefix])
+            // Several selectors remove what each names: more than was meant, most likely a slip.
+            let given = [url.map { _ in "a URL" }, key.map { _ in "--key" }, prefix.map { _ in "--prefix" }].compactMap { $0 }
+            if given.count > 1 { throw ValidationError("give one of a URL, --key or --prefix, not \(given.joined(separator: " and "))") }
         }
         func run() {
             var params: OrderedJSON = [:]

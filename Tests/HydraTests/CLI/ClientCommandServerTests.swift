@@ -123,6 +123,9 @@ import Testing
         #expect(try cli.hydra(["result", jobId, "--wait", "10000"] + connect).status == 0)
         let events = try cli.hydra(["events", "--job", jobId, "--from", "0"] + connect)
         #expect(events.status == 0, "\(events.err)")
+        // A job the server does not know is said at once (it was waited on for ever).
+        let unknown = try cli.hydra(["events", "--job", "jnope", "--from", "0"] + connect)
+        #expect(unknown.status == 1 && unknown.err.contains("jnope"), "\(unknown.err)")
         let names = try events.out.split(separator: "\n").map { try JSONParser.parse(String($0)) }
             .map { "\($0["event"]?.stringValue ?? "?")@\($0["stepPath"]?.stringValue ?? "?")" }
         #expect(names.last == "job.succeeded@" && names.contains("group.done@") && names.filter { $0 == "job.succeeded@0" }.count == 1,

@@ -335,6 +335,9 @@ import Testing
         #expect(rm.status == 0 && rm.out.contains(#""removed":1"#))
         #expect(try cli.hydra(["resource", "stat", url] + connect).status == 1)  // not found
         #expect(try cli.hydra(["resource", "rm"] + connect).status == 2)
+        // Two selectors would remove what each names: a slip, refused before anything is removed.
+        let both = try cli.hydra(["resource", "rm", url, "--prefix", "http://"] + connect)
+        #expect(both.status == 2 && both.err.contains("not a URL and --prefix"), "\(both.err)")
         #expect(try cli.hydra(["resource", "get", url, "--as", "pdf"] + connect).status == 2)
         let purge = try cli.hydra(["resource", "purge", "--older-than", "0"] + connect)
         #expect(purge.status == 0 && purge.out.contains(#""removed":0"#))
