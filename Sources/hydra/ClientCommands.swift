@@ -409,7 +409,7 @@ struct SharedCommand: ParsableCommand {
             discussion: "Example: hydra shared set token '\"abc\"' --cipher aes-gcm")
         @Argument var key: String
         @Argument(help: "The value as JSON.") var value: String
-        @Option(help: "aes-gcm (needs HYDRA_SHARED_KEY on the server) or gzip.") var cipher: String?
+        @Option(help: "aes-gcm (needs HYDRA_SHARED_KEY on the server), gzip, or none (in clear). Without it a new key is in clear and an existing one keeps its cipher.") var cipher: String?
         @OptionGroup var connection: ConnectOptions
         func run() {
             var params: OrderedJSON = ["key": .string(key), "value": parseJSONOption(value, name: "VALUE")]
