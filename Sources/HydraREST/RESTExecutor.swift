@@ -537,10 +537,11 @@ final class RESTExecutor: JobExecutor {
                     return
                 }
             }
+            var errorBodyLeftOut = false
             if let download = call.download, !Self.expects(response.status, call) {
                 // A saveAs answer the job does not expect keeps its body in the error, as any other
                 // (protocol §4), when it is small enough to read back on the loop.
-                response.body = download.contents(upTo: min(call.request.http.maxBodyBytes ?? Int.max, Self.errorBodyFromFileLimit)) ?? []
+                if let body = download.contents(upTo: call.request.errorBodyLimit) { response.body = body } else { errorBodyLeftOut = true }
             }
             if !call.request.secrets.isEmpty || call.token != nil {
                 // A server that echoes the credentials must not put them in a result or an event.
@@ -556,7 +557,7 @@ final class RESTExecutor: JobExecutor {
                     return
                 }
             }
-            switch judge(response: response, call: call) {
+            switch judge(response: response, call: call, errorBodyLeftOut: errorBodyLeftOut) {
             case .success(let built):
                 if let polling = call.polling, pollAgain(call, polling, result: built, bytes: response.bodyBytes) { return }
                 do {
@@ -775,20 +776,18 @@ final class RESTExecutor: JobExecutor {
     /// Checks the status against `expect` and decodes the body with the job's
     /// dogma. The body is decoded here, on the worker's loop, because a body
     /// that does not decode fails the job; the rest of the result waits.
-    /// The largest body of an unexpected `saveAs` answer read back for its error.
-    static let errorBodyFromFileLimit = 1 << 20
-
     /// True when `status` is one the call expects (`expect`, else any 2xx).
     private static func expects(_ status: Int, _ call: RemoteCall) -> Bool {
         call.request.expect.map { $0.contains(status) } ?? (200...299).contains(status)
     }
 
-    private func judge(response: HTTPResponse, call: RemoteCall) -> Judgement {
+    /// `errorBodyLeftOut`: the body of an unexpected `saveAs` answer was too large to read back.
+    private func judge(response: HTTPResponse, call: RemoteCall, errorBodyLeftOut: Bool) -> Judgement {
         let dogmaResponse = DogmaResponse(status: response.status, headers: response.headers, body: response.body)
         let expected = Self.expects(response.status, call)
         let saveTo = call.request.savedFile
         let body: JSONValue
-        if saveTo != nil && (expected || response.body.count < response.bodyBytes) {
+        if saveTo != nil && (expected || errorBodyLeftOut) {
             // Saved to the file, or an error body too large to read back from it.
             body = .null
         } else {

@@ -28,6 +28,9 @@ struct PreparedRequest: Sendable {
     /// file's path as the result shows it; the file is opened per call (``DownloadFile``).
     var saveAs: SaveAsPath?
     var savedFile: String?
+    /// For a `saveAs` request: the largest body of an answer it does not expect
+    /// that is read back from the file into `error.body` (1 MiB, at most `defaults.maxBodyBytes`).
+    var errorBodyLimit = 0
     /// The OAuth2 session whose token the request carries (added per attempt by the executor).
     var authSession: String?
     /// A body streamed from files (`bodyFile`, a multipart form), opened when the call starts.
@@ -290,9 +293,13 @@ final class RouteResolver: Sendable {
                                expect: spec.expect, retry: RouteResolver.retry(spec.retry, api: api?.retry, defaults: configuration.defaults.retry),
                                api: spec.api, saveAs: saveAs,
                                savedFile: saveAs.map { RouteResolver.join(stateDirectory, $0.relative) },
+                               errorBodyLimit: min(configuration.defaults.maxBodyBytes, RouteResolver.errorBodyFromFileLimit),
                                authSession: authSession, upload: upload, digestUpload: digestUpload,
                                gzipUpload: upload != nil && spec.gzipBody == true, secrets: secrets)
     }
+
+    /// The largest body of an unexpected `saveAs` answer read back for its error.
+    static let errorBodyFromFileLimit = 1 << 20
 
     private func encode(body: JSONValue, encoding: BodyEncoding) throws(JobError) -> ([UInt8], String) {
         switch encoding {

@@ -101,7 +101,9 @@ public final class HydraService: Sendable {
         var stored: [StoredJob] = []
         // Refused for now (the queue full, a stop under way) but with an
         // idempotency key: a repeat of a job already taken gets that job's id
-        // (protocol §7), so the store is asked before the refusal is answered.
+        // (protocol §7), so the store is asked, once this call's own inserts
+        // are in (a repeat may come in the same call as its first submit),
+        // before the refusal is answered.
         var refused: [(index: Int, error: ServiceError)] = []
         var asked: [StoredJob] = []
         valid.reserveCapacity(requests.count)
@@ -125,21 +127,23 @@ public final class HydraService: Sendable {
                 results[i] = .failure(ServiceError(error.kind == .invalid || error.kind == .notFound ? error.prefixed(with: "job") : error))
             }
         }
-        guard !asked.isEmpty else {
-            record(valid, stored, of: requests, at: now, results: results, reply: reply)
-            return
-        }
-        store.existing(asked) { [self, results, refused, valid, stored] outcome in
-            var results = results
-            for (i, job) in refused.enumerated() {
-                let found = (try? outcome.get()).flatMap { $0.indices.contains(i) ? $0[i] : nil }
-                results[job.index] = switch found {
-                case .existing(let jobId, true): .success(jobId)
-                case .existing(let jobId, false): .failure(Self.conflict(requests[job.index], jobId))
-                case .inserted, nil: .failure(job.error)
-                }
+        record(valid, stored, of: requests, at: now, results: results) { [self, refused, asked] results in
+            guard !asked.isEmpty else {
+                reply(results)
+                return
             }
-            record(valid, stored, of: requests, at: now, results: results, reply: reply)
+            store.existing(asked) { outcome in
+                var results = results
+                for (i, job) in refused.enumerated() {
+                    let found = (try? outcome.get()).flatMap { $0.indices.contains(i) ? $0[i] : nil }
+                    results[job.index] = switch found {
+                    case .existing(let jobId, true): .success(jobId)
+                    case .existing(let jobId, false): .failure(Self.conflict(requests[job.index], jobId))
+                    case .inserted, nil: .failure(job.error)
+                    }
+                }
+                reply(results)
+            }
         }
     }
 
@@ -150,7 +154,8 @@ public final class HydraService: Sendable {
     }
 
     /// Records the jobs `valid` (reserved, `stored` their rows) in one store
-    /// write, queues the new ones, and replies with `results` completed.
+    /// write, queues the new ones, and hands on `results` completed (on the
+    /// writer thread once committed; at once when there is nothing to record).
     private func record(_ valid: [(index: Int, prepared: PreparedJob)], _ stored: [StoredJob], of requests: [SubmitRequest],
                         at now: Double, results: [Result<String, ServiceError>],
                         reply: @escaping @Sendable ([Result<String, ServiceError>]) -> Void) {

@@ -31,6 +31,44 @@ struct ConnectOptions: ParsableArguments {
 
     /// Connects (and authenticates); exits 2 for a malformed address, 1 when the server cannot be reached.
     func client() -> RPCClient {
+        switch connection() {
+        case .success(let client): return client
+        case .failure(let error): exitWith(error)
+        }
+    }
+
+    /// A new connection, with `events.subscribe(params)` made on it, after the
+    /// one a stream came on ended: tried until `deadline` (a restarted server
+    /// comes back on its port after a moment; one being killed may reset the
+    /// first connections). Exits 1 with the last failure when the server is not
+    /// back by then, or with its answer when it refuses (through `fail`).
+    func resubscribe(_ params: JSONValue, until deadline: Date,
+                     fail: (RPCClientError) -> Never = exitWith) -> RPCClient {
+        var pause = 0.05
+        while true {
+            let failure: RPCClientError
+            switch connection() {
+            case .success(let client):
+                do {
+                    _ = try client.call("events.subscribe", params)
+                    return client
+                } catch {
+                    if error.code != nil || error.isTimeout { fail(error) }
+                    failure = error
+                }
+            case .failure(let error):
+                // A refused secret is the answer.
+                if error.code != nil { fail(error) }
+                failure = error
+            }
+            if Date().addingTimeInterval(pause) > deadline { fail(failure) }
+            Thread.sleep(forTimeInterval: pause)
+            pause = min(pause * 2, 1)
+        }
+    }
+
+    /// One attempt to connect (and authenticate); exits 2 for a malformed address.
+    private func connection() -> Result<RPCClient, RPCClientError> {
         guard let parsed = SocketAddress(parsing: connect) else {
             exitInvalid("--connect: \"\(connect)\" is not HOST:PORT or unix:PATH")
         }
@@ -42,14 +80,14 @@ struct ConnectOptions: ParsableArguments {
         for address in addresses {
             do {
                 // A peer that takes the connection and never answers (not a hydra server) ends the command.
-                return try RPCClient(address: address, secret: secret, callTimeout: callTimeout)
+                return .success(try RPCClient(address: address, secret: secret, callTimeout: callTimeout))
             } catch {
                 // A refused secret is the answer; an address that does not answer is not.
-                if error.code != nil { exitWith(error) }
+                if error.code != nil { return .failure(error) }
                 failure = error
             }
         }
-        exitWith(failure!)
+        return .failure(failure!)
     }
 }
 
@@ -176,16 +214,17 @@ struct SubmitCommand: ParsableCommand {
         _ = request("events.subscribe", ["jobId": .string(jobId), "fromSeq": .int(before)])
         var lastDraw = Date.distantPast
         var lastSeq = before
-        var seqAtLastLoss = -1
+        var window = ReconnectWindow()
         while true {
             let note: JSONValue?
             do {
                 note = try client.nextNotification(timeout: .milliseconds(200))
-            } catch where error.code == nil && !error.isTimeout && lastSeq != seqAtLastLoss {
+            } catch where error.code == nil && !error.isTimeout && window.allows(at: lastSeq) {
                 // The connection ended: followed on a new one after the last event seen, as `hydra events` does.
-                seqAtLastLoss = lastSeq
-                client = connection.client()
-                _ = request("events.subscribe", ["jobId": .string(jobId), "fromSeq": .int(lastSeq)])
+                if lineOpen { FileHandle.standardError.write(Data("\n".utf8)) }
+                lineOpen = false
+                FileHandle.standardError.write(Data("hydra: \(TerminalText.safe(error.message)); following on a new connection\n".utf8))
+                client = connection.resubscribe(["jobId": .string(jobId), "fromSeq": .int(lastSeq)], until: window.deadline, fail: fail)
                 continue
             } catch {
                 fail(error)
@@ -336,21 +375,19 @@ struct EventsCommand: ParsableCommand {
         // Where a dropped subscription resumes: after the last event seen (or where it began).
         var lastSeq = from ?? subscribed["seq"]?.intValue ?? 0
         var seqAtLastDrop = -1
-        var seqAtLastLoss = -1
+        var window = ReconnectWindow()
         while true {
             do {
                 let note: JSONValue?
                 do {
                     note = try client.nextNotification(timeout: nil)
-                } catch where error.code == nil && !error.isTimeout && lastSeq != seqAtLastLoss {
+                } catch where error.code == nil && !error.isTimeout && window.allows(at: lastSeq) {
                     // The connection ended (closed by the server, or a restart): the stream is taken
-                    // up on a new one after the last event seen; ended again before a new event, it stops.
-                    seqAtLastLoss = lastSeq
+                    // up on a new one after the last event seen.
                     FileHandle.standardError.write(Data(
                         "hydra: \(TerminalText.safe(error.message)); taken up again after seq \(lastSeq) on a new connection\n".utf8))
-                    client = connection.client()
                     params["fromSeq"] = .int(lastSeq)
-                    _ = call(client, "events.subscribe", .object(params))
+                    client = connection.resubscribe(.object(params), until: window.deadline)
                     continue
                 }
                 guard let note else { continue }

@@ -388,10 +388,14 @@ final class RPCServerRuntime {
         var touched: [UInt64: RPCSession] = [:]
         index.forEachCandidate(of: event) { subscription in
             guard event.seq > subscription.after, subscription.filter.matches(event) else { return }
+            let session = subscription.session
+            // A session this event already backed up (through another of its subscriptions) loses
+            // them all with `hydra.dropped` below; sending it more could pass twice the cap and
+            // close it without the notice. Its subscriptions replay from their last seen seq.
+            if touched[session.id] != nil, session.isBackedUp { return }
             if encoded == nil { encoded = event.encodedJSON() }
             var out: [UInt8] = []
             RPCEncoder.eventNotification(subscription: subscription.id, event: encoded!, into: &out)
-            let session = subscription.session
             session.send(raw: out)
             touched[session.id] = session
         }

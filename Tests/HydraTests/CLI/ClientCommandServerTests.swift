@@ -87,6 +87,7 @@ import Testing
         #expect(last.hasPrefix("hydra: steps 2/2 done · 0 in flight · 0 failed · 1 retry · "), "\(last)")
     }
 
+    /// (It waits out ``ReconnectWindow``'s 10 seconds for the server to come back.)
     @Test func aLostConnectionEndsTheProgressLineFirst() throws {
         let server = try ServerProcess()
         defer { if server.process.isRunning { server.terminate() } }
@@ -100,11 +101,13 @@ import Testing
         follow.process.waitUntilExit()
         terminal.waitForEnd()
         #expect(follow.process.terminationStatus == 1)
-        // The error has a line of its own after the progress line (the terminal shows "\n" as "\r\n").
+        // The note has a line of its own after the progress line (the terminal shows "\n" as "\r\n"),
+        // then, the server not back within the window, the error.
         let lines = terminal.text.components(separatedBy: "\r\n").filter { !$0.isEmpty }
         let last = try #require(lines.last)
         #expect(last.hasPrefix("hydra: ") && !last.contains("steps"), "\(terminal.text)")
-        #expect(lines.dropLast().last?.contains("hydra: steps 0/1 done · 1 in flight") == true, "\(terminal.text)")
+        #expect(lines.dropLast().last?.hasSuffix("following on a new connection") == true, "\(terminal.text)")
+        #expect(lines.dropLast(2).last?.contains("hydra: steps 0/1 done · 1 in flight") == true, "\(terminal.text)")
     }
 
     /// `events --job` ends with the job (it streamed on after the job's end
@@ -144,10 +147,10 @@ import Testing
         #expect(missing.status == 1 && missing.err.hasPrefix("hydra: http: HTTP 404"), "\(missing.err)")
     }
 
-    /// `hydra events` whose connection ends (here: the server restarted while
-    /// the command was stopped) takes the stream up on a new connection after
-    /// the last event seen, missing nothing; it exited with "the server closed
-    /// the connection".
+    /// `hydra events` whose connection ends (here: the server killed and
+    /// started again) takes the stream up on a new connection after the last
+    /// event seen, once the server is back, missing nothing; it exited with
+    /// "the server closed the connection".
     @Test func eventsTakesTheStreamUpOnANewConnection() throws {
         var server = try ServerProcess()
         let state = server.stateDirectory
@@ -180,20 +183,18 @@ import Testing
         try readLines(until: 1)
         #expect(lines.first?["jobId"] == first)
 
-        // Stopped while the server goes away and comes back on the same port; a job ends meanwhile.
-        kill(events.process.processIdentifier, SIGSTOP)
+        // The server goes away and comes back on the same port (the command waits for it); a job ends meanwhile.
         server.kill9()
         server = try ServerProcess(config: #""rpc": {"listen": "127.0.0.1:\#(port)"}"#, state: state)
         defer { server.terminate() }
         let again = try server.client()
         let second = try again.call("job.submit", ["job": ["type": "local", "name": "echo", "input": 2]])["jobId"]!
         _ = try again.call("job.result", ["jobId": second, "waitMs": 10_000])
-        kill(events.process.processIdentifier, SIGCONT)
         try readLines(until: 2)
-        #expect(lines.map { $0["jobId"] } == [first, second], "\(lines)")
         try errors.fileHandleForWriting.close()
         kill(events.process.processIdentifier, SIGKILL)
         let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(lines.map { $0["jobId"] } == [first, second], "\(lines); stderr: \(said)")
         #expect(said.contains("taken up again after seq") && said.contains("on a new connection"), "\(said)")
     }
 

@@ -334,8 +334,20 @@ import Testing
         #expect(text.error?.body == "down", "\(String(describing: text.error))")
         let big = try await engine.run(spec(#"{"type":"remote","endpoint":"/text?status=500&bytes=1048577","saveAs":"downloads/b.bin"}"#))
         #expect(big.error?.status == 500 && (big.error?.body ?? .null) == .null, "\(String(describing: big.error?.body).prefix(100))")
+        // A body that echoes the job's credentials is kept, masked (it was left out: masking shortened it).
+        let echoed = try await engine.run(spec(#"{"type":"remote","endpoint":"/echo/x","expect":[201],"headers":{"Authorization":"Bearer s3cr3t-tok"},"saveAs":"downloads/e.bin"}"#))
+        let body = try #require(echoed.error?.body, "\(String(describing: echoed.error))")
+        #expect(body["method"] == "GET" && !JSONWriter.string(body).contains("s3cr3t-tok"), "\(body)")
         let left = (try? FileManager.default.contentsOfDirectory(atPath: state + "/downloads")) ?? []
         #expect(left.isEmpty, "\(left)")
+
+        // defaults.maxBodyBytes bounds what is read back too.
+        let small = try makeEngine(#""defaults": {"server": "testsvr", "timeoutMs": 10000, "maxBodyBytes": 1000}"#, state: state)
+        defer { small.shutdown() }
+        let over = try await small.run(spec(#"{"type":"remote","endpoint":"/text?status=500&bytes=1001","saveAs":"downloads/o.bin"}"#))
+        #expect(over.error?.status == 500 && (over.error?.body ?? .null) == .null)
+        let within = try await small.run(spec(#"{"type":"remote","endpoint":"/text?status=500&bytes=1000","saveAs":"downloads/w.bin"}"#))
+        #expect(within.error?.body?.stringValue?.utf8.count == 1000)
     }
 
     /// `text/json` (the older name) is JSON to the implied dogma, as

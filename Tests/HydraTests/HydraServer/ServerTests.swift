@@ -151,6 +151,19 @@ import Testing
         #expect(batch.first { $0["id"] == 3 }?["error"]?["code"] == -32004, "\(batch)")
         _ = try client.call("worker.resume", ["name": "local"])
         #expect(try client.call("job.result", ["jobId": first!, "waitMs": 10_000])["state"] == "succeeded")
+
+        // A repeat in the same batch as its first submit, which took the last place: the repeat
+        // is answered after that insert, so it gets the id too (it heard -32004).
+        try waitUntilBlocking(timeout: .seconds(10)) { (try? client.call("hydra.stats"))?["jobs"]?["unfinished"] == 0 }
+        _ = try client.call("worker.pause", ["name": "local"])
+        _ = try client.call("job.submit", ["job": ["type": "local", "name": "echo"]])
+        let same = try #require(try rawCall(raw2, #"[{"jsonrpc":"2.0","id":1,"method":"job.submit","params":{"job":{"type":"local","name":"echo"},"idempotencyKey":"k3"}},"#
+            + #"{"jsonrpc":"2.0","id":2,"method":"job.submit","params":{"job":{"type":"local","name":"echo"},"idempotencyKey":"k3"}},"#
+            + #"{"jsonrpc":"2.0","id":3,"method":"job.submit","params":{"job":{"type":"local","name":"echo","input":3},"idempotencyKey":"k3"}}]"#).arrayValue)
+        let k3 = same.first { $0["id"] == 1 }?["result"]?["jobId"]
+        #expect(k3 != nil && same.first { $0["id"] == 2 }?["result"]?["jobId"] == k3, "\(same)")
+        #expect(same.first { $0["id"] == 3 }?["error"]?["code"] == -32003, "\(same)")
+        _ = try client.call("worker.resume", ["name": "local"])
     }
 
     @Test func batchesAndNotifications() throws {
@@ -785,7 +798,9 @@ import Testing
         defer { server.terminate() }
         let reader = try server.client()
         _ = try reader.call("events.subscribe", ["events": ["job.succeeded"]])
+        // Two subscriptions: the second copy of the event that backed it up closed it without the notice.
         let stalled = try server.client()
+        _ = try stalled.call("events.subscribe", ["events": ["job.succeeded"]])
         _ = try stalled.call("events.subscribe", ["events": ["job.succeeded"]])
         let client = try server.client()
         let big = String(repeating: "z", count: 150_000)
