@@ -1,4 +1,5 @@
 import Foundation
+import HydraRPC
 import Testing
 
 @testable import Hydra
@@ -155,32 +156,12 @@ import Testing
         var server = try ServerProcess()
         let state = server.stateDirectory
         guard case .tcp(_, let port) = server.address! else { Issue.record("not TCP"); return }
-        let errors = Pipe()
-        let events = try start(["events", "--event", "job.succeeded", "--connect", server.address.description],
-                               stderr: errors.fileHandleForWriting)
-        defer { kill(events.process.processIdentifier, SIGKILL); events.process.waitUntilExit() }
         let client = try server.client()
-        try waitUntilBlocking(timeout: .seconds(30)) { (try? client.call("hydra.stats"))?["subscriptions"] == 1 }
+        let events = try EventsRun(self, server: server, client: client)
+        defer { _ = events.stop() }
         let first = try client.call("job.submit", ["job": ["type": "local", "name": "echo", "input": 1]])["jobId"]!
         _ = try client.call("job.result", ["jobId": first, "waitMs": 10_000])
-        var lines: [JSONValue] = []
-        let output = events.out.fileHandleForReading
-        func readLines(until count: Int) throws {
-            var buffer = Data()
-            let deadline = ContinuousClock.now + .seconds(20)
-            while lines.count < count, ContinuousClock.now < deadline {
-                var ready = pollfd(fd: output.fileDescriptor, events: Int16(POLLIN), revents: 0)
-                guard poll(&ready, 1, 200) > 0 else { continue }
-                let chunk = output.availableData
-                if chunk.isEmpty { break }  // the command ended
-                buffer += chunk
-                while let newline = buffer.firstIndex(of: 0x0A) {
-                    lines.append(try JSONParser.parse(Array(buffer[buffer.startIndex..<newline])))
-                    buffer = Data(buffer[buffer.index(after: newline)...])
-                }
-            }
-        }
-        try readLines(until: 1)
+        var lines = try events.read(for: .seconds(20)) { $0.count == 1 }
         #expect(lines.first?["jobId"] == first)
 
         // The server goes away and comes back on the same port (the command waits for it); a job ends meanwhile.
@@ -190,10 +171,8 @@ import Testing
         let again = try server.client()
         let second = try again.call("job.submit", ["job": ["type": "local", "name": "echo", "input": 2]])["jobId"]!
         _ = try again.call("job.result", ["jobId": second, "waitMs": 10_000])
-        try readLines(until: 2)
-        try errors.fileHandleForWriting.close()
-        kill(events.process.processIdentifier, SIGKILL)
-        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        lines += try events.read(for: .seconds(20)) { $0.count == 1 }
+        let said = events.stop()
         #expect(lines.map { $0["jobId"] } == [first, second], "\(lines); stderr: \(said)")
         #expect(said.contains("taken up again after seq") && said.contains("on a new connection"), "\(said)")
     }
@@ -204,13 +183,9 @@ import Testing
     @Test func eventsTakesADroppedSubscriptionUpAgain() throws {
         let server = try ServerProcess(config: #""rpc": {"listen": "127.0.0.1:0", "maxOutboundBytes": 65536}"#)
         defer { server.terminate() }
-        let errors = Pipe()
-        let events = try start(["events", "--event", "job.succeeded", "--connect", server.address.description],
-                               stderr: errors.fileHandleForWriting)
-        defer { kill(events.process.processIdentifier, SIGKILL); events.process.waitUntilExit() }
         let client = try server.client()
-        // Subscribed (a fixed wait lost the race to a CLI started late on a loaded machine).
-        try waitUntilBlocking(timeout: .seconds(30)) { (try? client.call("hydra.stats"))?["subscriptions"] == 1 }
+        let events = try EventsRun(self, server: server, client: client)
+        defer { _ = events.stop() }
         let step: JSONValue = ["type": "local", "name": "echo", "input": .string(String(repeating: "z", count: 3_000))]
         var ids: Set<String> = []
         for _ in 0..<30 {
@@ -219,27 +194,59 @@ import Testing
         }
         for id in ids { _ = try client.call("job.result", ["jobId": .string(id), "waitMs": 20_000]) }
         // Only now is stdout read: 30 × 26 job.succeeded events, none missing, none twice.
-        var seqs: [Int] = []
-        var buffer = Data()
-        let deadline = ContinuousClock.now + .seconds(30)
-        let output = events.out.fileHandleForReading.fileDescriptor
-        while seqs.count < 30 * 26, ContinuousClock.now < deadline {
-            // Waits at most 200 ms for output (`availableData` alone blocks: a missing
-            // event hung the whole run, once under ThreadSanitizer, instead of failing here).
-            var ready = pollfd(fd: output, events: Int16(POLLIN), revents: 0)
-            guard poll(&ready, 1, 200) > 0 else { continue }
-            buffer += events.out.fileHandleForReading.availableData
-            while let newline = buffer.firstIndex(of: 0x0A) {
-                let line = buffer[buffer.startIndex..<newline]
-                buffer = Data(buffer[buffer.index(after: newline)...])
-                let event = try JSONParser.parse(Array(line))
-                if let id = event["jobId"]?.stringValue, ids.contains(id), let seq = event["seq"]?.intValue { seqs.append(seq) }
+        func seqs(_ lines: [JSONValue]) -> [Int] {
+            lines.compactMap { event in
+                event["jobId"]?.stringValue.flatMap { ids.contains($0) ? event["seq"]?.intValue : nil }
             }
         }
-        #expect(seqs.count == 30 * 26 && Set(seqs).count == seqs.count && seqs == seqs.sorted(), "\(seqs.count) events")
-        try errors.fileHandleForWriting.close()
-        kill(events.process.processIdentifier, SIGKILL)
-        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let seen = seqs(try events.read(for: .seconds(30)) { seqs($0).count >= 30 * 26 })
+        #expect(seen.count == 30 * 26 && Set(seen).count == seen.count && seen == seen.sorted(), "\(seen.count) events")
+        let said = events.stop()
         #expect(said.contains("taken up again after seq"), "the subscription was never dropped: the test proved nothing (\(said))")
+    }
+
+    /// `hydra events --event job.succeeded` against a server, subscribed once
+    /// made; its stdout read as JSON lines with a deadline (`availableData`
+    /// alone blocks: a missing event hung a whole run once, instead of failing).
+    final class EventsRun {
+        let process: ChildProcess
+        private let out: Pipe
+        private let errors = Pipe()
+        private var buffer = Data()
+
+        init(_ tests: ClientCommandServerTests, server: ServerProcess, client: RPCClient) throws {
+            (process, out) = try tests.start(["events", "--event", "job.succeeded", "--connect", server.address.description],
+                                             stderr: errors.fileHandleForWriting)
+            // Subscribed (a fixed wait lost the race to a CLI started late on a loaded machine).
+            try waitUntilBlocking(timeout: .seconds(30)) { (try? client.call("hydra.stats"))?["subscriptions"] == 1 }
+        }
+
+        /// The lines that come within `limit`, until `enough` says so or the command ends.
+        func read(for limit: Duration, until enough: ([JSONValue]) -> Bool) throws -> [JSONValue] {
+            var lines: [JSONValue] = []
+            let deadline = ContinuousClock.now + limit
+            let output = out.fileHandleForReading
+            while !enough(lines), ContinuousClock.now < deadline {
+                var ready = pollfd(fd: output.fileDescriptor, events: Int16(POLLIN), revents: 0)
+                guard poll(&ready, 1, 200) > 0 else { continue }
+                let chunk = output.availableData
+                if chunk.isEmpty { break }  // the command ended
+                buffer += chunk
+                while let newline = buffer.firstIndex(of: 0x0A) {
+                    lines.append(try JSONParser.parse(Array(buffer[buffer.startIndex..<newline])))
+                    buffer = Data(buffer[buffer.index(after: newline)...])
+                }
+            }
+            return lines
+        }
+
+        /// Ends the command (idempotent); what it said on stderr.
+        func stop() -> String {
+            guard process.isRunning else { return "" }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            try? errors.fileHandleForWriting.close()
+            return String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        }
     }
 }
