@@ -773,14 +773,14 @@ final class RESTExecutor: JobExecutor {
         case failure(JobError)
     }
 
-    /// Checks the status against `expect` and decodes the body with the job's
-    /// dogma. The body is decoded here, on the worker's loop, because a body
-    /// that does not decode fails the job; the rest of the result waits.
     /// True when `status` is one the call expects (`expect`, else any 2xx).
     private static func expects(_ status: Int, _ call: RemoteCall) -> Bool {
         call.request.expect.map { $0.contains(status) } ?? (200...299).contains(status)
     }
 
+    /// Checks the status against `expect` and decodes the body with the job's
+    /// dogma. The body is decoded here, on the worker's loop, because a body
+    /// that does not decode fails the job; the rest of the result waits.
     /// `errorBodyLeftOut`: the body of an unexpected `saveAs` answer was too large to read back.
     private func judge(response: HTTPResponse, call: RemoteCall, errorBodyLeftOut: Bool) -> Judgement {
         let dogmaResponse = DogmaResponse(status: response.status, headers: response.headers, body: response.body)
