@@ -92,7 +92,8 @@ public final class HydraService: Sendable {
     /// Each request succeeds or fails on its own, except that a failed write of
     /// the store fails every job that was valid. The JSON-RPC server uses it for
     /// the `job.submit` calls of one batch. `reply` runs on the store's writer thread
-    /// after the commit (or on the caller's when no request was valid).
+    /// after the commit, or after the lookup of refused repeats (see below); on
+    /// the caller's thread when no request was valid and none is looked up.
     public func submit(_ requests: [SubmitRequest],
                        reply: @escaping @Sendable ([Result<String, ServiceError>]) -> Void) {
         var results = [Result<String, ServiceError>](repeating: .failure(ServiceError(.internalError, "not submitted")),

@@ -95,7 +95,8 @@ final class RPCSession {
         connection.write(bytes)
     }
 
-    /// True while the outgoing buffer is above the cap: replays wait for it to drain.
+    /// True while the outgoing buffer is above the cap (judged as ``backlog`` does,
+    /// after a flush): replays wait for it to drain. RPC loop thread only.
     var isBackedUp: Bool { backlog > outboundCap }
 
     /// Bytes the client has not taken. Past the cap, what this loop turn queued
