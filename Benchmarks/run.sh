@@ -69,8 +69,8 @@ apt_install() {
     log "apt-get install -y $*"
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y "$@"
 }
-if ! pkg-config --exists libuv libcurl sqlite3 libtcmalloc_minimal 2>/dev/null; then
-    apt_install libuv1-dev libcurl4-openssl-dev libsqlite3-dev libgoogle-perftools-dev
+if ! pkg-config --exists libuv libcurl sqlite3 libtcmalloc_minimal libcrypto 2>/dev/null; then
+    apt_install libuv1-dev libcurl4-openssl-dev libsqlite3-dev libgoogle-perftools-dev libssl-dev
 fi
 if ! command -v nginx >/dev/null || ! command -v aria2c >/dev/null; then
     apt_install nginx-light aria2
@@ -157,6 +157,11 @@ mkdir -p "$OUT_DIR"
 log "building rawbench"
 # shellcheck disable=SC2046
 gcc -O2 -Wall -o "$RAWBENCH" "$ROOT/Benchmarks/raw/rawbench.c" $(pkg-config --cflags --libs libuv libcurl)
+# The download row's ceiling: the same downloads in plain C, with and without
+# the SHA-256 of every byte (OpenSSL's libcrypto, from libssl-dev).
+RAWDOWNLOAD="$OUT_DIR/rawdownload"
+# shellcheck disable=SC2046
+gcc -O2 -Wall -o "$RAWDOWNLOAD" "$ROOT/Benchmarks/raw/rawdownload.c" $(pkg-config --cflags --libs libuv libcurl libcrypto)
 
 HYDRA_OK=0
 HYDRA_NOTE=""
@@ -453,7 +458,7 @@ PY
         record "$(python3 -c 'import json,sys; s=float(sys.argv[3])-float(sys.argv[2]); b=2000*262144; print(json.dumps({"name":sys.argv[1],"bytes":b,"seconds":round(s,3),"mbps":round(b/1048576/s,3)}))' "$1" "$start" "$end")"
     }
     for r in $(seq "$REPEAT"); do
-        log "resource downloads: 2,000 x 256 KiB at 16 in flight, run $r/$REPEAT: curl --parallel to files, then hydra, then curl to /dev/null"
+        log "resource downloads: 2,000 x 256 KiB at 16 in flight, run $r/$REPEAT: curl --parallel to files, then hydra, then curl to /dev/null, then plain C (files; files + SHA-256 on the loop; on a thread pool)"
         rm -rf "$DL_PARENT/curl"; mkdir -p "$DL_PARENT/curl"
         timed_curl curl-download "$TMP/dl.cfg"
         rm -rf "$DL_PARENT/curl"
@@ -463,6 +468,15 @@ PY
             warn "hydra-bench resource-download failed"
         fi
         timed_curl curl-download-null "$TMP/dl-null.cfg"
+        for mode in none inline pool; do
+            mkdir -p "$DL_PARENT/raw"
+            if "$RAWDOWNLOAD" "http://127.0.0.1:$PORT/dl/" 2000 16 "$DL_PARENT/raw" "$mode" > "$TMP/out.txt"; then
+                line="$(json_line "raw-download-$mode" "$TMP/out.txt")"; [[ -n "$line" ]] && record "$line"
+            else
+                warn "rawdownload $mode failed"
+            fi
+            rm -rf "$DL_PARENT/raw"
+        done
     done
     # The memory row is the server's RSS (resources.md's words): a `hydra serve`
     # of its own (release, state on $DL_PARENT, a 64 MiB tier, 16 in flight)
@@ -901,6 +915,17 @@ if auth or merged or uploads or hits or any(r.get("name", "").startswith("resour
             "%.2f" % statistics.median(pairs) if pairs else "?", "/".join("%.2f" % p for p in pairs),
             statistics.median(c["mbps"] for c in null_downloads) if null_downloads else 0,
             "%.2f" % statistics.median(null_pairs) if null_pairs else "?"))
+        # The ceiling: plain C doing the same downloads, paired with the same curl runs.
+        raw = {mode: [r for r in rows if r.get("name") == "raw-download-" + mode] for mode in ("none", "inline", "pool")}
+        if raw["pool"]:
+            def vs_curl(runs):
+                ratios = [r["mbps"] / c["mbps"] for c, r in zip(curl_downloads, runs) if c["mbps"] > 0]
+                return "%.2f× (pairs %s)" % (statistics.median(ratios), "/".join("%.2f" % x for x in ratios)) if ratios else "?"
+            hydra_vs_pool = [d["mbps"] / p["mbps"] for p, d in zip(raw["pool"], downloads) if p["mbps"] > 0]
+            out.append("| the same in plain C (libcurl + libuv; OpenSSL SHA-256): files only; + digest on the loop; + digest on a thread pool | %s; %s; %s the curl runs; CPU %s s; Hydra %s× the thread-pool C | the row's ceiling here |" % (
+                vs_curl(raw["none"]), vs_curl(raw["inline"]), vs_curl(raw["pool"]),
+                "/".join("%.2f" % statistics.median(r["cpuSeconds"] for r in raw[m]) for m in ("none", "inline", "pool") if raw[m]),
+                "%.2f" % statistics.median(hydra_vs_pool) if hydra_vs_pool else "?"))
     held = next((r for r in rows if r.get("name") == "resource-memory"), None)
     if held:
         out.append("| 20,000 distinct 64 KiB resources through hydra serve, memoryBytes 64 MiB | server RSS %.1f MiB idle, %.1f MiB at peak: +%.1f MiB | < idle + 96 MiB |" % (
