@@ -364,11 +364,8 @@ struct EventsCommand: ParsableCommand {
     func run() {
         var client = connection.client()
         var params: OrderedJSON = [:]
-        if let job {
-            // A job the server does not know would be waited on for ever (a typo, or pruned by retention).
-            _ = call(client, "job.status", ["jobId": .string(job)])
-            params["jobId"] = .string(job)
-        }
+        // A job the server does not know is refused by the subscribe (-32002), not waited on for ever.
+        if let job { params["jobId"] = .string(job) }
         if let from { params["fromSeq"] = .int(from) }
         if !event.isEmpty { params["events"] = .array(event.map { .string($0) }) }
         let subscribed = call(client, "events.subscribe", .object(params))

@@ -97,7 +97,27 @@ extension RPCServerRuntime {
                 let filter = EventFilter(jobId: try params.string("jobId"), events: names,
                                          shared: try params.stringSet("shared"))
                 let from = try params.int("fromSeq", min: 0).map(UInt64.init)
-                now(subscribe(session, filter: filter, fromSeq: from))
+                guard let jobId = filter.jobId else {
+                    now(subscribe(session, filter: filter, fromSeq: from))
+                    return
+                }
+                // A filter naming a job the server does not know would match nothing,
+                // for ever (a typo, a job pruned by retention): -32002, as job.status.
+                // Subscribed back on this loop, the reply written before any event.
+                let me = LoopBound(self, loop: loop)
+                let reply = LoopBound(onLoop, loop: loop)
+                let caller = session.id
+                service.status(of: jobId) { [loop] found in
+                    loop.execute {
+                        if case .failure(let error) = found {
+                            reply.value(.failure(error))
+                        } else if let session = me.value.sessions[caller] {
+                            reply.value(me.value.subscribe(session, filter: filter, fromSeq: from))
+                        } else {
+                            reply.value(.success(.null))  // the connection closed meanwhile: nobody reads it
+                        }
+                    }
+                }
 
             case "events.emit":
                 try params.only(["event", "fields"])

@@ -10,14 +10,19 @@ import Testing
         let server = try ServerProcess()
         defer { server.terminate() }
         let client = try server.client()
+        // A finished job, for a subscription that matches no event from here on.
+        let finished = try #require(client.call("job.submit", ["job": ["type": "local", "name": "echo", "input": 1]])["jobId"])
+        _ = try client.call("job.result", ["jobId": finished, "waitMs": 10_000])
         let watcher = try server.client()
         _ = try watcher.call("events.subscribe", ["events": ["custom.deploy"]])
         let jobWatcher = try server.client()
         // Every matching subscriber (rest.md §6): one with no filter too, not one for a job or a shared key.
         let everything = try server.client()
-        _ = try everything.call("events.subscribe", [:])
+        // From the bus's last seq: none of the finished job's events (one may still be on its way live).
+        let after = try #require(client.call("hydra.stats")["events"]?["lastSeq"])
+        _ = try everything.call("events.subscribe", ["fromSeq": after])
         let otherJob = try server.client()
-        _ = try otherJob.call("events.subscribe", ["jobId": "jnone"])
+        _ = try otherJob.call("events.subscribe", ["jobId": finished])
         _ = try otherJob.call("events.subscribe", ["shared": ["k"]])
 
         let sent = try client.call("events.emit", ["event": "custom.deploy", "fields": ["version": "1.2", "ok": true]])

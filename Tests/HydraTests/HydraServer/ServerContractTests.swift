@@ -160,8 +160,18 @@ import Testing
                 return (error as? RPCClientError)?.code == -32002
             }
         }
+        // Its events went with it: a replay of them is refused as for any job the server does not have.
         let watcher = try pruned.client()
-        _ = try watcher.call("events.subscribe", ["jobId": job["jobId"]!, "fromSeq": 0])
-        #expect(try watcher.nextNotification(timeout: .milliseconds(500)) == nil)
+        do {
+            _ = try watcher.call("events.subscribe", ["jobId": job["jobId"]!, "fromSeq": 0])
+            Issue.record("a subscription to a pruned job was taken")
+        } catch {
+            #expect(error.code == -32002, "\(error)")
+        }
+        let everything = try watcher.call("events.subscribe", ["fromSeq": 0])
+        #expect(everything["subscription"] != nil)
+        while let note = try watcher.nextNotification(timeout: .milliseconds(500)) {
+            #expect(note["params"]?["jobId"] != job["jobId"]!, "an event of a pruned job: \(note)")
+        }
     }
 }

@@ -16,8 +16,11 @@ import Testing
         let server = try ServerProcess(config: #""rpc": {"listen": "127.0.0.1:0", "maxSubscriptions": 3}"#)
         defer { server.terminate() }
         let client = try server.client()
+        // Subscriptions to a finished job: filters that match nothing more.
+        let done = try #require(client.call("job.submit", ["job": ["type": "local", "name": "echo", "input": 1]])["jobId"])
+        _ = try client.call("job.result", ["jobId": done, "waitMs": 10_000])
         var ids: [JSONValue] = []
-        for _ in 0..<3 { ids.append(try #require(client.call("events.subscribe", ["jobId": "nomatch"])["subscription"])) }
+        for _ in 0..<3 { ids.append(try #require(client.call("events.subscribe", ["jobId": done])["subscription"])) }
         do {
             _ = try client.call("events.subscribe", [:])
             Issue.record("a fourth subscription was accepted")
@@ -72,9 +75,13 @@ import Testing
         defer { server.terminate() }
         let client = try server.client()
         let watcher = try server.client()
-        // 4,000 subscriptions that match nothing, in one batch.
+        // 4,000 subscriptions that match nothing, in one batch: half of them to a finished job.
+        let done = try #require(client.call("job.submit", ["job": ["type": "local", "name": "echo", "input": 0]])["jobId"])
+        _ = try client.call("job.result", ["jobId": done, "waitMs": 10_000])
+        // From the bus's last seq: none of the finished job's events (one may still be on its way live).
+        let doneSeq = try #require(client.call("hydra.stats")["events"]?["lastSeq"])
         let noise: [(method: String, params: JSONValue)] = (0..<4000).map { i in
-            ("events.subscribe", i % 2 == 0 ? ["jobId": "nomatch"] : ["shared": ["nokey"], "events": ["shared.updated"]])
+            ("events.subscribe", i % 2 == 0 ? ["jobId": done, "fromSeq": doneSeq] : ["shared": ["nokey"], "events": ["shared.updated"]])
         }
         for reply in try watcher.callBatch(noise, timeout: .seconds(30)) { _ = try reply.get() }
         let start = try #require(client.call("hydra.stats")["events"]?["lastSeq"]?.intValue)
@@ -257,6 +264,9 @@ import Testing
             ("job.result", ["jobId": "x"], "jobId", "jobId: no job 'x'"),
             ("job.result", ["jobId": "x", "waitMs": 100], "jobId", "jobId: no job 'x'"),
             ("job.cancel", ["jobId": "x"], "jobId", "jobId: no job 'x'"),
+            // A filter of a job the server does not have would match nothing, for ever.
+            ("events.subscribe", ["jobId": "x"], "jobId", "jobId: no job 'x'"),
+            ("events.subscribe", ["jobId": "x", "fromSeq": 0], "jobId", "jobId: no job 'x'"),
             ("shared.get", ["key": "x"], "key", "key: no shared key 'x'"),
             ("worker.pause", ["name": "x"], "name", "name: no worker 'x'"),
             ("events.unsubscribe", ["subscription": "x"], "subscription", "subscription: no subscription 'x' on this connection"),
@@ -475,10 +485,12 @@ import Testing
         let server = try ServerProcess()
         defer { server.terminate() }
         let client = try server.client()
+        let done = try #require(client.call("job.submit", ["job": ["type": "local", "name": "echo", "input": 1]])["jobId"]?.stringValue)
+        _ = try client.call("job.result", ["jobId": .string(done), "waitMs": 10_000])
         let before = try client.call("hydra.stats")
         for _ in 0..<3 {
             let watcher = try server.raw()
-            _ = try rawCall(watcher, #"{"jsonrpc":"2.0","id":1,"method":"events.subscribe","params":{"jobId":"j-finished-long-ago"}}"#)
+            _ = try rawCall(watcher, #"{"jsonrpc":"2.0","id":1,"method":"events.subscribe","params":{"jobId":"\#(done)"}}"#)
             watcher.close()
         }
         var after: JSONValue = .null
