@@ -11,8 +11,8 @@
  * work in plain C, so the ratio to it measures Hydra's own overhead.
  *
  * One libuv loop drives one libcurl multi handle through the multi socket API
- * (CURLMOPT_SOCKETFUNCTION -> one uv_poll_t per socket, CURLMOPT_TIMERFUNCTION
- * -> one uv_timer_t). CONCURRENCY easy handles are kept in flight; a finished
+ * (rawloop.h: CURLMOPT_SOCKETFUNCTION -> one uv_poll_t per socket,
+ * CURLMOPT_TIMERFUNCTION -> one uv_timer_t). CONCURRENCY easy handles are kept in flight; a finished
  * handle is removed and re-added for the next request so its connection is
  * reused (keep-alive). The write callback appends the body to a per-handle
  * growable buffer (bytes kept, then discarded on completion) and each response
@@ -32,6 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <uv.h>
+
+#include "rawloop.h"
 
 typedef struct {
     CURL *easy;
@@ -54,14 +56,7 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata) {
     return n;
 }
 
-typedef struct {
-    uv_poll_t poll; /* must stay first: the close callback frees the handle */
-    curl_socket_t fd;
-} sock_ctx_t;
 
-static uv_loop_t *loop;
-static CURLM *multi;
-static uv_timer_t timer;
 static slot_t *slots;
 static CURLMsg *done_buf; /* DONE messages collected before acting on them */
 static long target, started, completed, failed, concurrency;
@@ -69,10 +64,6 @@ static int warming;           /* warm-up phase: slots are not re-added */
 static long warm_left, warm_failed;
 static uint64_t t_start, t_end;
 
-static void die(const char *what, const char *detail) {
-    fprintf(stderr, "rawbench: %s: %s\n", what, detail);
-    exit(2);
-}
 
 static size_t on_write(char *data, size_t size, size_t nmemb, void *userp) {
     slot_t *s = userp;
@@ -134,83 +125,6 @@ static void check_info(void) {
     }
 }
 
-static void on_poll(uv_poll_t *handle, int status, int events) {
-    sock_ctx_t *ctx = (sock_ctx_t *)handle;
-    curl_socket_t fd = ctx->fd; /* ctx may be closed by the socket callback below */
-    int flags = 0;
-    int running;
-    if (status < 0) {
-        flags = CURL_CSELECT_ERR;
-    } else {
-        if (events & UV_READABLE) flags |= CURL_CSELECT_IN;
-        if (events & UV_WRITABLE) flags |= CURL_CSELECT_OUT;
-    }
-    curl_multi_socket_action(multi, fd, flags, &running);
-    check_info();
-}
-
-static void on_timeout(uv_timer_t *t) {
-    int running;
-    (void)t;
-    curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
-    check_info();
-}
-
-/* CURLMOPT_TIMERFUNCTION: only (re)arm or stop the uv timer here. */
-static int timer_cb(CURLM *m, long timeout_ms, void *userp) {
-    (void)m;
-    (void)userp;
-    if (timeout_ms < 0)
-        uv_timer_stop(&timer);
-    else
-        uv_timer_start(&timer, on_timeout, (uint64_t)timeout_ms, 0); /* 0 = asap */
-    return 0;
-}
-
-static void on_close_free(uv_handle_t *h) { free(h); }
-
-/* CURLMOPT_SOCKETFUNCTION: one uv_poll_t per socket, created on first use. */
-static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp) {
-    sock_ctx_t *ctx = socketp;
-    (void)easy;
-    (void)userp;
-    if (what == CURL_POLL_REMOVE) {
-        if (ctx) {
-            uv_poll_stop(&ctx->poll);
-            uv_close((uv_handle_t *)&ctx->poll, on_close_free);
-            curl_multi_assign(multi, fd, NULL);
-        }
-        return 0;
-    }
-    if (!ctx) {
-        ctx = calloc(1, sizeof(*ctx));
-        if (!ctx) die("calloc", strerror(errno));
-        ctx->fd = fd;
-        int r = uv_poll_init_socket(loop, &ctx->poll, fd);
-        if (r < 0) die("uv_poll_init_socket", uv_strerror(r));
-        curl_multi_assign(multi, fd, ctx);
-    }
-    int events = 0;
-    if (what & CURL_POLL_IN) events |= UV_READABLE;
-    if (what & CURL_POLL_OUT) events |= UV_WRITABLE;
-    int r = uv_poll_start(&ctx->poll, events, on_poll);
-    if (r < 0) die("uv_poll_start", uv_strerror(r));
-    return 0;
-}
-
-static void close_leftover(uv_handle_t *h, void *arg) {
-    (void)arg;
-    if (uv_is_closing(h)) return;
-    uv_close(h, h->type == UV_POLL ? on_close_free : NULL);
-}
-
-static long parse_pos(const char *s, const char *what) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || v <= 0) die(what, "must be a positive integer");
-    return v;
-}
 
 int main(int argc, char **argv) {
     int same_options = argc == 5 && strcmp(argv[4], "--same-options") == 0;
@@ -218,6 +132,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s URL REQUESTS CONCURRENCY [--same-options]\n", argv[0]);
         return 2;
     }
+    raw_program = "rawbench";
     const char *url = argv[1];
     target = parse_pos(argv[2], "REQUESTS");
     concurrency = parse_pos(argv[3], "CONCURRENCY");
@@ -229,8 +144,7 @@ int main(int argc, char **argv) {
 
     multi = curl_multi_init();
     if (!multi) die("curl_multi_init", "failed");
-    curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
-    curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, timer_cb);
+    raw_loop_attach();
     curl_multi_setopt(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, concurrency);
     curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, concurrency);
 

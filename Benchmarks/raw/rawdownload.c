@@ -5,7 +5,7 @@
  *
  * Fetches PREFIX0 .. PREFIX(FILES-1), CONCURRENCY in flight on one libcurl
  * multi handle driven by one libuv loop (the socket-action API, as rawbench
- * and Hydra's remote worker), and saves body i as OUTDIR/i. The last argument
+ * and Hydra's remote worker; rawloop.h), and saves body i as OUTDIR/i. The last argument
  * says what is done with the digest the resource manager must take of every
  * byte (resources.md puts `sha256` in every result and in the index):
  *
@@ -44,6 +44,8 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "rawloop.h"
+
 enum mode { MODE_NONE, MODE_INLINE, MODE_POOL };
 
 typedef struct {
@@ -64,16 +66,8 @@ typedef struct {
     int failed;
 } job_t;
 
-typedef struct {
-    uv_poll_t poll; /* must stay first: the close callback frees the handle */
-    curl_socket_t fd;
-} sock_ctx_t;
-
 static enum mode mode;
 static const char *prefix, *outdir;
-static uv_loop_t *loop;
-static CURLM *multi;
-static uv_timer_t timer;
 static long files, next_index, finished, failed, nslots;
 static size_t total_bytes;
 static CURLMsg *done_buf;
@@ -82,11 +76,6 @@ static CURLMsg *done_buf;
 static char *spare_buf[SPARE_MAX];
 static size_t spare_cap[SPARE_MAX];
 static int spare_count;
-
-static void die(const char *what, const char *detail) {
-    fprintf(stderr, "rawdownload: %s: %s\n", what, detail);
-    exit(2);
-}
 
 static int open_output(long index) {
     char path[4096];
@@ -231,83 +220,6 @@ static void check_info(void) {
     }
 }
 
-static void on_poll(uv_poll_t *handle, int status, int events) {
-    sock_ctx_t *ctx = (sock_ctx_t *)handle;
-    curl_socket_t fd = ctx->fd; /* ctx may be closed by the socket callback below */
-    int flags = 0, running;
-    if (status < 0) {
-        flags = CURL_CSELECT_ERR;
-    } else {
-        if (events & UV_READABLE) flags |= CURL_CSELECT_IN;
-        if (events & UV_WRITABLE) flags |= CURL_CSELECT_OUT;
-    }
-    curl_multi_socket_action(multi, fd, flags, &running);
-    check_info();
-}
-
-static void on_timeout(uv_timer_t *t) {
-    int running;
-    (void)t;
-    curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
-    check_info();
-}
-
-/* CURLMOPT_TIMERFUNCTION: only (re)arm or stop the uv timer here. */
-static int timer_cb(CURLM *m, long timeout_ms, void *userp) {
-    (void)m;
-    (void)userp;
-    if (timeout_ms < 0)
-        uv_timer_stop(&timer);
-    else
-        uv_timer_start(&timer, on_timeout, (uint64_t)timeout_ms, 0);
-    return 0;
-}
-
-static void on_close_free(uv_handle_t *h) { free(h); }
-
-/* CURLMOPT_SOCKETFUNCTION: one uv_poll_t per socket, created on first use. */
-static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp) {
-    sock_ctx_t *ctx = socketp;
-    (void)easy;
-    (void)userp;
-    if (what == CURL_POLL_REMOVE) {
-        if (ctx) {
-            uv_poll_stop(&ctx->poll);
-            uv_close((uv_handle_t *)&ctx->poll, on_close_free);
-            curl_multi_assign(multi, fd, NULL);
-        }
-        return 0;
-    }
-    if (!ctx) {
-        ctx = calloc(1, sizeof(*ctx));
-        if (!ctx) die("calloc", strerror(errno));
-        ctx->fd = fd;
-        int r = uv_poll_init_socket(loop, &ctx->poll, fd);
-        if (r < 0) die("uv_poll_init_socket", uv_strerror(r));
-        curl_multi_assign(multi, fd, ctx);
-    }
-    int events = 0;
-    if (what & CURL_POLL_IN) events |= UV_READABLE;
-    if (what & CURL_POLL_OUT) events |= UV_WRITABLE;
-    int r = uv_poll_start(&ctx->poll, events, on_poll);
-    if (r < 0) die("uv_poll_start", uv_strerror(r));
-    return 0;
-}
-
-static void close_leftover(uv_handle_t *h, void *arg) {
-    (void)arg;
-    if (uv_is_closing(h)) return;
-    uv_close(h, h->type == UV_POLL ? on_close_free : NULL);
-}
-
-static long parse_pos(const char *s, const char *what) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || v <= 0) die(what, "must be a positive integer");
-    return v;
-}
-
 static double cpu_seconds(void) {
     struct rusage u;
     getrusage(RUSAGE_SELF, &u);
@@ -319,6 +231,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s PREFIX FILES CONCURRENCY OUTDIR [none|inline|pool]\n", argv[0]);
         return 2;
     }
+    raw_program = "rawdownload";
     prefix = argv[1];
     files = parse_pos(argv[2], "FILES");
     long concurrency = parse_pos(argv[3], "CONCURRENCY");
@@ -335,8 +248,7 @@ int main(int argc, char **argv) {
     uv_timer_init(loop, &timer);
     multi = curl_multi_init();
     if (!multi) die("curl_multi_init", "failed");
-    curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
-    curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, timer_cb);
+    raw_loop_attach();
     curl_multi_setopt(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, concurrency);
     curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, concurrency);
 
