@@ -91,11 +91,7 @@ static void start_next(slot_t *s) {
 /* Drain curl_multi_info_read: collect every DONE message first (easy handle and
  * result are read before the handle is removed), then act on them. */
 static void check_info(void) {
-    CURLMsg *msg;
-    int pending, ndone = 0;
-    while ((msg = curl_multi_info_read(multi, &pending)) != NULL) {
-        if (msg->msg == CURLMSG_DONE && ndone < concurrency) done_buf[ndone++] = *msg;
-    }
+    int ndone = raw_collect_done(done_buf, concurrency);
     for (int i = 0; i < ndone; i++) {
         CURL *easy = done_buf[i].easy_handle;
         CURLcode rc = done_buf[i].data.result;

@@ -201,11 +201,7 @@ static void finish_slot(slot_t *s, int bad) {
 /* Drains curl_multi_info_read first (easy handle and result are read before
  * the handle is removed), then acts on what finished. */
 static void check_info(void) {
-    CURLMsg *msg;
-    int pending, ndone = 0;
-    while ((msg = curl_multi_info_read(multi, &pending)) != NULL) {
-        if (msg->msg == CURLMSG_DONE && ndone < nslots) done_buf[ndone++] = *msg;
-    }
+    int ndone = raw_collect_done(done_buf, nslots);
     for (int i = 0; i < ndone; i++) {
         CURL *easy = done_buf[i].easy_handle;
         CURLcode rc = done_buf[i].data.result;

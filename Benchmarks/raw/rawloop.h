@@ -111,6 +111,17 @@ static long parse_pos(const char *s, const char *what) {
     return v;
 }
 
+/* Copies up to `max` DONE messages into `done` and returns how many: all are
+ * read before any handle is removed (removing one invalidates the messages). */
+static int raw_collect_done(CURLMsg *done, long max) {
+    CURLMsg *msg;
+    int pending, n = 0;
+    while ((msg = curl_multi_info_read(multi, &pending)) != NULL) {
+        if (msg->msg == CURLMSG_DONE && n < max) done[n++] = *msg;
+    }
+    return n;
+}
+
 /* Sets the multi handle's socket and timer callbacks to the ones above. */
 static void raw_loop_attach(void) {
     curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
