@@ -36,12 +36,6 @@ static inline CURLMcode hydra_multi_setopt_socket_cb(CURLM *m, hydra_socket_cb v
 typedef int (*hydra_timer_cb)(CURLM *multi, long timeout_ms, void *userp);
 static inline CURLMcode hydra_multi_setopt_timer_cb(CURLM *m, hydra_timer_cb v) { return curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, v); }
 
-/// What a write callback returns to pause its transfer (curl keeps the bytes and
-/// calls again once `hydra_easy_unpause`), and the unpause: the macros are
-/// expressions Swift does not import.
-static const size_t hydra_writefunc_pause = CURL_WRITEFUNC_PAUSE;
-static inline CURLcode hydra_easy_unpause(CURL *h) { return curl_easy_pause(h, CURLPAUSE_CONT); }
-
 /// The `data.result` of a CURLMsg (a union Swift imports awkwardly).
 static inline CURLcode hydra_msg_result(const CURLMsg *m) { return m->data.result; }
 

@@ -16,9 +16,7 @@ public struct HTTPTransferID: Hashable, Sendable {
 /// every callback (completion, progress) runs there. It owns the multi handle,
 /// the easy handles (kept and reused, with their connections) and the poll handles.
 /// The connection pool belongs to the multi handle: keep-alive reuse, HTTP/2
-/// multiplexing where the server offers it, limits from ``HTTPPoolOptions``,
-/// among them a budget for the body bytes its transfers hold in memory
-/// (a transfer past it is paused until others finish).
+/// multiplexing where the server offers it, limits from ``HTTPPoolOptions``.
 public final class HTTPClient {
     public typealias Completion = (Result<HTTPResponse, HTTPFailure>) -> Void
     /// Progress of an upload or a download (see ``HTTPRequest/reportsProgress``);
@@ -58,19 +56,6 @@ public final class HTTPClient {
     /// each is shut down as soon as no transfer uses it.
     @exclusivity(unchecked) private var retiring: Set<curl_socket_t> = []
 
-    // The memory budget (``HTTPPoolOptions/maxBufferedBytes``).
-    /// Body bytes the transfers in flight hold in memory.
-    @exclusivity(unchecked) private var heldBytes = 0
-    /// The transfer allowed past the budget, so that one body of any allowed
-    /// size always completes (without it, transfers each holding part of the
-    /// budget could all wait for each other).
-    @exclusivity(unchecked) private var memoryLeader: Transfer?
-    /// Transfers paused for room, in the order they asked.
-    @exclusivity(unchecked) private var waitingForMemory: [Transfer] = []
-    /// Room was freed while transfers wait: they are resumed outside libcurl's callbacks.
-    @exclusivity(unchecked) private var resumeWaiting = false
-    private let gauge: HTTPMemoryGauge?
-
     /// Transfers started and not yet completed.
     public var activeCount: Int { transfers.count }
 
@@ -80,16 +65,11 @@ public final class HTTPClient {
         curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
     }()
 
-    /// The pool's limits now.
-    public var poolOptions: HTTPPoolOptions { limits }
-
-    /// Creates a client on `loop`, counting the body bytes it holds in
-    /// `gauge` when given (several clients may share one). Loop thread only.
-    public init(loop: EventLoop, options: HTTPPoolOptions = HTTPPoolOptions(), gauge: HTTPMemoryGauge? = nil) {
+    /// Creates a client on `loop`. Loop thread only.
+    public init(loop: EventLoop, options: HTTPPoolOptions = HTTPPoolOptions()) {
         loop.preconditionInEventLoop()
         HTTPClient.initializeLibrary()
         self.loop = loop
-        self.gauge = gauge
         limits = options
         guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed") }
         self.multi = multi
@@ -112,8 +92,7 @@ public final class HTTPClient {
     }
 
     /// Changes the pool's limits; transfers started from now on obey them (the
-    /// ones under way finish as they are; a larger memory budget lets waiting
-    /// ones go on). Loop thread only, outside libcurl's callbacks.
+    /// ones under way finish as they are). Loop thread only.
     ///
     /// curl checks its limits only when it opens a connection: a pooled one is
     /// reused whatever they say. So when a limit goes down, every connection
@@ -125,10 +104,6 @@ public final class HTTPClient {
         let lowered = options.maxConnections < limits.maxConnections || options.maxHostConnections < limits.maxHostConnections
         limits = options
         apply(options)
-        if !waitingForMemory.isEmpty {
-            resumeWaiting = true
-            resumeWaitingTransfers()
-        }
         if lowered {
             retiring = Set(connections.keys)
             retireIdleConnections()
@@ -189,65 +164,6 @@ public final class HTTPClient {
         return HTTPTransferID(value: id)
     }
 
-    // MARK: - Memory budget (loop thread)
-
-    /// Whether `transfer` may keep `count` more body bytes in memory now; if
-    /// not, it is queued, and its write callback pauses it (curl keeps the
-    /// bytes and hands them over again once ``resumeWaitingTransfers()``
-    /// unpauses it). Called from inside libcurl (the write callback).
-    func admit(_ transfer: Transfer, _ count: Int) -> Bool {
-        if count > limits.maxBufferedBytes - heldBytes && memoryLeader !== transfer {
-            guard memoryLeader == nil else {
-                if !transfer.waitsForMemory {
-                    transfer.waitsForMemory = true
-                    waitingForMemory.append(transfer)
-                    gauge?.countWait()
-                }
-                return false
-            }
-            memoryLeader = transfer
-        }
-        heldBytes += count
-        transfer.heldBytes += count
-        gauge?.add(count)
-        return true
-    }
-
-    /// Gives back what `transfer` held (its body handed over, written to its
-    /// file, or dropped) and takes it out of the queue; waiting transfers are
-    /// resumed by the caller outside libcurl. May be called from inside libcurl.
-    func releaseMemory(of transfer: Transfer) {
-        if transfer.heldBytes > 0 {
-            heldBytes -= transfer.heldBytes
-            gauge?.remove(transfer.heldBytes)
-            transfer.heldBytes = 0
-        }
-        if transfer.waitsForMemory {
-            transfer.waitsForMemory = false
-            waitingForMemory.removeAll { $0 === transfer }
-        }
-        if memoryLeader === transfer { memoryLeader = nil }
-        if !waitingForMemory.isEmpty { resumeWaiting = true }
-    }
-
-    /// Unpauses waiting transfers, first come first, while there is room (or
-    /// none leads past the budget). `curl_easy_pause` hands a transfer its kept
-    /// bytes at once: one that still finds no room goes back to the front.
-    private func resumeWaitingTransfers() {
-        guard resumeWaiting else { return }
-        resumeWaiting = false
-        while let next = waitingForMemory.first, heldBytes < limits.maxBufferedBytes || memoryLeader == nil {
-            waitingForMemory.removeFirst()
-            next.waitsForMemory = false
-            _ = hydra_easy_unpause(next.easy)
-            if next.waitsForMemory, let again = waitingForMemory.lastIndex(where: { $0 === next }) {
-                waitingForMemory.remove(at: again)
-                waitingForMemory.insert(next, at: 0)
-                break
-            }
-        }
-    }
-
     /// Cancels a transfer in flight; its completion runs now with kind `cancelled`.
     /// Unknown or finished ids are ignored.
     public func cancel(_ id: HTTPTransferID) {
@@ -255,16 +171,12 @@ public final class HTTPClient {
         guard let transfer = transfers.removeValue(forKey: id.value) else { return }
         curl_multi_remove_handle(multi, transfer.easy)
         complete(transfer, .failure(HTTPFailure(.cancelled, "cancelled")))
-        if !closed { resumeWaitingTransfers() }
     }
 
     /// Cancels every transfer and frees the multi handle. Loop thread only. Idempotent.
     public func close() {
         loop.preconditionInEventLoop()
         guard !closed else { return }
-        // Nothing waiting is resumed only to be cancelled next.
-        for transfer in waitingForMemory { transfer.waitsForMemory = false }
-        waitingForMemory.removeAll()
         for transfer in transfers.allValues { cancel(HTTPTransferID(value: transfer.id)) }
         closed = true
         timer.close()
@@ -330,13 +242,11 @@ public final class HTTPClient {
 
     // MARK: - Driving curl (loop thread, outside libcurl)
 
-    /// Hands readiness of `socket` (or a timeout) to curl, then completes what
-    /// finished and resumes transfers that waited for the memory it freed.
+    /// Hands readiness of `socket` (or a timeout) to curl, then completes what finished.
     func socketAction(_ socket: curl_socket_t, _ flags: Int32) {
         var running: Int32 = 0
         curl_multi_socket_action(multi, socket, flags, &running)
         collectCompleted()
-        resumeWaitingTransfers()
     }
 
     /// Reads every DONE message first, then completes the transfers: a completion

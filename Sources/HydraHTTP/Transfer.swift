@@ -15,8 +15,6 @@ final class Transfer {
     private let errorBuffer: UnsafeMutablePointer<CChar>
     /// The client, for curl's open/close-socket callbacks (see ``HTTPClient``).
     private let clientPointer: UnsafeMutableRawPointer
-    /// The same client, for its memory budget (it owns this transfer and outlives it).
-    private unowned(unsafe) let owner: HTTPClient
 
     // The request in flight (reset by `end`).
     @exclusivity(unchecked) private(set) var id: UInt64 = 0
@@ -36,10 +34,6 @@ final class Transfer {
     @exclusivity(unchecked) private var headers = HTTPHeaderBlock()
     @exclusivity(unchecked) private var body: [UInt8] = []
     @exclusivity(unchecked) private var bodyBytes = 0
-    /// Bytes of `body` counted in the client's memory budget (``HTTPClient/admit(_:_:)``).
-    @exclusivity(unchecked) var heldBytes = 0
-    /// Paused in the client's queue until it has room (its last write callback returned the pause).
-    @exclusivity(unchecked) var waitsForMemory = false
     @exclusivity(unchecked) private var fileError: String?
     /// The request's ``HTTPRequest/spoolBytes`` (0 when it resumes), and
     /// whether the body outgrew them (from then on it goes to ``file``).
@@ -165,7 +159,6 @@ final class Transfer {
         guard let easy = curl_easy_init() else { fatalError("curl_easy_init failed") }
         self.easy = easy
         clientPointer = client
-        owner = HTTPClient.from(client)
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(to: 0)
     }
@@ -222,7 +215,6 @@ final class Transfer {
 
     /// Forgets the finished request (its file stays open: it is the caller's); the options stay set.
     func end() {
-        owner.releaseMemory(of: self)
         file = nil
         fileBound = false
         spillFile = nil
@@ -446,7 +438,6 @@ final class Transfer {
             if !spilled {
                 // `bodyBytes <= spoolLimit` while nothing spilled: no overflow.
                 if count <= spoolLimit - bodyBytes {
-                    guard owner.admit(self, count) else { return hydra_writefunc_pause }
                     bodyBytes += count
                     data.withMemoryRebound(to: UInt8.self, capacity: count) {
                         body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
@@ -478,8 +469,6 @@ final class Transfer {
                 tooLarge = true
                 return 0
             }
-            // Room in the worker's memory, or wait for it (curl keeps these bytes meanwhile).
-            guard owner.admit(self, count) else { return hydra_writefunc_pause }
             bodyBytes += count
             data.withMemoryRebound(to: UInt8.self, capacity: count) {
                 body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
@@ -520,7 +509,6 @@ final class Transfer {
         guard let file, !body.isEmpty else { return true }
         let written = body.withUnsafeBytes { Transfer.write(file, $0.baseAddress!, $0.count, error: &fileError) }
         body = []
-        owner.releaseMemory(of: self)
         return written
     }
 

@@ -86,7 +86,7 @@ final class RESTExecutor: JobExecutor {
     init(manager: RESTManager, worker: WorkerContext) {
         self.manager = manager
         loop = worker.loop
-        client = manager.httpClient(on: worker)
+        client = RESTManager.httpClient(on: worker)
     }
 
     func start(_ task: WorkTask, handle: TaskHandle) {
@@ -305,10 +305,8 @@ final class RESTExecutor: JobExecutor {
     }
 
     func reconfigure(_ limits: WorkerLimits) {
-        var options = client.poolOptions
-        options.maxConnections = limits.maxConnections
-        options.maxHostConnections = limits.maxHostConnections
-        client.setPoolOptions(options)
+        client.setPoolOptions(HTTPPoolOptions(maxConnections: limits.maxConnections,
+                                              maxHostConnections: limits.maxHostConnections))
     }
 
     func cancel(_ task: WorkTask, handle: TaskHandle) {

@@ -97,7 +97,7 @@ extension RESTManager {
             return
         }
         let accepted = worker.loop.execute {
-            let client = self.httpClient(on: worker)
+            let client = RESTManager.httpClient(on: worker)
             body(RESTManager.sender(client), completion)
         }
         if !accepted { completion(.failure(JobError(.cancelled, "the engine is shutting down"))) }

@@ -30,14 +30,13 @@ public struct RoutedRequest: Sendable {
 }
 
 extension RESTManager {
-    /// The connection pool of `worker`, shared by every manager on it (made on first use),
-    /// its body bytes in memory counted in ``bodyMemory``. Worker's loop thread.
-    public func httpClient(on worker: WorkerContext) -> HTTPClient {
+    /// The connection pool of `worker`, shared by every manager on it (made on first use).
+    /// Worker's loop thread.
+    public static func httpClient(on worker: WorkerContext) -> HTTPClient {
         worker.services.object("http-client") {
             HTTPClient(loop: worker.loop, options: HTTPPoolOptions(
                 maxConnections: worker.configuration.maxConnections,
-                maxHostConnections: worker.configuration.maxHostConnections,
-                maxBufferedBytes: worker.configuration.maxBufferedBytes), gauge: bodyMemory)
+                maxHostConnections: worker.configuration.maxHostConnections))
         }
     }
 

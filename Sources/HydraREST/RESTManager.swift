@@ -21,8 +21,6 @@ public final class RESTManager: JobManager {
     private let dummyControl: Locked<(enabled: Bool, responses: [Configuration.DummyResponse])>
     private let dummiesEnabled: Atomic<Bool>
     let statistics = RESTStatistics()
-    /// The body bytes every remote worker's transfers hold in memory (`hydra.stats`).
-    public let bodyMemory = HTTPMemoryGauge()
     /// Where cached responses live; nil: caching is off (the embedded default).
     let cache: (any ResponseCache)?
     /// The auth sessions of the configuration's `auth` section.

@@ -209,7 +209,7 @@ final class ResourceExecutor: JobExecutor {
         let configuration = manager.rest.configuration
         plainURLsCarryNoCredentials = configuration.servers.isEmpty
         loop = worker.loop
-        client = manager.rest.httpClient(on: worker)
+        client = RESTManager.httpClient(on: worker)
         memory = MemoryTier(capacity: manager.memoryBytesPerExecutor) { [unowned manager] change in
             manager.memoryBytes.add(change, ordering: .relaxed)
         }

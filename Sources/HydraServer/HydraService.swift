@@ -720,7 +720,6 @@ public final class HydraService: Sendable {
         let ended = journal.endings.withLock { $0 }
         let workers = engine.workerStats()
         let rest = engine.rest.stats
-        let bodies = engine.rest.bodyMemory.snapshot
         let resources = engine.resources.stats
         let queued = workers.reduce(0) { $0 + $1.queued }
         let active = workers.reduce(0) { $0 + $1.active }
@@ -736,10 +735,7 @@ public final class HydraService: Sendable {
             "events": ["lastSeq": .int(Int(engine.bus.lastSeq))],
             "retries": .int(rest.retries),
             "requests": ["sent": .int(rest.requests), "retries": .int(rest.retries), "failed": .int(rest.failedRequests),
-                         "dummy": .int(rest.dummyResponses), "merged": .int(rest.merged),
-                         // Extension: response bodies held in memory while received (workers[].maxBufferedBytes).
-                         "bodyBytesHeld": .int(bodies.heldBytes), "bodyBytesHeldPeak": .int(bodies.peakBytes),
-                         "waitedForMemory": .int(bodies.waits)],
+                         "dummy": .int(rest.dummyResponses), "merged": .int(rest.merged)],
             "cache": ["hits": .int(rest.cacheHits), "misses": .int(rest.cacheMisses)],
             "resources": ["hits": ["memory": .int(resources.memoryHits), "disk": .int(resources.diskHits)],
                           "misses": .int(resources.misses), "revalidated": .int(resources.revalidated),

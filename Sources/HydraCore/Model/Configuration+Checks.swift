@@ -85,7 +85,6 @@ extension Configuration.Worker {
         try SpecBounds.check(maxHostConnections, Configuration.Bounds.workerLimit, path + ".maxHostConnections")
         try SpecBounds.check(maxActive, Configuration.Bounds.workerLimit, path + ".maxActive")
         try SpecBounds.check(threads, Configuration.Bounds.threads, path + ".threads")
-        try SpecBounds.check(maxBufferedBytes, Configuration.Bounds.positive, path + ".maxBufferedBytes")
     }
 }
 

@@ -118,22 +118,14 @@ public struct Configuration: Sendable {
         public var maxHostConnections: Int
         public var maxActive: Int
         public var threads: Int
-        /// Extension (remote workers): bytes of response bodies the worker's
-        /// transfers hold in memory together while receiving; past it a transfer
-        /// waits (paused) for others to finish, one at a time going past it so
-        /// that any body within `defaults.maxBodyBytes` completes.
-        public var maxBufferedBytes: Int
-        /// The default of `maxBufferedBytes`: 1 GiB (sixteen bodies of the default `maxBodyBytes`).
-        public static let defaultMaxBufferedBytes = 1 << 30
         public init(name: String, kind: JobKind, maxConnections: Int = 64, maxHostConnections: Int = 16,
-                    maxActive: Int = 256, threads: Int = 2, maxBufferedBytes: Int = Worker.defaultMaxBufferedBytes) {
+                    maxActive: Int = 256, threads: Int = 2) {
             self.name = name
             self.kind = kind
             self.maxConnections = maxConnections
             self.maxHostConnections = maxHostConnections
             self.maxActive = maxActive
             self.threads = threads
-            self.maxBufferedBytes = maxBufferedBytes
         }
     }
 
@@ -324,8 +316,7 @@ extension Configuration {
                     maxConnections: try w.int("maxConnections", in: Bounds.workerLimit) ?? 64,
                     maxHostConnections: try w.int("maxHostConnections", in: Bounds.workerLimit) ?? 16,
                     maxActive: try w.int("maxActive", in: Bounds.workerLimit) ?? 256,
-                    threads: try w.int("threads", in: Bounds.threads) ?? 2,
-                    maxBufferedBytes: try w.int("maxBufferedBytes", in: Bounds.positive) ?? Worker.defaultMaxBufferedBytes))
+                    threads: try w.int("threads", in: Bounds.threads) ?? 2))
                 try w.rejectUnknownKeys()
             }
         }

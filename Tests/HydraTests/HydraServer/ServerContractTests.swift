@@ -72,24 +72,6 @@ import Testing
         #expect(result["state"] == "succeeded" && result["result"]?["fromCache"] == true, "\(result)")
     }
 
-    /// Extension: a remote worker's budget for bodies in memory
-    /// (`workers[].maxBufferedBytes`) is taken from the file, and `hydra.stats`
-    /// counts what its transfers held and how often one waited for room.
-    @Test func theBodyMemoryBudgetIsConfiguredAndCounted() throws {
-        let server = try ServerProcess(config: #""workers": [{"name": "rest", "kind": "remote", "maxBufferedBytes": 65536}]"#)
-        defer { server.terminate() }
-        let client = try server.client()
-        let jobs = try (0..<4).map { i in
-            try #require(client.call("job.submit", ["job": ["type": "remote", "url": .string(TestServer.url("/slow-body/100/1?n=\(i)")), "dogma": "raw"]])["jobId"])
-        }
-        for job in jobs { #expect(try client.call("job.result", ["jobId": job, "waitMs": 20_000])["state"] == "succeeded") }
-        let requests = try #require(client.call("hydra.stats")["requests"])
-        #expect(requests["bodyBytesHeld"] == 0, "\(requests)")
-        let peak = try #require(requests["bodyBytesHeldPeak"]?.intValue)
-        #expect(peak >= 100 << 10 && peak <= 65536 + (100 << 10), "\(requests)")
-        #expect((requests["waitedForMemory"]?.intValue ?? 0) > 0, "\(requests)")
-    }
-
     /// `rpc.maxMessageBytes` defaults to 1 MiB (config.md): a line of exactly
     /// that many bytes is taken, one byte more is `-32600` and closes the connection.
     @Test func aMessageOfTheDefaultLimitIsTakenOneByteMoreIsNot() throws {
