@@ -97,7 +97,10 @@ func exitWith(_ error: RPCClientError) -> Never {
     // -32001 speaks of rpc.auth, the protocol's word; from here the secret is HYDRA_RPC_SECRET.
     let hint = error.code == -32001 ? " (the CLI sends HYDRA_RPC_SECRET: set it to the server's secret)" : ""
     FileHandle.standardError.write(Data("hydra: \(TerminalText.safe("\(error)"))\(hint)\n".utf8))
-    Foundation.exit(error.code == -32602 || error.code == -32600 || error.code == -32700 ? 2 : 1)
+    // 2 for what was asked wrongly; a -32602 carrying a job error's `kind` (a token
+    // request that failed for `auth login`) was asked rightly and refused elsewhere: 1.
+    let invalid = (error.code == -32602 && error.data?["kind"] == nil) || error.code == -32600 || error.code == -32700
+    Foundation.exit(invalid ? 2 : 1)
 }
 
 /// Calls one method and returns its result, exiting on failure. Without a
@@ -107,6 +110,22 @@ func call(_ client: RPCClient, _ method: String, _ params: JSONValue = .object([
     do {
         return try client.call(method, params, timeout: timeout)
     } catch {
+        exitWith(error)
+    }
+}
+
+/// ``call(_:_:_:timeout:)`` for a command whose options become params of
+/// other names: a `-32602` naming a param names the option instead
+/// (`--older-than: must be …`, not `olderThanSec: must be …`).
+func call(_ client: RPCClient, _ method: String, _ params: JSONValue, options: [String: String],
+          timeout: Duration? = nil) -> JSONValue {
+    do {
+        return try client.call(method, params, timeout: timeout)
+    } catch {
+        if error.code == -32602, let field = error.data?["field"]?.stringValue, let option = options[field],
+           let reason = error.data?["reason"]?.stringValue {
+            exitWith(RPCClientError(code: error.code, message: "\(option): \(reason)", data: error.data))
+        }
         exitWith(error)
     }
 }
@@ -200,7 +219,9 @@ struct SubmitCommand: ParsableCommand {
         let connect = connection.connect == ConnectOptions.defaultAddress ? "" : " --connect \(connection.connect)"
         FileHandle.standardError.write(Data(
             "hydra: job \(jobId) (follow it again with: hydra events --job \(jobId) --from 0\(connect))\n".utf8))
-        let terminal = isatty(STDERR_FILENO) != 0
+        // The progress line only when both are terminals: stdout piped (to jq, to a
+        // file) gets the events as NDJSON, as a script would.
+        let terminal = isatty(STDERR_FILENO) != 0 && isatty(STDOUT_FILENO) != 0
         var tracker = ProgressTracker(total: call(client, "job.status", ["jobId": .string(jobId)])["steps"]?["total"]?.intValue)
         var lineOpen = false
         /// Ends the progress line before an error message, so the message starts a line of its own.
@@ -211,10 +232,25 @@ struct SubmitCommand: ParsableCommand {
         func request(_ method: String, _ params: JSONValue) -> JSONValue {
             do { return try client.call(method, params) } catch { fail(error) }
         }
-        _ = request("events.subscribe", ["jobId": .string(jobId), "fromSeq": .int(before)])
+        // Told when the replay is done: a repeated idempotency key names a job that may
+        // have ended before `before`, whose final event is not coming.
+        func subscription(after seq: Int) -> JSONValue { ["jobId": .string(jobId), "fromSeq": .int(seq), "caughtUp": true] }
+        _ = request("events.subscribe", subscription(after: before))
+        if terminal {
+            // Ctrl-C ends the progress line and says the job goes on (as it does).
+            let signals = TerminationSignals(upkeepEvery: 86_400) {}
+            let again = "hydra events --job \(jobId) --from 0\(connect)"
+            Task {
+                let name = await signals.wait()
+                FileHandle.standardError.write(Data(
+                    "\nhydra: \(name): stopped following; the job goes on on the server (follow it again with: \(again))\n".utf8))
+                Foundation.exit(130)
+            }
+        }
         var lastDraw = Date.distantPast
         var lastSeq = before
         var window = ReconnectWindow()
+        var end = FollowedJobEnd()
         while true {
             let note: JSONValue?
             do {
@@ -223,8 +259,8 @@ struct SubmitCommand: ParsableCommand {
                 // The connection ended: followed on a new one after the last event seen, as `hydra events` does.
                 if lineOpen { FileHandle.standardError.write(Data("\n".utf8)) }
                 lineOpen = false
-                FileHandle.standardError.write(Data("hydra: \(TerminalText.safe(error.message)); following on a new connection\n".utf8))
-                client = connection.resubscribe(["jobId": .string(jobId), "fromSeq": .int(lastSeq)], until: window.deadline, fail: fail)
+                FileHandle.standardError.write(Data("hydra: \(TerminalText.safe(error.message)); reconnecting to follow the job on a new connection\n".utf8))
+                client = connection.resubscribe(subscription(after: lastSeq), until: window.deadline, fail: fail)
                 continue
             } catch {
                 fail(error)
@@ -232,9 +268,11 @@ struct SubmitCommand: ParsableCommand {
             if let note, note["method"] == "hydra.dropped" {
                 // The server dropped the subscription (this side read too slowly):
                 // take it up again after the last event seen, so nothing is missed.
-                _ = request("events.subscribe", ["jobId": .string(jobId), "fromSeq": .int(lastSeq)])
+                _ = request("events.subscribe", subscription(after: lastSeq))
                 continue
             }
+            if let note, end.observe(note, status: { request("job.status", ["jobId": .string(jobId)]) }) { continue }
+            if note == nil, end.isOver { break }  // it had ended: its result is printed below
             if let note, note["method"] == "hydra.event", let event = note["params"] {
                 if let seq = event["seq"]?.intValue { lastSeq = max(lastSeq, seq) }
                 if terminal {
@@ -367,32 +405,50 @@ struct EventsCommand: ParsableCommand {
         // A job the server does not know is refused by the subscribe (-32002), not waited on for ever.
         if let job { params["jobId"] = .string(job) }
         if let from { params["fromSeq"] = .int(from) }
-        if !event.isEmpty { params["events"] = .array(event.map { .string($0) }) }
+        if !event.isEmpty {
+            // Following a job, its final events are asked for too: the stream ends on them.
+            let asked = job == nil ? Set(event) : Set(event).union(EventName.finals)
+            params["events"] = .array(asked.sorted().map { .string($0) })
+        }
+        // Following a job: told when the replay is done, to end if the job had ended before it.
+        if job != nil { params["caughtUp"] = true }
         let subscribed = call(client, "events.subscribe", .object(params))
         // Where a dropped subscription resumes: after the last event seen (or where it began).
         var lastSeq = from ?? subscribed["seq"]?.intValue ?? 0
         var seqAtLastDrop = -1
         var window = ReconnectWindow()
+        var end = FollowedJobEnd()
         while true {
             do {
                 let note: JSONValue?
                 do {
-                    note = try client.nextNotification(timeout: nil)
+                    note = try client.nextNotification(timeout: end.readTimeout)
                 } catch where error.code == nil && !error.isTimeout && window.allows(at: lastSeq) {
                     // The connection ended (closed by the server, or a restart): the stream is taken
                     // up on a new one after the last event seen.
                     FileHandle.standardError.write(Data(
-                        "hydra: \(TerminalText.safe(error.message)); taken up again after seq \(lastSeq) on a new connection\n".utf8))
+                        "hydra: \(TerminalText.safe(error.message)); reconnecting to take the stream up again after seq \(lastSeq)\n".utf8))
                     params["fromSeq"] = .int(lastSeq)
                     client = connection.resubscribe(.object(params), until: window.deadline)
                     continue
                 }
-                guard let note else { continue }
+                guard let note else {
+                    if let job, let state = end.endedState, end.isOver {
+                        let when = from.map { " at or before seq \($0)" } ?? ""
+                        FileHandle.standardError.write(Data(
+                            "hydra: job \(TerminalText.safe(job)) had ended (\(state))\(when): no event of it is coming (its events: hydra events --job \(TerminalText.safe(job)) --from 0)\n".utf8))
+                        return
+                    }
+                    continue
+                }
+                if let job, end.observe(note, status: { call(client, "job.status", ["jobId": .string(job)]) }) { continue }
                 if note["method"] == "hydra.event", let event = note["params"] {
                     if let seq = event["seq"]?.intValue { lastSeq = max(lastSeq, seq) }
-                    writeLine(pretty ? EventLine.string(event) : JSONWriter.string(event))
-                    if let job, event["jobId"]?.stringValue == job, event["stepPath"] == "",
-                       let name = event["event"]?.stringValue, EventName.finals.contains(name) {
+                    let name = event["event"]?.stringValue ?? ""
+                    if self.event.isEmpty || self.event.contains(name) {
+                        writeLine(pretty ? EventLine.string(event) : JSONWriter.string(event))
+                    }
+                    if let job, event["jobId"]?.stringValue == job, event["stepPath"] == "", EventName.finals.contains(name) {
                         return
                     }
                 } else if note["method"] == "hydra.dropped" {
@@ -497,7 +553,9 @@ struct WorkersCommand: ParsableCommand {
             guard params.count > 1 else {
                 exitInvalid("workers configure: give --max-active, --max-connections or --max-host-connections")
             }
-            writeLine(JSONWriter.string(call(connection.client(), "worker.configure", .object(params))))
+            writeLine(JSONWriter.string(call(connection.client(), "worker.configure", .object(params), options: [
+                "maxActive": "--max-active", "maxConnections": "--max-connections", "maxHostConnections": "--max-host-connections",
+            ])))
         case let other?:
             exitInvalid("workers: unknown action \"\(other)\" (expected pause, resume or configure)")
         }
@@ -516,7 +574,8 @@ struct EmitCommand: ParsableCommand {
     func run() {
         var params: OrderedJSON = ["event": .string(event)]
         if let fields { params["fields"] = parseJSONOption(fields, name: "--fields") }
-        writeLine(JSONWriter.string(call(connection.client(), "events.emit", .object(params))))
+        writeLine(JSONWriter.string(call(connection.client(), "events.emit", .object(params),
+                                         options: ["fields": "--fields", "event": "EVENT"])))
     }
 }
 
@@ -576,7 +635,8 @@ struct CacheCommand: ParsableCommand {
     }
 
     struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove cached responses by api, URL or URL prefix (or --all).")
+        static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove cached responses by api, URL or URL prefix (or --all).",
+            discussion: "Several of --api, --url and --prefix remove the responses that all of them name (--api items --prefix URL: that api's under URL).")
         @Option(help: "Every response of this api.") var api: String?
         @Option(help: "The response of this URL (and its credential variants).") var url: String?
         @Option(help: "Every response whose URL starts with this.") var prefix: String?

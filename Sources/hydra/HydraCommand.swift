@@ -30,6 +30,7 @@ struct HydraCommand: AsyncParsableCommand {
     /// invalid input of hydra, as documented; the message and usage are the usual ones.
     /// `--help` and `--version` still exit 0.
     static func main() async {
+        refuseArgumentsNotUTF8()
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {
@@ -49,3 +50,17 @@ struct HydraCommand: AsyncParsableCommand {
 }
 
 import HydraCore
+
+extension HydraCommand {
+    /// Swift reads the command line as UTF-8, repairing what is not into
+    /// U+FFFD: `--input $'"a\xffb"'` would become another value, and a key
+    /// or path another name. Refused instead (exit 2), as invalid UTF-8 in a
+    /// spec file is.
+    static func refuseArgumentsNotUTF8() {
+        for index in 1..<Int(CommandLine.argc) {
+            guard let raw = CommandLine.unsafeArgv[index], String(validatingCString: raw) == nil else { continue }
+            FileHandle.standardError.write(Data("hydra: argument \(index) is not valid UTF-8 (\(TerminalText.safe(String(cString: raw))))\n".utf8))
+            Foundation.exit(2)
+        }
+    }
+}

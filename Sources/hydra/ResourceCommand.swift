@@ -25,6 +25,11 @@ struct ResourceCommand: ParsableCommand {
         @Argument(help: "The resource's URL.") var url: String?
         @Option(help: "The resource's key instead of its URL.") var key: String?
 
+        func validate() throws {
+            // Both: which copy was meant? (`cat URL --key K > file` would write K's.)
+            if url != nil, key != nil { throw ValidationError("give the resource's URL or --key, not both") }
+        }
+
         var params: OrderedJSON {
             if let key { return ["key": .string(key)] }
             guard let url else { exitInvalid("give the resource's URL or --key") }
@@ -49,7 +54,7 @@ struct ResourceCommand: ParsableCommand {
             let client = connection.client()
             var job: OrderedJSON = ["type": "resource", "url": .string(url), "as": .string(presentation)]
             if refresh { job["mode"] = "refresh" }
-            let submitted = call(client, "job.submit", ["job": .object(job)])
+            let submitted = call(client, "job.submit", ["job": .object(job)], options: ["job.as": "--as", "job.url": "URL"])
             let reply = call(client, "job.result", ["jobId": submitted["jobId"] ?? .null, "waitMs": .int(wait)],
                              timeout: .milliseconds(wait) + connection.callTimeout)
             guard reply["state"] == "succeeded", let result = reply["result"] else {
@@ -150,7 +155,8 @@ struct ResourceCommand: ParsableCommand {
             var params: OrderedJSON = [:]
             if let olderThan { params["olderThanSec"] = .int(olderThan) }
             if let maxBytes { params["maxBytes"] = .int(maxBytes) }
-            writeLine(JSONWriter.string(call(connection.client(), "resource.purge", .object(params))))
+            writeLine(JSONWriter.string(call(connection.client(), "resource.purge", .object(params),
+                                             options: ["olderThanSec": "--older-than", "maxBytes": "--max-bytes"])))
         }
     }
 }

@@ -103,7 +103,9 @@ struct RunCommand: AsyncParsableCommand {
         }
         Task {
             let name = await signals.wait()
-            FileHandle.standardError.write(Data("hydra: \(name): cancelling the job (signal again to stop now)\n".utf8))
+            // On a line of its own, not after the progress line's text.
+            let clear = progress ? "\r\u{1B}[K" : ""
+            FileHandle.standardError.write(Data("\(clear)hydra: \(name): cancelling the job (signal again to stop now)\n".utf8))
             await engine.cancel(jobId)
         }
         guard let result = await engine.result(of: jobId) else {

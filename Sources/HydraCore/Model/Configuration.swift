@@ -240,10 +240,21 @@ public enum HydraVersion {
 }
 
 extension Configuration {
+    /// Why `path` could not be read, as the CLI says it of a spec file
+    /// (`No such file or directory`, also for a dangling link; `it is a folder`).
+    private static func unreadable(_ path: String) -> String {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return String(cString: strerror(errno)) }
+        defer { close(fd) }
+        var info = stat()
+        if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFDIR { return "it is a folder" }
+        return "it cannot be read whole"
+    }
+
     /// Reads and checks a configuration file. Errors name the file and key path.
     public static func load(path: String) throws -> Configuration {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw ConfigurationError(file: path, ValidationError(path: "", "cannot read the file"))
+            throw ConfigurationError(file: path, ValidationError(path: "", "cannot read the file: \(unreadable(path))"))
         }
         let json: JSONValue
         switch Result(catching: { () throws(JSONParseError) in try JSONParser.parse([UInt8](data), refusingRepeatedKeys: true) }) {

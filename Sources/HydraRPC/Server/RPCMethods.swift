@@ -89,7 +89,7 @@ extension RPCServerRuntime {
                 service.list(state: state, limit: limit, after: try params.string("after"), reply: later)
 
             case "events.subscribe":
-                try params.only(["jobId", "events", "shared", "fromSeq"])
+                try params.only(["jobId", "events", "shared", "fromSeq", "caughtUp"])
                 var names = try params.stringSet("events") { name in
                     EventName.all.contains(name) || name == "hydra.dropped" || EventName.isCustom(name) ? nil : "unknown event \"\(name)\""
                 }
@@ -97,8 +97,9 @@ extension RPCServerRuntime {
                 let filter = EventFilter(jobId: try params.string("jobId"), events: names,
                                          shared: try params.stringSet("shared"))
                 let from = try params.int("fromSeq", min: 0).map(UInt64.init)
+                let caughtUp = try params.bool("caughtUp") ?? false
                 guard let jobId = filter.jobId else {
-                    now(subscribe(session, filter: filter, fromSeq: from))
+                    now(subscribe(session, filter: filter, fromSeq: from, caughtUp: caughtUp))
                     return
                 }
                 // A filter naming a job the server does not know would match nothing,
@@ -112,7 +113,7 @@ extension RPCServerRuntime {
                         if case .failure(let error) = found {
                             reply.value(.failure(error))
                         } else if let session = me.value.sessions[caller] {
-                            reply.value(me.value.subscribe(session, filter: filter, fromSeq: from))
+                            reply.value(me.value.subscribe(session, filter: filter, fromSeq: from, caughtUp: caughtUp))
                         } else {
                             reply.value(.success(.null))  // the connection closed meanwhile: nobody reads it
                         }

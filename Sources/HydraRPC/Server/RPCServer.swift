@@ -414,7 +414,9 @@ final class RPCServerRuntime {
         ]))
     }
 
-    func subscribe(_ session: RPCSession, filter: EventFilter, fromSeq: UInt64?) -> Result<JSONValue, ServiceError> {
+    /// `caughtUp`: send `hydra.caughtUp` once the subscription is live (see ``announceCaughtUp(_:)``).
+    func subscribe(_ session: RPCSession, filter: EventFilter, fromSeq: UInt64?,
+                   caughtUp: Bool = false) -> Result<JSONValue, ServiceError> {
         guard session.subscriptions.count < options.maxSubscriptions else {
             return .failure(ServiceError(.overloaded,
                 "too many subscriptions on this connection: \(session.subscriptions.count) (rpc.maxSubscriptions = \(options.maxSubscriptions))"))
@@ -432,6 +434,7 @@ final class RPCServerRuntime {
             lastSeq = seq
         }
         session.subscriptions[subscription.id] = subscription
+        subscription.announcesCaughtUp = caughtUp
         subscriptionCount += 1
         let reply: JSONValue = ["subscription": .string(subscription.id), "seq": .int(Int(lastSeq))]
         if let fromSeq, fromSeq < lastSeq {
@@ -440,8 +443,31 @@ final class RPCServerRuntime {
         } else {
             subscription.after = fromSeq ?? 0
             index.insert(subscription)
+            if caughtUp {
+                // After the reply, which is written when this returns.
+                let context = LoopBound((self, subscription), loop: loop)
+                loop.execute {
+                    let (server, subscription) = context.value
+                    server.announceCaughtUp(subscription)
+                }
+            }
         }
         return .success(reply)
+    }
+
+    /// Extension: tells a client that asked (`caughtUp: true`) that every
+    /// retained event its subscription replays has been sent, and which seq
+    /// the live events follow: `{"subscription", "seq"}`. A client following
+    /// one job learns there that a final event it has not seen is not coming
+    /// (the job ended at or before its `fromSeq`). Once per subscription.
+    func announceCaughtUp(_ subscription: Subscription) {
+        guard subscription.active, subscription.announcesCaughtUp else { return }
+        subscription.announcesCaughtUp = false
+        // Every matching event up to here was delivered (``deliver(_:)`` keeps `lastSeq`).
+        let seq = max(subscription.after, lastSeq)
+        subscription.session.sendNotice(RPCEncoder.notification("hydra.caughtUp", [
+            "subscription": .string(subscription.id), "seq": .int(Int(seq)),
+        ]))
     }
 
     func unsubscribe(_ session: RPCSession, id: String) -> Result<JSONValue, ServiceError> {

@@ -72,6 +72,7 @@ extension RPCServerRuntime {
                 session.replaying -= 1
                 subscription.after = cursor.scanned
                 index.insert(subscription)
+                announceCaughtUp(subscription)
                 return
             }
             if let oldest = recent.first, oldest.seq <= cursor.scanned + 1 {

@@ -18,6 +18,9 @@ final class Subscription {
     var replay: ReplayCursor?
     /// False once unsubscribed or dropped: replay pages read meanwhile are thrown away.
     var active = true
+    /// Asked for with `caughtUp: true` (extension): one `hydra.caughtUp`
+    /// notice when the subscription goes live, after its replay if it has one.
+    var announcesCaughtUp = false
 
     init(number: Int, filter: EventFilter, session: RPCSession) {
         self.id = "s\(number)"

@@ -9,14 +9,16 @@ import Testing
 @Suite(.ownThreads) struct ClientCommandServerTests {
     let cli = RunCommandTests()
 
-    /// Starts the binary with `stdin` written and closed; stdout is a pipe, stderr `stderr`.
-    func start(_ arguments: [String], stdin: String = "", stderr: FileHandle) throws -> (process: ChildProcess, out: Pipe) {
+    /// Starts the binary with `stdin` written and closed; stdout is a pipe (or
+    /// `stdout`, a terminal), stderr `stderr`.
+    func start(_ arguments: [String], stdin: String = "", stderr: FileHandle,
+               stdout: FileHandle? = nil) throws -> (process: ChildProcess, out: Pipe) {
         let process = ChildProcess()
         process.executableURL = BuiltProducts.url("hydra")
         process.arguments = arguments
         process.currentDirectoryURL = PackageRoot.url
         let out = Pipe(), input = Pipe()
-        process.standardOutput = out
+        process.standardOutput = stdout ?? out
         process.standardError = stderr
         process.standardInput = input
         try process.run()
@@ -71,21 +73,76 @@ import Testing
         let server = try ServerProcess()
         defer { server.terminate() }
         let key = "follow-\(UUID().uuidString)"
+        // Both stdout and stderr a terminal, as a person's (stdout piped gets the events as JSON lines).
         let terminal = try TerminalCapture()
         let follow = try start(["submit", "-", "--follow", "--connect", server.address.description],
                                stdin: #"{"type":"serial","steps":[{"type":"remote","endpoint":"/flaky/\#(key)/1","retry":{"maxAttempts":3,"backoffMs":10}},{"type":"local","name":"echo","input":2}]}"#,
-                               stderr: terminal.terminal)
+                               stderr: terminal.terminal, stdout: terminal.terminal)
         try terminal.terminal.close()
-        let out = follow.out.fileHandleForReading.readDataToEndOfFile()
         follow.process.waitUntilExit()
         terminal.waitForEnd()
         #expect(follow.process.terminationStatus == 0, "\(terminal.text)")
-        #expect(try JSONParser.parse(String(decoding: out, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))["state"] == "succeeded")
         let text = terminal.text
         #expect(text.hasPrefix("hydra: job j"), "\(text)")
-        // The final progress line: both leaves of two done, the one retry counted.
-        let last = try #require(text.components(separatedBy: "\u{1B}[K").last)
+        // The final progress line on a line of its own, both leaves of two done, the one retry
+        // counted; then the result, the only line on stdout.
+        let lines = text.components(separatedBy: "\r\n").filter { !$0.isEmpty }
+        #expect(lines.count == 3, "\(text)")
+        let last = try #require(lines.dropLast().last?.components(separatedBy: "\u{1B}[K").last)
         #expect(last.hasPrefix("hydra: steps 2/2 done · 0 in flight · 0 failed · 1 retry · "), "\(last)")
+        #expect(try JSONParser.parse(try #require(lines.last))["state"] == "succeeded", "\(text)")
+    }
+
+    /// A job that had ended before the stream began: `events --job` ends once
+    /// the replay is done, saying so (it waited for ever), `--event` chooses
+    /// what is printed, not when the stream ends, and `submit --follow` of a
+    /// repeated idempotency key prints the earlier job's result.
+    @Test func followingAJobThatHadEndedEnds() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let connect = ["--connect", server.address.description]
+        let client = try server.client()
+        let echo: JSONValue = ["type": "local", "name": "echo", "input": 1]
+        let job = try #require(client.call("job.submit", ["job": echo, "idempotencyKey": "ended"])["jobId"]?.stringValue)
+        _ = try client.call("job.result", ["jobId": .string(job), "waitMs": 10_000])
+        let last = try #require(client.call("hydra.stats")["events"]?["lastSeq"]?.intValue)
+
+        let live = try cli.hydra(["events", "--job", job] + connect)
+        #expect(live.status == 0 && live.out.isEmpty && live.err.contains("job \(job) had ended (succeeded)"), "\(live)")
+        let past = try cli.hydra(["events", "--job", job, "--from", String(last)] + connect)
+        #expect(past.status == 0 && past.out.isEmpty && past.err.contains("at or before seq \(last)"), "\(past)")
+        let all = try cli.hydra(["events", "--job", job, "--from", "0"] + connect)
+        let names = try all.out.split(separator: "\n").map { try JSONParser.parse(String($0))["event"]?.stringValue ?? "" }
+        #expect(all.status == 0 && names == ["job.queued", "job.started", "job.succeeded"] && all.err.isEmpty, "\(all)")
+        let started = try cli.hydra(["events", "--job", job, "--from", "0", "--event", "job.started"] + connect)
+        #expect(started.status == 0 && started.out.split(separator: "\n").count == 1 && started.out.contains("job.started"), "\(started)")
+
+        let again = try cli.hydra(["submit", "-", "--follow", "--idempotency-key", "ended"] + connect, stdin: JSONWriter.string(echo))
+        let result = try JSONParser.parse(try #require(again.out.split(separator: "\n").last.map(String.init)))
+        #expect(again.status == 0 && result["jobId"] == .string(job) && result["state"] == "succeeded", "\(again)")
+
+        // A running job followed for its starts only: the stream still ends with the job.
+        let slow = try #require(client.call("job.submit", ["job": ["type": "local", "name": "delay", "input": ["ms": 300]]])["jobId"]?.stringValue)
+        let watched = try cli.hydra(["events", "--job", slow, "--from", "0", "--event", "job.started"] + connect)
+        #expect(watched.status == 0 && watched.out.split(separator: "\n").count == 1, "\(watched)")
+    }
+
+    /// Options the server checks under another name are named as given, and
+    /// what cannot be meant is refused before any call.
+    @Test func errorsNameTheOptionsAsGiven() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let connect = ["--connect", server.address.description]
+        let purge = try cli.hydra(["resource", "purge", "--older-than", "-1"] + connect)
+        #expect(purge.status == 2 && purge.err.contains("--older-than: "), "\(purge)")
+        let limits = try cli.hydra(["workers", "configure", "rest", "--max-active", "0"] + connect)
+        #expect(limits.status == 2 && limits.err.contains("--max-active: "), "\(limits)")
+        let emit = try cli.hydra(["emit", "custom.x", "--fields", "[1]"] + connect)
+        #expect(emit.status == 2 && emit.err.contains("--fields: "), "\(emit)")
+        let presentation = try cli.hydra(["resource", "get", "http://127.0.0.1:9/x", "--as", "xml"] + connect)
+        #expect(presentation.status == 2 && presentation.err.contains("--as: "), "\(presentation)")
+        let both = try cli.hydra(["resource", "stat", "http://127.0.0.1:9/x", "--key", "abc"] + connect)
+        #expect(both.status == 2 && both.err.contains("not both"), "\(both)")
     }
 
     /// (It waits out ``ReconnectWindow``'s 10 seconds for the server to come back.)
@@ -94,7 +151,8 @@ import Testing
         defer { if server.process.isRunning { server.terminate() } }
         let terminal = try TerminalCapture()
         let follow = try start(["submit", "-", "--follow", "--connect", server.address.description],
-                               stdin: #"{"type":"local","name":"delay","input":{"ms":30000}}"#, stderr: terminal.terminal)
+                               stdin: #"{"type":"local","name":"delay","input":{"ms":30000}}"#,
+                               stderr: terminal.terminal, stdout: terminal.terminal)
         try terminal.terminal.close()
         #expect(terminal.wait { $0.contains("1 in flight") }, "\(terminal.text)")
         kill(server.process.processIdentifier, SIGKILL)
@@ -107,7 +165,7 @@ import Testing
         let lines = terminal.text.components(separatedBy: "\r\n").filter { !$0.isEmpty }
         let last = try #require(lines.last)
         #expect(last.hasPrefix("hydra: ") && !last.contains("steps"), "\(terminal.text)")
-        #expect(lines.dropLast().last?.hasSuffix("following on a new connection") == true, "\(terminal.text)")
+        #expect(lines.dropLast().last?.hasSuffix("reconnecting to follow the job on a new connection") == true, "\(terminal.text)")
         #expect(lines.dropLast(2).last?.contains("hydra: steps 0/1 done · 1 in flight") == true, "\(terminal.text)")
     }
 
@@ -174,7 +232,7 @@ import Testing
         lines += try events.read(for: .seconds(20)) { $0.count == 1 }
         let said = events.stop()
         #expect(lines.map { $0["jobId"] } == [first, second], "\(lines); stderr: \(said)")
-        #expect(said.contains("taken up again after seq") && said.contains("on a new connection"), "\(said)")
+        #expect(said.contains("reconnecting to take the stream up again after seq"), "\(said)")
     }
 
     /// A subscription the server drops (`hydra events` read too slowly: its

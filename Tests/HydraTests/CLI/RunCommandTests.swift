@@ -31,6 +31,31 @@ import Testing
         return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
     }
 
+    /// An argument that is not UTF-8 is refused, not repaired into U+FFFD (as
+    /// invalid UTF-8 in a spec file is refused); a configuration file that
+    /// cannot be read says why.
+    @Test func unreadableArgumentsAndConfigurationsSayWhy() throws {
+        let process = ChildProcess()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        // (Foundation hands a child only valid UTF-8: the byte comes from printf.)
+        process.arguments = ["-c", #"exec "$0" run - --input "$(printf '"a\377b"')""#, BuiltProducts.url("hydra").path]
+        let err = Pipe(), input = Pipe()
+        process.standardError = err
+        process.standardOutput = FileHandle.nullDevice
+        process.standardInput = input
+        try process.run()
+        input.fileHandleForWriting.write(Data(#"{"type":"local","name":"echo","input":"${input}"}"#.utf8))
+        try input.fileHandleForWriting.close()
+        let said = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 2 && said.contains("argument 4 is not valid UTF-8"), "\(said)")
+
+        let missing = try hydra(["run", "jobs/demo.json", "--config", "/nonexistent/hydra.json"])
+        #expect(missing.status == 2 && missing.err.contains("cannot read the file: No such file or directory"), "\(missing)")
+        let folder = try hydra(["run", "jobs/demo.json", "--config", "jobs"])
+        #expect(folder.status == 2 && folder.err.contains("cannot read the file: it is a folder"), "\(folder)")
+    }
+
     /// Output that cannot be written ends the run cleanly: a reader that went
     /// away as SIGPIPE would (141, nothing said), a full disk with one line
     /// (exit 1); never a crash report (Foundation's write stopped it with one).
@@ -47,6 +72,32 @@ import Testing
         let gone = try run(stdout: closed)
         // Ended by SIGPIPE itself before `run` ignores it, else as SIGPIPE would.
         #expect((gone.status == 141 || gone.status == SIGPIPE) && !gone.err.contains("crashed"), "status \(gone.status): \(gone.err)")
+    }
+
+    /// The progress line on a terminal is live: a step that runs shows as in
+    /// flight while it runs (the line was drawn only when an event came, so a
+    /// lone step's start, right after its queueing, was never shown), and
+    /// Ctrl-C's note starts a line of its own.
+    @Test func theProgressLineShowsWhatRunsWhileItRuns() throws {
+        let terminal = try TerminalCapture()
+        let process = ChildProcess()
+        process.executableURL = BuiltProducts.url("hydra")
+        process.arguments = ["run", "-"]
+        process.currentDirectoryURL = PackageRoot.url
+        let input = Pipe()
+        process.standardInput = input
+        process.standardError = terminal.terminal
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        try terminal.terminal.close()
+        input.fileHandleForWriting.write(Data(#"{"type":"local","name":"delay","input":{"ms":20000}}"#.utf8))
+        try input.fileHandleForWriting.close()
+        #expect(terminal.wait { $0.contains("1 in flight") }, "\(terminal.text)")
+        kill(process.processIdentifier, SIGINT)
+        process.waitUntilExit()
+        terminal.waitForEnd()
+        #expect(process.terminationStatus == 1, "\(terminal.text)")
+        #expect(terminal.text.contains("\r\u{1B}[Khydra: SIGINT: cancelling the job"), "\(terminal.text)")
     }
 
     /// Ctrl-C at `hydra auth login`'s password prompt puts the terminal back

@@ -616,6 +616,9 @@ import HydraLoop
         let connect = ["--connect", "\(server.address!)"]
         let empty = try cli.hydra(["auth", "login", "user", "--user", "alice"] + connect, stdin: "")
         #expect(empty.status == 2 && empty.err.contains("the password is empty"), "\(empty.err)")
+        // A password the identity provider refuses was asked rightly: 1, as any refused call (not 2).
+        let wrong = try cli.hydra(["auth", "login", "user", "--user", "alice"] + connect, stdin: "wrong-pw\n")
+        #expect(wrong.status == 1 && wrong.err.contains("invalid_grant") && !wrong.err.contains("wrong-pw"), "\(wrong)")
         let login = try cli.hydra(["auth", "login", "user", "--user", "alice"] + connect, stdin: "wonderland\n")
         #expect(login.status == 0, "\(login.err)")
         #expect(try JSONParser.parse(login.out.trimmingCharacters(in: .whitespacesAndNewlines))["ok"] == true)

@@ -72,6 +72,45 @@ import Testing
         #expect(result["state"] == "succeeded" && result["result"]?["fromCache"] == true, "\(result)")
     }
 
+    /// Extension: `events.subscribe {caughtUp: true}` sends one `hydra.caughtUp`
+    /// once the subscription is live: after every replayed event, or at once
+    /// after the reply; never unasked.
+    @Test func caughtUpFollowsTheReplayWhenAsked() throws {
+        let server = try ServerProcess()
+        defer { server.terminate() }
+        let client = try server.client()
+        for input in 1...3 {
+            let job = try #require(client.call("job.submit", ["job": ["type": "local", "name": "echo", "input": .int(input)]])["jobId"])
+            _ = try client.call("job.result", ["jobId": job, "waitMs": 10_000])
+        }
+        let last = try #require(client.call("hydra.stats")["events"]?["lastSeq"]?.intValue)
+        let watcher = try server.client()
+        let replaying = try watcher.call("events.subscribe", ["fromSeq": 0, "caughtUp": true])
+        var seqs: [Int] = []
+        var caughtUp: JSONValue?
+        while caughtUp == nil, let note = try watcher.nextNotification(timeout: .seconds(10)) {
+            if note["method"] == "hydra.caughtUp" { caughtUp = note["params"] } else { seqs.append(note["params"]?["seq"]?.intValue ?? -1) }
+        }
+        #expect(seqs == Array(1...last), "\(seqs)")
+        #expect(caughtUp?["subscription"] == replaying["subscription"] && caughtUp?["seq"] == .int(last), "\(String(describing: caughtUp))")
+
+        let live = try watcher.call("events.subscribe", ["events": ["job.failed"], "caughtUp": true])
+        let next = try watcher.nextNotification(timeout: .seconds(10))
+        #expect(next?["method"] == "hydra.caughtUp" && next?["params"]?["subscription"] == live["subscription"], "\(String(describing: next))")
+
+        let quiet = try server.client()
+        _ = try quiet.call("events.subscribe", ["fromSeq": .int(last - 1)])
+        let replayed = try quiet.nextNotification(timeout: .seconds(10))
+        #expect(replayed?["params"]?["seq"] == .int(last))
+        #expect(try quiet.nextNotification(timeout: .milliseconds(300)) == nil)
+        do {
+            _ = try quiet.call("events.subscribe", ["caughtUp": "yes"])
+            Issue.record("caughtUp: \"yes\" was taken")
+        } catch {
+            #expect(error.code == -32602 && error.message.hasPrefix("caughtUp: "), "\(error)")
+        }
+    }
+
     /// `rpc.maxMessageBytes` defaults to 1 MiB (config.md): a line of exactly
     /// that many bytes is taken, one byte more is `-32600` and closes the connection.
     @Test func aMessageOfTheDefaultLimitIsTakenOneByteMoreIsNot() throws {
