@@ -465,7 +465,7 @@ final class RPCServerRuntime {
         subscription.announcesCaughtUp = false
         // Every matching event up to here was delivered (``deliver(_:)`` keeps `lastSeq`).
         let seq = max(subscription.after, lastSeq)
-        subscription.session.sendNotice(RPCEncoder.notification("hydra.caughtUp", [
+        subscription.session.send(RPCEncoder.notification("hydra.caughtUp", [
             "subscription": .string(subscription.id), "seq": .int(Int(seq)),
         ]))
     }
