@@ -167,7 +167,7 @@ struct StatsCommand: ParsableCommand {
 
     func run() {
         let stats = call(connection.client(), "hydra.stats")
-        writeLine(pretty ? PrettyJSON.string(stats) : JSONWriter.string(stats))
+        writeJSON(stats, pretty: pretty)
     }
 }
 
@@ -311,8 +311,9 @@ struct StatusCommand: ParsableCommand {
         commandName: "status", abstract: "Show a job's state and step counts.",
         discussion: "Example: hydra status JOB_ID   (the id hydra submit printed)")
     @Argument(help: "The job id.") var jobId: String
+    @Flag(help: "Indented JSON, for people rather than scripts.") var pretty = false
     @OptionGroup var connection: ConnectOptions
-    func run() { writeLine(JSONWriter.string(call(connection.client(), "job.status", ["jobId": .string(jobId)]))) }
+    func run() { writeJSON(call(connection.client(), "job.status", ["jobId": .string(jobId)]), pretty: pretty) }
 }
 
 struct ResultCommand: ParsableCommand {
@@ -331,7 +332,7 @@ struct ResultCommand: ParsableCommand {
     func run() throws {
         let result = call(connection.client(), "job.result", ["jobId": .string(jobId), "waitMs": .int(wait)],
                           timeout: .milliseconds(wait) + connection.callTimeout)
-        writeLine(pretty ? PrettyJSON.string(result) : JSONWriter.string(result))
+        writeJSON(result, pretty: pretty)
         if result["state"] != "succeeded" { throw ExitCode(1) }
     }
 }
@@ -486,10 +487,11 @@ struct SharedCommand: ParsableCommand {
     struct Get: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Print a shared value.")
         @Argument var key: String
+        @Flag(help: "Indented JSON, for people rather than scripts.") var pretty = false
         @OptionGroup var connection: ConnectOptions
         func run() {
             let reply = call(connection.client(), "shared.get", ["key": .string(key)])
-            writeLine(JSONWriter.string(reply["value"] ?? .null))
+            writeJSON(reply["value"] ?? .null, pretty: pretty)
         }
     }
 
@@ -630,8 +632,9 @@ struct CacheCommand: ParsableCommand {
     struct Get: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Print the cached response of a GET URL, fresh or stale.")
         @Argument(help: "The URL, exactly as requested (query included).") var url: String
+        @Flag(help: "Indented JSON, for people rather than scripts.") var pretty = false
         @OptionGroup var connection: ConnectOptions
-        func run() { writeLine(JSONWriter.string(call(connection.client(), "cache.get", ["url": .string(url)]))) }
+        func run() { writeJSON(call(connection.client(), "cache.get", ["url": .string(url)]), pretty: pretty) }
     }
 
     struct Remove: ParsableCommand {

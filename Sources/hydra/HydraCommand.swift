@@ -31,6 +31,7 @@ struct HydraCommand: AsyncParsableCommand {
     /// `--help` and `--version` still exit 0.
     static func main() async {
         refuseArgumentsNotUTF8()
+        refuseUnknownCommand()
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {
@@ -62,5 +63,26 @@ extension HydraCommand {
             FileHandle.standardError.write(Data("hydra: argument \(index) is not valid UTF-8 (\(TerminalText.safe(String(cString: raw))))\n".utf8))
             Foundation.exit(2)
         }
+    }
+}
+
+extension HydraCommand {
+    /// `hydra frob` and `hydra help frob` say that there is no such command
+    /// (exit 2), naming the one meant when it looks misspelt: ArgumentParser
+    /// says "Unexpected argument" for the first and prints the top help with
+    /// exit 0 for the second.
+    static func refuseUnknownCommand() {
+        let arguments = CommandLine.arguments.dropFirst()
+        guard var word = arguments.first, !word.hasPrefix("-") else { return }
+        let names = configuration.subcommands.map { $0._commandName }
+        if word == "help" {
+            guard let asked = arguments.dropFirst().first, !asked.hasPrefix("-") else { return }
+            word = asked
+        }
+        guard !names.contains(word) else { return }
+        let meant = names.first { FieldReader.looksMisspelt(word, for: $0) }.map { " (did you mean '\($0)'?)" } ?? ""
+        FileHandle.standardError.write(Data(
+            "hydra: unknown command '\(TerminalText.safe(word))'\(meant); hydra --help lists the commands\n".utf8))
+        Foundation.exit(2)
     }
 }

@@ -34,3 +34,8 @@ enum PrettyJSON {
         }
     }
 }
+
+/// Writes one JSON value as a line: compact (for scripts), or indented with `--pretty`.
+func writeJSON(_ value: JSONValue, pretty: Bool) {
+    writeLine(pretty ? PrettyJSON.string(value) : JSONWriter.string(value))
+}

@@ -79,8 +79,9 @@ struct ResourceCommand: ParsableCommand {
     struct Stat: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Print what the repository knows of a copy.")
         @OptionGroup var target: Target
+        @Flag(help: "Indented JSON, for people rather than scripts.") var pretty = false
         @OptionGroup var connection: ConnectOptions
-        func run() { writeLine(JSONWriter.string(call(connection.client(), "resource.stat", .object(target.params)))) }
+        func run() { writeJSON(call(connection.client(), "resource.stat", .object(target.params)), pretty: pretty) }
     }
 
     struct Cat: ParsableCommand {

@@ -86,7 +86,7 @@ public struct FieldReader {
 
     /// Whether `name` is `key` in another case or within one edit of it (two
     /// for keys longer than four characters), a swap of neighbours being one edit.
-    static func looksMisspelt(_ name: String, for key: String) -> Bool {
+    public static func looksMisspelt(_ name: String, for key: String) -> Bool {
         let a = Array(name.lowercased().utf8), b = Array(key.lowercased().utf8)
         let limit = b.count > 4 ? 2 : 1
         guard abs(a.count - b.count) <= limit, a.count < 64 else { return false }

@@ -49,6 +49,8 @@ import Testing
         #expect(try JSONParser.parse(pretty.out)["error"]?["message"] == "nope")
         let compact = try cli.hydra(["result", jobId] + connect)
         #expect(compact.out.split(separator: "\n").count == 1)
+        let status = try cli.hydra(["status", jobId, "--pretty"] + connect)
+        #expect(status.out.hasPrefix("{\n  \"jobId\": \"\(jobId)\",\n  \"state\": \"failed\",\n"), "\(status.out)")
 
         // events --pretty: one readable line per event (it streams until interrupted).
         let errors = Pipe()

@@ -56,6 +56,17 @@ import Testing
         #expect(folder.status == 2 && folder.err.contains("cannot read the file: it is a folder"), "\(folder)")
     }
 
+    /// A command that does not exist is said to be unknown (exit 2), with the
+    /// one meant when it looks misspelt, also after `help`.
+    @Test func anUnknownCommandIsNamed() throws {
+        let typo = try hydra(["statuss", "j1"])
+        #expect(typo.status == 2 && typo.err == "hydra: unknown command 'statuss' (did you mean 'status'?); hydra --help lists the commands\n", "\(typo)")
+        let help = try hydra(["help", "frob"])
+        #expect(help.status == 2 && help.err.hasPrefix("hydra: unknown command 'frob';") && help.out.isEmpty, "\(help)")
+        let known = try hydra(["help", "status"])
+        #expect(known.status == 0 && known.out.contains("USAGE: hydra status"), "\(known)")
+    }
+
     /// Output that cannot be written ends the run cleanly: a reader that went
     /// away as SIGPIPE would (141, nothing said), a full disk with one line
     /// (exit 1); never a crash report (Foundation's write stopped it with one).
@@ -234,12 +245,15 @@ import Testing
     }
 
     @Test func usageErrorsExitTwoAndHelpExitsZero() throws {
-        for arguments in [["run"], ["frobnicate"], ["run", "jobs/demo.json", "--bogus"], ["submit"],
+        for arguments in [["run"], ["run", "jobs/demo.json", "--bogus"], ["submit"],
                           ["result", "j1", "--wait", "soon"]] {
             let usage = try hydra(arguments)
             #expect(usage.status == 2, "\(arguments): \(usage.err)")
             #expect(usage.err.contains("Error:") && usage.err.contains("Usage: hydra"), "\(arguments): \(usage.err)")
         }
+        // An unknown command is named as one (see anUnknownCommandIsNamed), with the same exit.
+        let unknown = try hydra(["frobnicate"])
+        #expect(unknown.status == 2 && unknown.err.contains("unknown command 'frobnicate'"), "\(unknown.err)")
         for arguments in [["--help"], ["run", "--help"], ["serve", "--help"], ["help", "submit"], ["--version"]] {
             let help = try hydra(arguments)
             #expect(help.status == 0, "\(arguments): \(help.err)")
