@@ -37,7 +37,13 @@ struct AuthCommand: ParsableCommand {
     }
 
     struct Status: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show a session's state (or every session's).")
+        static let configuration = CommandConfiguration(
+            abstract: "Show a session's state (or every session's).",
+            discussion: """
+                Examples:
+                  hydra auth status
+                  hydra auth status user
+                """)
         @Argument(help: "The session's name; all when left out.") var name: String?
         @OptionGroup var connection: ConnectOptions
         func run() {
@@ -47,7 +53,7 @@ struct AuthCommand: ParsableCommand {
     }
 
     struct Logout: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Forget a session's tokens, in memory and at rest.")
+        static let configuration = CommandConfiguration(abstract: "Forget a session's tokens, in memory and at rest.", discussion: "Example: hydra auth logout user")
         @Argument(help: "The session's name.") var name: String
         @OptionGroup var connection: ConnectOptions
         func run() { writeLine(JSONWriter.string(call(connection.client(), "auth.logout", ["name": .string(name)]))) }

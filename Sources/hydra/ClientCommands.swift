@@ -72,6 +72,10 @@ struct ConnectOptions: ParsableArguments {
         guard let parsed = SocketAddress(parsing: connect) else {
             exitInvalid("--connect: \"\(connect)\" is not HOST:PORT or unix:PATH")
         }
+        // As a malformed address: a socket's path holds at most 107 bytes (no server can listen there).
+        if case .unix(let path) = parsed, path.utf8.count > Configuration.maxUnixSocketPath {
+            exitInvalid("--connect: a Unix socket's path holds at most \(Configuration.maxUnixSocketPath) bytes, got \(path.utf8.count)")
+        }
         let addresses: [SocketAddress]
         do { addresses = try parsed.resolvingHostName() } catch { exitInvalid("--connect: \(error)") }
         let secret = ProcessInfo.processInfo.environment["HYDRA_RPC_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
@@ -485,7 +489,7 @@ struct SharedCommand: ParsableCommand {
         subcommands: [Get.self, Set.self, Remove.self])
 
     struct Get: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print a shared value.")
+        static let configuration = CommandConfiguration(abstract: "Print a shared value.", discussion: "Example: hydra shared get region")
         @Argument var key: String
         @Flag(help: "Indented JSON, for people rather than scripts.") var pretty = false
         @OptionGroup var connection: ConnectOptions
@@ -511,7 +515,7 @@ struct SharedCommand: ParsableCommand {
     }
 
     struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove a shared value.")
+        static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove a shared value.", discussion: "Example: hydra shared rm region")
         @Argument var key: String
         @OptionGroup var connection: ConnectOptions
         func run() { writeLine(JSONWriter.string(call(connection.client(), "shared.remove", ["key": .string(key)]))) }
@@ -606,13 +610,13 @@ struct DummyCommand: ParsableCommand {
     }
 
     struct Enable: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Answer matching requests with dummy responses.")
+        static let configuration = CommandConfiguration(abstract: "Answer matching requests with dummy responses.", discussion: "Example: hydra dummy enable")
         @OptionGroup var connection: ConnectOptions
         func run() { writeLine(JSONWriter.string(call(connection.client(), "dummy.enable", ["enabled": true]))) }
     }
 
     struct Disable: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Send every request to the network again.")
+        static let configuration = CommandConfiguration(abstract: "Send every request to the network again.", discussion: "Example: hydra dummy disable")
         @OptionGroup var connection: ConnectOptions
         func run() { writeLine(JSONWriter.string(call(connection.client(), "dummy.enable", ["enabled": false]))) }
     }
@@ -630,7 +634,9 @@ struct CacheCommand: ParsableCommand {
         subcommands: [Get.self, Remove.self])
 
     struct Get: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print the cached response of a GET URL, fresh or stale.")
+        static let configuration = CommandConfiguration(
+            abstract: "Print the cached response of a GET URL, fresh or stale.",
+            discussion: "Example: hydra cache get http://api.example/v1/items --pretty")
         @Argument(help: "The URL, exactly as requested (query included).") var url: String
         @Flag(help: "Indented JSON, for people rather than scripts.") var pretty = false
         @OptionGroup var connection: ConnectOptions

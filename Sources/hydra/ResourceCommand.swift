@@ -43,6 +43,8 @@ struct ResourceCommand: ParsableCommand {
             discussion: """
                 With --as text, json or base64 prints the content itself; with --as path
                 (the default) the job's result object. Exit 1 when the job fails.
+
+                Example: hydra resource get https://example.com/a.json --as json --refresh
                 """)
         @Argument(help: "The resource's URL.") var url: String
         @Option(name: .customLong("as"), help: "path, text, json or base64.") var presentation = "path"
@@ -77,7 +79,13 @@ struct ResourceCommand: ParsableCommand {
     }
 
     struct Stat: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print what the repository knows of a copy.")
+        static let configuration = CommandConfiguration(
+            abstract: "Print what the repository knows of a copy.",
+            discussion: """
+                Examples:
+                  hydra resource stat https://example.com/logo.png
+                  hydra resource stat --key KEY --pretty
+                """)
         @OptionGroup var target: Target
         @Flag(help: "Indented JSON, for people rather than scripts.") var pretty = false
         @OptionGroup var connection: ConnectOptions
@@ -86,7 +94,8 @@ struct ResourceCommand: ParsableCommand {
 
     struct Cat: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Write a copy's bytes to stdout, from the repository only (never the network).")
+            abstract: "Write a copy's bytes to stdout, from the repository only (never the network).",
+            discussion: "Example: hydra resource cat https://example.com/logo.png > logo.png")
         @OptionGroup var target: Target
         @OptionGroup var connection: ConnectOptions
         func run() {
@@ -106,7 +115,9 @@ struct ResourceCommand: ParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "ls", abstract: "List copies, newest first.")
+        static let configuration = CommandConfiguration(
+            commandName: "ls", abstract: "List copies, newest first.",
+            discussion: "Example: hydra resource ls --prefix https://example.com/ --limit 10")
         @Option(help: "Only URLs starting with this.") var prefix: String?
         @Option(parsing: .unconditional, help: "At most this many (1...1000).") var limit = 100
         @Option(help: "The page after this key (a previous answer's next).") var after: String?
@@ -124,7 +135,13 @@ struct ResourceCommand: ParsableCommand {
     }
 
     struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove copies by URL, key or URL prefix.")
+        static let configuration = CommandConfiguration(
+            commandName: "rm", abstract: "Remove copies by URL, key or URL prefix.",
+            discussion: """
+                Examples:
+                  hydra resource rm https://example.com/logo.png
+                  hydra resource rm --prefix https://example.com/img/
+                """)
         @Argument(help: "The resource's URL.") var url: String?
         @Option(help: "The resource's key.") var key: String?
         @Option(help: "Every URL starting with this.") var prefix: String?
@@ -148,7 +165,8 @@ struct ResourceCommand: ParsableCommand {
 
     struct Purge: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Remove copies unused for a while, then the least recently used past a size.")
+            abstract: "Remove copies unused for a while, then the least recently used past a size.",
+            discussion: "Example: hydra resource purge --older-than 86400 --max-bytes 1000000000")
         @Option(parsing: .unconditional, help: "Copies unused for this many seconds go.") var olderThan: Int?
         @Option(parsing: .unconditional, help: "Then the least recently used go until the repository holds at most this many bytes.") var maxBytes: Int?
         @OptionGroup var connection: ConnectOptions

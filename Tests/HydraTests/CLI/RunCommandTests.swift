@@ -251,6 +251,9 @@ import Testing
             #expect(usage.status == 2, "\(arguments): \(usage.err)")
             #expect(usage.err.contains("Error:") && usage.err.contains("Usage: hydra"), "\(arguments): \(usage.err)")
         }
+        // A Unix socket path no server can listen on is a malformed address (it was "unreachable", exit 1).
+        let longPath = try hydra(["ping", "--connect", "unix:/tmp/" + String(repeating: "a", count: 200)])
+        #expect(longPath.status == 2 && longPath.err.contains("--connect: a Unix socket's path holds at most 107 bytes"), "\(longPath.err)")
         // An unknown command is named as one (see anUnknownCommandIsNamed), with the same exit.
         let unknown = try hydra(["frobnicate"])
         #expect(unknown.status == 2 && unknown.err.contains("unknown command 'frobnicate'"), "\(unknown.err)")
