@@ -17,7 +17,13 @@ struct AuthCommand: ParsableCommand {
 
     struct Login: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Log a session in: the password grant for oauth2-password, a token now for client credentials.")
+            abstract: "Log a session in: the password grant for oauth2-password, a token now for client credentials.",
+            discussion: """
+                Examples:
+                  hydra auth login user --user alice    (asks for the password without echo)
+                  echo "$PASSWORD" | hydra auth login user --user alice
+                  hydra auth login svc
+                """)
         @Argument(help: "The session's name in the server's auth section.") var name: String
         @Option(name: [.customLong("user"), .customShort("u")], help: "The user name (oauth2-password).") var user: String?
         @OptionGroup var connection: ConnectOptions

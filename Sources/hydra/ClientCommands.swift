@@ -597,7 +597,9 @@ struct DummyCommand: ParsableCommand {
         subcommands: [Set.self, Enable.self, Disable.self])
 
     struct Set: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Replace the runtime dummy responses (asked before the config's).")
+        static let configuration = CommandConfiguration(
+            abstract: "Replace the runtime dummy responses (asked before the config's).",
+            discussion: "Example: hydra dummy set dummies.json")
         @Argument(help: "A JSON file (or - for stdin): an array of dummy responses, or {\"responses\": [...]}.")
         var file: String
         @OptionGroup var connection: ConnectOptions
@@ -644,8 +646,16 @@ struct CacheCommand: ParsableCommand {
     }
 
     struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove cached responses by api, URL or URL prefix (or --all).",
-            discussion: "Several of --api, --url and --prefix remove the responses that all of them name (--api items --prefix URL: that api's under URL).")
+        static let configuration = CommandConfiguration(
+            commandName: "rm", abstract: "Remove cached responses by api, URL or URL prefix (or --all).",
+            discussion: """
+                Several of --api, --url and --prefix remove the responses that all of
+                them name (--api items --prefix URL: that api's under URL).
+
+                Examples:
+                  hydra cache rm --url http://api.example/v1/items
+                  hydra cache rm --api items
+                """)
         @Option(help: "Every response of this api.") var api: String?
         @Option(help: "The response of this URL (and its credential variants).") var url: String?
         @Option(help: "Every response whose URL starts with this.") var prefix: String?
