@@ -108,21 +108,11 @@ func exitWith(_ error: RPCClientError) -> Never {
 }
 
 /// Calls one method and returns its result, exiting on failure. Without a
-/// `timeout`, the client's own (`--timeout`).
+/// `timeout`, the client's own (`--timeout`). `options`: for a command whose
+/// options become params of other names, a `-32602` naming such a param
+/// names the option instead (`--older-than: must be …`, not `olderThanSec: …`).
 func call(_ client: RPCClient, _ method: String, _ params: JSONValue = .object([:]),
-          timeout: Duration? = nil) -> JSONValue {
-    do {
-        return try client.call(method, params, timeout: timeout)
-    } catch {
-        exitWith(error)
-    }
-}
-
-/// ``call(_:_:_:timeout:)`` for a command whose options become params of
-/// other names: a `-32602` naming a param names the option instead
-/// (`--older-than: must be …`, not `olderThanSec: must be …`).
-func call(_ client: RPCClient, _ method: String, _ params: JSONValue, options: [String: String],
-          timeout: Duration? = nil) -> JSONValue {
+          options: [String: String] = [:], timeout: Duration? = nil) -> JSONValue {
     do {
         return try client.call(method, params, timeout: timeout)
     } catch {
