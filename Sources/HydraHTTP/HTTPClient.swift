@@ -33,6 +33,8 @@ public final class HTTPClient {
     @exclusivity(unchecked) private var timer: LoopTimer!
     /// Transfers in flight, by id (curl's `CURLOPT_PRIVATE`).
     @exclusivity(unchecked) private var transfers = CounterTable<Transfer>(capacity: 256)
+    /// The URLs its transfers fetch, parsed once each (see ``ParsedURL``).
+    private let urls = ParsedURLCache()
     /// Finished transfers kept for reuse, with their easy handles.
     @exclusivity(unchecked) private var idle: [Transfer] = []
     /// A watch per socket curl has asked to watch and not closed (see ``SocketWatch``).
@@ -146,7 +148,7 @@ public final class HTTPClient {
         let id = nextID
         nextID += 1
         let transfer = idle.popLast()
-            ?? Transfer(client: Unmanaged.passUnretained(self).toOpaque())
+            ?? Transfer(client: Unmanaged.passUnretained(self).toOpaque(), urls: urls)
         do {
             try transfer.begin(id: id, request, completion: completion, progress: progress, spillFile: spillFile)
         } catch {

@@ -15,6 +15,8 @@ final class Transfer {
     private let errorBuffer: UnsafeMutablePointer<CChar>
     /// The client, for curl's open/close-socket callbacks (see ``HTTPClient``).
     private let clientPointer: UnsafeMutableRawPointer
+    /// The client's parsed URLs (see ``ParsedURL``).
+    private let urls: ParsedURLCache
 
     // The request in flight (reset by `end`).
     @exclusivity(unchecked) private(set) var id: UInt64 = 0
@@ -79,6 +81,8 @@ final class Transfer {
     /// `curl_easy_reset` before the next request, whatever its shape (see ``resetBeforeNextUse()``).
     @exclusivity(unchecked) private var needsReset = false
     @exclusivity(unchecked) private var appliedURL = ""
+    /// The parsed URL the easy handle points at (`CURLOPT_CURLU`): kept alive while it does.
+    @exclusivity(unchecked) private var appliedParsedURL: ParsedURL?
     @exclusivity(unchecked) private var headerList: UnsafeMutablePointer<curl_slist>?
 
     /// The codings curl decodes for us (zlib's).
@@ -155,10 +159,11 @@ final class Transfer {
 
     }
 
-    init(client: UnsafeMutableRawPointer) {
+    init(client: UnsafeMutableRawPointer, urls: ParsedURLCache) {
         guard let easy = curl_easy_init() else { fatalError("curl_easy_init failed") }
         self.easy = easy
         clientPointer = client
+        self.urls = urls
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(to: 0)
     }
@@ -278,7 +283,15 @@ final class Transfer {
                 rejectedURL = true
                 return CURLE_URL_MALFORMAT
             }
-            set(CURLOPT_URL, request.url)
+            // The parsed handle and its normalized text together (see ``ParsedURL``); a URL
+            // curl's parser refuses goes as text alone, for curl to refuse with its own error.
+            let parsed = urls.parsed(request.url)
+            if code == CURLE_OK {
+                code = hydra_easy_setopt_ptr(easy, CURLOPT_CURLU, parsed.map { UnsafeRawPointer($0.handle) })
+            }
+            // Released only now: the easy handle pointed at the one it replaces until the line above.
+            appliedParsedURL = parsed
+            set(CURLOPT_URL, parsed?.normalized ?? request.url)
             appliedURL = code == CURLE_OK ? request.url : ""
         }
         hydra_easy_setopt_ptr(easy, CURLOPT_PRIVATE, UnsafeRawPointer(bitPattern: UInt(id)))
