@@ -196,7 +196,8 @@ public final class HTTPClient {
 
     private func watch(socket: curl_socket_t, what: Int32) {
         if what == CURL_POLL_REMOVE {
-            sockets[Self.slot(socket)]?.release()
+            // A connection's watch may stay armed while it idles (see ``SocketWatch``).
+            sockets[Self.slot(socket)]?.release(keepPolling: connections[socket] != nil)
             return
         }
         let watch: SocketWatch

@@ -8,11 +8,17 @@ import HydraLoop
 /// time curl asks to watch the socket and closed when curl closes the socket
 /// (the client's close-socket callback), so a kept-alive connection reuses it
 /// without `uv_poll_init` (two `epoll_ctl` calls and an `ioctl`) and without
-/// an allocation. On `CURL_POLL_REMOVE` polling stops: curl may close some
-/// sockets (its resolver's socket pair) without the callback, and libuv
-/// aborts the process if it re-arms a descriptor that was closed under it.
-/// A stopped watch is safe whatever happens to its descriptor: starting it
-/// again watches whatever socket now has that number, which is what curl asks.
+/// an allocation. On `CURL_POLL_REMOVE` polling stops, except on a connection
+/// the client opened itself: curl may close other sockets (its resolver's
+/// socket pair) without the callback, and libuv aborts the process if it
+/// re-arms a descriptor that was closed under it. A stopped watch is safe
+/// whatever happens to its descriptor: starting it again watches whatever
+/// socket now has that number, which is what curl asks. A connection's watch
+/// is closed by the client's close-socket callback before the socket is, so
+/// it may stay armed while the connection idles between two requests: the
+/// next request's `CURL_POLL_IN` then costs no `epoll_ctl` (a stop and a
+/// start were two per request). Readiness while nobody wants it (the peer
+/// closed the idle connection) stops the poll.
 ///
 /// Ownership: the client's socket table holds it; the poll handle holds it
 /// (retained) until its close callback.
@@ -43,10 +49,12 @@ final class SocketWatch {
         poll(events)
     }
 
-    /// curl stopped watching (`CURL_POLL_REMOVE`): polling stops until it asks again.
-    func release() {
+    /// curl stopped watching (`CURL_POLL_REMOVE`): polling stops until it asks
+    /// again, unless `keepPolling` (a connection the client opened and closes
+    /// itself: see the type's notes).
+    func release(keepPolling: Bool) {
         wanted = false
-        poll(0)
+        if !keepPolling { poll(0) }
     }
 
     /// Stops polling and frees the handle (in its close callback). Before the socket is closed.
