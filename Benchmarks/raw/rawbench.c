@@ -7,7 +7,8 @@
  * default remote job (Accept-Encoding gzip/deflate with transparent decoding,
  * the line given as a header as Hydra gives it,
  * redirects followed up to 5, 30 s total and 10 s connect timeouts, response
- * header lines kept), and the result is named "raw-c-same": the same HTTP
+ * header lines kept, the URL handed over parsed once with CURLOPT_CURLU beside
+ * its normalized text), and the result is named "raw-c-same": the same HTTP
  * work in plain C, so the ratio to it measures Hydra's own overhead.
  *
  * One libuv loop drives one libcurl multi handle through the multi socket API
@@ -146,6 +147,18 @@ int main(int argc, char **argv) {
 
     struct curl_slist *accept_encoding_header = curl_slist_append(NULL, "Accept-Encoding: gzip, deflate");
     if (!accept_encoding_header) die("curl_slist_append", "failed");
+    /* As Hydra does (its ParsedURL): the URL parsed once with curl's own flags
+     * for CURLOPT_URL, given as a handle together with its normalized text;
+     * curl 7.88 otherwise parses and reprints it for every request. */
+    CURLU *parsed_url = NULL;
+    char *normalized_url = NULL;
+    if (same_options) {
+        parsed_url = curl_url();
+        if (!parsed_url
+            || curl_url_set(parsed_url, CURLUPART_URL, url, CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK
+            || curl_url_get(parsed_url, CURLUPART_URL, &normalized_url, 0) != CURLUE_OK)
+            die("curl_url_set", "the URL does not parse");
+    }
 
     slots = calloc((size_t)nslots, sizeof(*slots));
     done_buf = calloc((size_t)concurrency, sizeof(*done_buf));
@@ -154,7 +167,12 @@ int main(int argc, char **argv) {
         CURL *e = curl_easy_init();
         if (!e) die("curl_easy_init", "failed");
         slots[i].easy = e;
-        curl_easy_setopt(e, CURLOPT_URL, url);
+        if (same_options) {
+            curl_easy_setopt(e, CURLOPT_CURLU, parsed_url);
+            curl_easy_setopt(e, CURLOPT_URL, normalized_url);
+        } else {
+            curl_easy_setopt(e, CURLOPT_URL, url);
+        }
         curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
         curl_easy_setopt(e, CURLOPT_WRITEDATA, &slots[i]);
@@ -214,6 +232,8 @@ int main(int argc, char **argv) {
     curl_multi_cleanup(multi);
     multi = NULL;
     curl_slist_free_all(accept_encoding_header);
+    curl_free(normalized_url);
+    curl_url_cleanup(parsed_url);
     uv_walk(loop, close_leftover, NULL);
     uv_run(loop, UV_RUN_DEFAULT);
     uv_loop_close(loop);
