@@ -3,7 +3,8 @@
 #
 # Starts a private nginx on 127.0.0.1:$BENCH_PORT serving a small JSON file,
 # then for each concurrency measures GET throughput of:
-#   raw-c          Benchmarks/raw/rawbench.c (libcurl multi + libuv, the floor)
+#   raw-c          Benchmarks/raw/rawbench.c (libcurl multi + libuv, the floor;
+#                  with --same-options and, at c=64, --keep-watches as references)
 #   hydra          .build/release/hydra-bench remote (Hydra's remote worker path)
 #   curl-parallel  curl --parallel over a config file of N URLs
 #   aria2c         aria2c -i over a list of N URLs
@@ -294,6 +295,13 @@ run_raw() { # c
     line="$(json_line raw-c-same "$out")"
     [[ -n "$line" ]] || die "rawbench --same-options produced no result at concurrency $1"
     record "$line"
+    # Reference at c=64: raw C whose watches stay armed between requests, as
+    # Hydra's worker keeps them (rawloop.h); the goal stays on plain raw C.
+    if [[ "$1" == 64 ]]; then
+        "$RAWBENCH" "$URL" "$REQUESTS" "$1" --keep-watches > "$out" || true
+        line="$(json_line raw-c-armed "$out")"
+        if [[ -n "$line" ]]; then record "$line"; else warn "rawbench --keep-watches produced no result"; fi
+    fi
 }
 
 run_hydra() { # c
@@ -780,6 +788,17 @@ for c in sorted(runs):
         pair_lines.append("c=%d %.2f× (%s)" % (c, statistics.median(pairs), ", ".join("%.2f" % p for p in pairs)))
 if pair_lines:
     out.append("hydra ÷ raw C, run by run (median of the pairs, then each pair): " + "; ".join(pair_lines))
+    out.append("")
+armed = runs.get(64, {}).get("raw-c-armed", [])
+if armed:
+    raws64, hydras64 = runs[64].get("raw-c", []), runs[64].get("hydra", [])
+    armed_pairs = [a["rps"] / r["rps"] for r, a in zip(raws64, armed) if r["rps"] > 0]
+    hydra_armed = [h["rps"] / a["rps"] for a, h in zip(armed, hydras64) if a["rps"] > 0]
+    out.append("Raw C at c=64 keeping each socket's watch armed between requests, as Hydra's worker does "
+               "(reference; the goal is on plain raw C): %s req/s, %.2f× raw C by pairs (%s); hydra %.2f× of it (%s)" % (
+                   f"{statistics.median(x['rps'] for x in armed):,.0f}",
+                   statistics.median(armed_pairs) if armed_pairs else 0, ", ".join("%.2f" % p for p in armed_pairs),
+                   statistics.median(hydra_armed) if hydra_armed else 0, ", ".join("%.2f" % p for p in hydra_armed)))
     out.append("")
 for name, what in (("hydra-tcmalloc", "with tcmalloc preloaded (the allocator the release `hydra` links)"),
                    ("hydra-2workers", "with two remote workers, 32 in flight each (reference; the goal is on one worker)")):

@@ -1,7 +1,7 @@
 /*
  * rawbench: the floor of Hydra's remote-worker stack, in plain C.
  *
- *   rawbench URL REQUESTS CONCURRENCY [--same-options]
+ *   rawbench URL REQUESTS CONCURRENCY [--same-options | --keep-watches]
  *
  * With --same-options each transfer also gets the options Hydra sets for a
  * default remote job (Accept-Encoding gzip/deflate with transparent decoding,
@@ -10,6 +10,10 @@
  * header lines kept, the URL handed over parsed once with CURLOPT_CURLU beside
  * its normalized text), and the result is named "raw-c-same": the same HTTP
  * work in plain C, so the ratio to it measures Hydra's own overhead.
+ * With --keep-watches (named "raw-c-armed") the options are the plain ones
+ * but each socket's uv_poll_t stays armed between requests, as Hydra's
+ * remote worker keeps it (see rawloop.h): a reference row, the floor with
+ * that loop.
  *
  * One libuv loop drives one libcurl multi handle through the multi socket API
  * (rawloop.h: CURLMOPT_SOCKETFUNCTION -> one uv_poll_t per socket,
@@ -125,8 +129,9 @@ static void check_info(void) {
 
 int main(int argc, char **argv) {
     int same_options = argc == 5 && strcmp(argv[4], "--same-options") == 0;
-    if (argc != 4 && !same_options) {
-        fprintf(stderr, "usage: %s URL REQUESTS CONCURRENCY [--same-options]\n", argv[0]);
+    raw_keep_watches = argc == 5 && strcmp(argv[4], "--keep-watches") == 0;
+    if (argc != 4 && !same_options && !raw_keep_watches) {
+        fprintf(stderr, "usage: %s URL REQUESTS CONCURRENCY [--same-options | --keep-watches]\n", argv[0]);
         return 2;
     }
     raw_program = "rawbench";
@@ -177,6 +182,7 @@ int main(int argc, char **argv) {
         curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
         curl_easy_setopt(e, CURLOPT_WRITEDATA, &slots[i]);
         curl_easy_setopt(e, CURLOPT_PRIVATE, &slots[i]);
+        raw_use_close_callback(e);
         if (same_options) {
             /* As Hydra does: the Accept-Encoding line given as a header (curl 7.88
              * formats its own line anew per request, byte by byte), the option
@@ -217,7 +223,7 @@ int main(int argc, char **argv) {
 
     double seconds = (double)(t_end - t_start) / 1e9;
     printf("{\"name\":\"%s\",\"concurrency\":%ld,\"requests\":%ld,\"failed\":%ld,"
-           "\"seconds\":%.6f,\"rps\":%.1f}\n", same_options ? "raw-c-same" : "raw-c",
+           "\"seconds\":%.6f,\"rps\":%.1f}\n", same_options ? "raw-c-same" : raw_keep_watches ? "raw-c-armed" : "raw-c",
            concurrency, target, failed, seconds, seconds > 0 ? (double)target / seconds : 0.0);
     fflush(stdout);
 

@@ -5,6 +5,14 @@
  * CURLMOPT_TIMERFUNCTION -> one uv_timer_t. Everything runs on the loop's
  * thread. Each program defines check_info() (acts on finished transfers) and
  * sets raw_program (its name, for messages) before anything else.
+ *
+ * By default a socket's uv_poll_t is closed on CURL_POLL_REMOVE and made
+ * anew when curl watches the socket again, as libcurl's multi-uv example
+ * does: on a kept-alive connection that is ~6 epoll_ctl calls per request.
+ * With raw_keep_watches set (rawbench --keep-watches, a reference row) a
+ * watch lives as long as its socket and stays armed between requests, as
+ * Hydra's SocketWatch does; each easy handle then needs
+ * raw_use_close_callback(), so that a socket's watch is closed before it.
  */
 #ifndef HYDRA_RAWLOOP_H
 #define HYDRA_RAWLOOP_H
@@ -13,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <uv.h>
 
 static const char *raw_program = "raw";
@@ -32,6 +41,11 @@ typedef struct {
     uv_poll_t poll; /* must stay first: the close callback frees the handle */
     curl_socket_t fd;
 } sock_ctx_t;
+
+static int raw_keep_watches;
+/* With raw_keep_watches: the watch of each open socket, by descriptor. */
+#define RAW_MAX_FD 65536
+static sock_ctx_t *watch_by_fd[RAW_MAX_FD];
 
 static void on_poll(uv_poll_t *handle, int status, int events) {
     sock_ctx_t *ctx = (sock_ctx_t *)handle;
@@ -73,6 +87,11 @@ static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *
     sock_ctx_t *ctx = socketp;
     (void)easy;
     (void)userp;
+    if (raw_keep_watches) {
+        if (fd < 0 || fd >= RAW_MAX_FD) die("socket_cb", "descriptor out of range");
+        if (!ctx) ctx = watch_by_fd[fd];
+        if (what == CURL_POLL_REMOVE) return 0; /* stays armed; closed with its socket */
+    }
     if (what == CURL_POLL_REMOVE) {
         if (ctx) {
             uv_poll_stop(&ctx->poll);
@@ -87,8 +106,9 @@ static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *
         ctx->fd = fd;
         int r = uv_poll_init_socket(loop, &ctx->poll, fd);
         if (r < 0) die("uv_poll_init_socket", uv_strerror(r));
-        curl_multi_assign(multi, fd, ctx);
+        if (raw_keep_watches) watch_by_fd[fd] = ctx;
     }
+    curl_multi_assign(multi, fd, ctx); /* curl forgets it on REMOVE */
     int events = 0;
     if (what & CURL_POLL_IN) events |= UV_READABLE;
     if (what & CURL_POLL_OUT) events |= UV_WRITABLE;
@@ -120,6 +140,21 @@ static int raw_collect_done(CURLMsg *done, long max) {
         if (msg->msg == CURLMSG_DONE && n < max) done[n++] = *msg;
     }
     return n;
+}
+
+/* CURLOPT_CLOSESOCKETFUNCTION with raw_keep_watches: the socket's watch is
+ * closed first (libuv must not watch a descriptor closed under it). */
+static int close_socket_cb(void *clientp, curl_socket_t fd) {
+    (void)clientp;
+    if (fd >= 0 && fd < RAW_MAX_FD && watch_by_fd[fd]) {
+        uv_close((uv_handle_t *)&watch_by_fd[fd]->poll, on_close_free);
+        watch_by_fd[fd] = NULL;
+    }
+    return close(fd);
+}
+
+static inline void raw_use_close_callback(CURL *easy) {
+    if (raw_keep_watches) curl_easy_setopt(easy, CURLOPT_CLOSESOCKETFUNCTION, close_socket_cb);
 }
 
 /* Sets the multi handle's socket and timer callbacks to the ones above. */
