@@ -331,6 +331,9 @@ final class Transfer {
             // like from the environment (set once per request shape, not per request).
             set(CURLOPT_PROXY, "")
         }
+        // Nor no_proxy/NO_PROXY: a configured proxy takes every request of its server
+        // (curl 7.88 read them for each request, and a host listed there went around it).
+        set(CURLOPT_NOPROXY, "")
         // curl's callbacks borrow the transfer (no retain per call): it stays
         // in the client's tables while curl can call them.
         let me = Unmanaged.passUnretained(self).toOpaque()

@@ -232,6 +232,24 @@ import Testing
         #expect(done["state"] == "succeeded", "\(done)")
     }
 
+    /// A configured proxy is used for every request of its server: curl is not
+    /// let read `no_proxy`/`NO_PROXY` either (it did, and a host listed there
+    /// went around the proxy). The proxy here is a closed port: going through
+    /// it fails with kind network, going around it succeeds.
+    @Test func theEnvironmentsNoProxyDoesNotBypassAConfiguredProxy() throws {
+        let nowhere = "http://127.0.0.1:\(TestServer.closedPort)"
+        let server = try ServerProcess(config: #""servers": {"testsvr": "\#(TestServer.base)", "viaProxy": {"url": "\#(TestServer.base)", "proxy": "\#(nowhere)"}}"#,
+                                       environment: ["no_proxy": "127.0.0.1,localhost", "NO_PROXY": "127.0.0.1,localhost"])
+        defer { server.terminate() }
+        let client = try server.client()
+        let id = try client.call("job.submit", ["job": ["type": "remote", "server": "viaProxy", "endpoint": "/items"]])["jobId"]!
+        let done = try client.call("job.result", ["jobId": id, "waitMs": 10_000])
+        #expect(done["state"] == "failed" && done["error"]?["kind"] == "network", "\(done)")
+        // The server without a proxy is reached directly, as before.
+        let direct = try client.call("job.submit", ["job": ["type": "remote", "endpoint": "/items"]])["jobId"]!
+        #expect(try client.call("job.result", ["jobId": direct, "waitMs": 10_000])["state"] == "succeeded")
+    }
+
     /// README: `${env.NAME}` in a server's `proxy` reads the environment, so
     /// proxy credentials need not be written in the file; a missing variable
     /// is named, never a value.
