@@ -343,9 +343,10 @@ struct CancelCommand: ParsableCommand {
 struct JobsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "jobs", abstract: "List jobs, newest first (one JSON status per line).",
-        discussion: "Example: hydra jobs --state failed --limit 20")
+        discussion: "Example: hydra jobs --state failed --limit 20 --pretty")
     @Option(help: "Only jobs in this state: queued, running, succeeded, failed, cancelled.") var state: String?
     @Option(parsing: .unconditional, help: "How many jobs (all pages are fetched up to this many).") var limit = 100
+    @Flag(help: "Each status as indented JSON, for people rather than scripts.") var pretty = false
     @OptionGroup var connection: ConnectOptions
     func validate() throws {
         guard limit >= 1 else { throw ValidationError("--limit: expected 1 or more, got \(limit)") }
@@ -360,7 +361,7 @@ struct JobsCommand: ParsableCommand {
             if let after { params["after"] = .string(after) }
             let page = call(client, "job.list", .object(params))
             for job in page["jobs"]?.arrayValue ?? [] {
-                writeLine(JSONWriter.string(job))
+                writeJSON(job, pretty: pretty)
                 printed += 1
             }
             after = page["next"]?.stringValue
@@ -517,7 +518,7 @@ struct WorkersCommand: ParsableCommand {
         commandName: "workers", abstract: "List workers, pause/resume one, or change its limits.",
         discussion: """
             Examples:
-              hydra workers
+              hydra workers --pretty
               hydra workers pause rest
               hydra workers resume rest
               hydra workers configure rest --max-active 16 --max-connections 32
@@ -527,6 +528,7 @@ struct WorkersCommand: ParsableCommand {
     @Option(parsing: .unconditional, help: "configure: tasks running at once.") var maxActive: Int?
     @Option(parsing: .unconditional, help: "configure: connections of a remote worker's pool.") var maxConnections: Int?
     @Option(parsing: .unconditional, help: "configure: connections per host.") var maxHostConnections: Int?
+    @Flag(help: "Indented JSON, for people rather than scripts.") var pretty = false
     @OptionGroup var connection: ConnectOptions
     func run() {
         // A limit given with another action would be ignored: refused instead (a typo is not silently dropped).
@@ -536,10 +538,10 @@ struct WorkersCommand: ParsableCommand {
         switch action {
         case nil:
             let client = connection.client()
-            for worker in call(client, "worker.list")["workers"]?.arrayValue ?? [] { writeLine(JSONWriter.string(worker)) }
+            for worker in call(client, "worker.list")["workers"]?.arrayValue ?? [] { writeJSON(worker, pretty: pretty) }
         case "pause", "resume":
             guard let name else { exitInvalid("workers \(action!): the worker's name is missing") }
-            writeLine(JSONWriter.string(call(connection.client(), "worker.\(action!)", ["name": .string(name)])))
+            writeJSON(call(connection.client(), "worker.\(action!)", ["name": .string(name)]), pretty: pretty)
         case "configure":
             guard let name else { exitInvalid("workers configure: the worker's name is missing") }
             var params: OrderedJSON = ["name": .string(name)]
@@ -549,9 +551,9 @@ struct WorkersCommand: ParsableCommand {
             guard params.count > 1 else {
                 exitInvalid("workers configure: give --max-active, --max-connections or --max-host-connections")
             }
-            writeLine(JSONWriter.string(call(connection.client(), "worker.configure", .object(params), options: [
+            writeJSON(call(connection.client(), "worker.configure", .object(params), options: [
                 "maxActive": "--max-active", "maxConnections": "--max-connections", "maxHostConnections": "--max-host-connections",
-            ])))
+            ]), pretty: pretty)
         case let other?:
             exitInvalid("workers: unknown action \"\(other)\" (expected pause, resume or configure)")
         }

@@ -117,10 +117,11 @@ struct ResourceCommand: ParsableCommand {
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "ls", abstract: "List copies, newest first.",
-            discussion: "Example: hydra resource ls --prefix https://example.com/ --limit 10")
+            discussion: "Example: hydra resource ls --prefix https://example.com/ --limit 10 --pretty")
         @Option(help: "Only URLs starting with this.") var prefix: String?
         @Option(parsing: .unconditional, help: "At most this many (1...1000).") var limit = 100
         @Option(help: "The page after this key (a previous answer's next).") var after: String?
+        @Flag(help: "Indented JSON, for people rather than scripts.") var pretty = false
         @OptionGroup var connection: ConnectOptions
         func validate() throws {
             // As the help says: 5000 was taken (the server gives at most 1,000) and 0 got the server's wording.
@@ -130,7 +131,7 @@ struct ResourceCommand: ParsableCommand {
             var params: OrderedJSON = ["limit": .int(limit)]
             if let prefix { params["prefix"] = .string(prefix) }
             if let after { params["after"] = .string(after) }
-            writeLine(JSONWriter.string(call(connection.client(), "resource.list", .object(params))))
+            writeJSON(call(connection.client(), "resource.list", .object(params)), pretty: pretty)
         }
     }
 

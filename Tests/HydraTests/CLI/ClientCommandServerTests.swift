@@ -51,6 +51,16 @@ import Testing
         #expect(compact.out.split(separator: "\n").count == 1)
         let status = try cli.hydra(["status", jobId, "--pretty"] + connect)
         #expect(status.out.hasPrefix("{\n  \"jobId\": \"\(jobId)\",\n  \"state\": \"failed\",\n"), "\(status.out)")
+        // jobs, workers and resource ls take --pretty too (each item indented); without it, one line per item.
+        let jobs = try cli.hydra(["jobs", "--limit", "1", "--pretty"] + connect)
+        #expect(jobs.status == 0 && jobs.out.hasPrefix("{\n  \"jobId\": \"\(jobId)\",\n"), "\(jobs.out)")
+        let workers = try cli.hydra(["workers", "--pretty"] + connect)
+        #expect(workers.status == 0 && workers.out.hasPrefix("{\n  \"name\": "), "\(workers.out)")
+        let plainWorkers = try cli.hydra(["workers"] + connect)
+        #expect(plainWorkers.out.split(separator: "\n").allSatisfy { $0.hasPrefix("{\"name\":") }, "\(plainWorkers.out)")
+        let copies = try cli.hydra(["resource", "ls", "--pretty"] + connect)
+        #expect(copies.status == 0 && copies.out.hasPrefix("{\n  \""), "\(copies.out)")
+        #expect(try JSONParser.parse(copies.out)["resources"] != nil, "\(copies.out)")
 
         // events --pretty: one readable line per event (it streams until interrupted).
         let errors = Pipe()
