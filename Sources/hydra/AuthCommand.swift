@@ -30,6 +30,14 @@ struct AuthCommand: ParsableCommand {
         func run() {
             var params: OrderedJSON = ["name": .string(name)]
             if let user {
+                // Asked before the password prompt: --user only means something to a password
+                // grant (a typo'd or client-credentials session would say "the password is empty").
+                let client = connection.client()
+                let type = call(client, "auth.status", ["name": .string(name)])["type"]?.stringValue
+                if let type, type != "oauth2-password" {
+                    exitInvalid("auth login \(name): --user is for oauth2-password sessions; \(name) is \(type)"
+                                + (type == "oauth2-client-credentials" ? " (log it in with: hydra auth login \(name))" : " (it needs no login)"))
+                }
                 params["username"] = .string(user)
                 let password = PasswordPrompt.read("password for \(user): ")
                 // Checked here too: an empty stdin is no password to send to the token endpoint.

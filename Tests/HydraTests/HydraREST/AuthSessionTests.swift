@@ -592,7 +592,7 @@ import HydraLoop
     /// Over the real server: `auth.*` methods, the CLI, and tokens sealed at rest across a restart.
     @Test func theServerLogsInOverRPCAndKeepsTokensSealed() throws {
         let key = UUID().uuidString
-        let auth = #""auth": {"user": {"type": "oauth2-password", "tokenUrl": "\#(TestServer.base)/oauth/token?key=\#(key)", "clientId": "app", "clientSecret": "s3cret"}}"#
+        let auth = #""auth": {"user": {"type": "oauth2-password", "tokenUrl": "\#(TestServer.base)/oauth/token?key=\#(key)", "clientId": "app", "clientSecret": "s3cret"}, "ci": {"type": "bearer", "token": "fixed-t0ken"}}"#
         let sharedKey = "a passphrase of sixteen+ characters"
         let server = try ServerProcess(config: auth, environment: ["HYDRA_SHARED_KEY": sharedKey])
         let client = try server.client()
@@ -616,6 +616,13 @@ import HydraLoop
         let connect = ["--connect", "\(server.address!)"]
         let empty = try cli.hydra(["auth", "login", "user", "--user", "alice"] + connect, stdin: "")
         #expect(empty.status == 2 && empty.err.contains("the password is empty"), "\(empty.err)")
+        // --user is checked against the session's type before any password is read.
+        let notPassword = try cli.hydra(["auth", "login", "ci", "--user", "alice"] + connect, stdin: "")
+        #expect(notPassword.status == 2 && notPassword.err.contains("--user is for oauth2-password sessions; ci is bearer"),
+                "\(notPassword.err)")
+        let unknown = try cli.hydra(["auth", "login", "nobody", "--user", "alice"] + connect, stdin: "")
+        #expect(unknown.status == 1 && unknown.err.contains("unknown auth 'nobody'") && !unknown.err.contains("password"),
+                "\(unknown.err)")
         // A password the identity provider refuses was asked rightly: 1, as any refused call (not 2).
         let wrong = try cli.hydra(["auth", "login", "user", "--user", "alice"] + connect, stdin: "wrong-pw\n")
         #expect(wrong.status == 1 && wrong.err.contains("invalid_grant") && !wrong.err.contains("wrong-pw"), "\(wrong)")
@@ -646,7 +653,7 @@ import HydraLoop
         #expect(try client2.call("auth.logout", ["name": "user"])["ok"] == true)
         #expect(try client2.call("auth.status", ["name": "user"])["state"] == "none")
         let all = try client2.call("auth.status", [:])
-        #expect(all["sessions"]?.arrayValue?.count == 1)
+        #expect(all["sessions"]?.arrayValue?.count == 2)
     }
 
     /// No access or refresh token of the test token endpoint (`tok-…`, `ref-…`)
