@@ -132,7 +132,15 @@ func readJSONFile(_ path: String) -> JSONValue {
 
 /// Parses a JSON option value; exits 2 naming the option.
 func parseJSONOption(_ text: String, name: String) -> JSONValue {
-    do { return try JSONInput.parse(text, source: name) } catch { exitInvalid(error) }
+    do { return try JSONInput.parse(text, source: name) } catch {
+        // A bare word is the usual slip: a JSON string needs its quotes, and the shell eats one pair.
+        let looksLikeAWord = !text.isEmpty && text.first.map { $0.isLetter } == true
+            && !["true", "false", "null"].contains(text) && !text.contains("\"")
+        if looksLikeAWord {
+            exitInvalid("\(error) (a string is JSON with quotes: '\"\(String(text.prefix(40)))\"')")
+        }
+        exitInvalid(error)
+    }
 }
 
 struct PingCommand: ParsableCommand {

@@ -114,10 +114,13 @@ import Testing
     /// Ctrl-C at `hydra auth login`'s password prompt puts the terminal back
     /// as it was (it was left without echo).
     @Test func anInterruptedPasswordPromptPutsTheTerminalBack() throws {
+        // A server with the password session: the CLI asks it the session's type before the prompt.
+        let server = try ServerProcess(config: #""auth": {"user": {"type": "oauth2-password", "tokenUrl": "\#(TestServer.base)/oauth/token", "clientId": "app"}}"#)
+        defer { server.terminate() }
         let terminal = try TerminalCapture()
         let process = ChildProcess()
         process.executableURL = BuiltProducts.url("hydra")
-        process.arguments = ["auth", "login", "user", "--user", "alice", "--connect", "127.0.0.1:1"]
+        process.arguments = ["auth", "login", "user", "--user", "alice", "--connect", "\(server.address!)"]
         process.standardInput = terminal.terminal
         process.standardError = terminal.terminal
         process.standardOutput = FileHandle.nullDevice
@@ -406,6 +409,10 @@ import Testing
         let socketPath = "/tmp/" + String(repeating: "s", count: 120)
         let longSocket = try hydra(["serve", "--unix-socket", socketPath, "--state", folder + "/state", "--check-config"])
         #expect(longSocket.status == 2 && longSocket.err.hasPrefix("hydra: --unix-socket: "), "\(longSocket.err)")
+        // An empty one: the flag is left out for none ("null" is the config file's word).
+        let emptySocket = try hydra(["serve", "--unix-socket", "", "--state", folder + "/state", "--check-config"])
+        #expect(emptySocket.status == 2 && emptySocket.err.contains("hydra: --unix-socket: must not be empty (a socket path; leave the option out for none)"),
+                "\(emptySocket.err)")
 
         // A peer that takes the connection and never answers ends the command (it waited for ever).
         let silent = localSocket(listening: true)
@@ -481,6 +488,12 @@ import Testing
         let badInput = try hydra(["run", "jobs/demo.json", "--input", #"{"a": [1, 2,]}"#])
         #expect(badInput.status == 2)
         #expect(badInput.err.contains("hydra: --input:1:13: not JSON: unexpected character ']'"), "\(badInput.err)")
+        // A bare word where JSON is expected: the hint says how a string is written.
+        let word = try hydra(["shared", "set", "region", "eu-west", "--connect", "127.0.0.1:1"])
+        #expect(word.status == 2 && word.err.contains(#"hydra: VALUE:1:1: not JSON: unexpected character 'e' (a string is JSON with quotes: '"eu-west"')"#),
+                "\(word.err)")
+        let broken = try hydra(["shared", "set", "region", "{bad", "--connect", "127.0.0.1:1"])
+        #expect(broken.status == 2 && !broken.err.contains("with quotes"), "\(broken.err)")
 
         let stdin = try hydra(["run", "-"], stdin: "[1,\n\n  \"é\" x]")
         #expect(stdin.err.contains("hydra: stdin:3:7: not JSON: expected ',' or ']'"), "\(stdin.err)")  // columns count characters
