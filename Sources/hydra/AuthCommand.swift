@@ -29,10 +29,10 @@ struct AuthCommand: ParsableCommand {
         @OptionGroup var connection: ConnectOptions
         func run() {
             var params: OrderedJSON = ["name": .string(name)]
+            let client = connection.client()
             if let user {
                 // Asked before the password prompt: --user only means something to a password
                 // grant (a typo'd or client-credentials session would say "the password is empty").
-                let client = connection.client()
                 let type = call(client, "auth.status", ["name": .string(name)])["type"]?.stringValue
                 if let type, type != "oauth2-password" {
                     exitInvalid("auth login \(name): --user is for oauth2-password sessions; \(name) is \(type)"
@@ -45,7 +45,7 @@ struct AuthCommand: ParsableCommand {
                 params["password"] = .string(password)
             }
             // The identity provider may take its time (its timeout and retries are the server's).
-            writeLine(JSONWriter.string(call(connection.client(), "auth.login", .object(params),
+            writeLine(JSONWriter.string(call(client, "auth.login", .object(params),
                                              timeout: .seconds(240) + connection.callTimeout)))
         }
     }
