@@ -107,8 +107,10 @@ static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *
         int r = uv_poll_init_socket(loop, &ctx->poll, fd);
         if (r < 0) die("uv_poll_init_socket", uv_strerror(r));
         if (raw_keep_watches) watch_by_fd[fd] = ctx;
+        curl_multi_assign(multi, fd, ctx);
+    } else if (!socketp) {
+        curl_multi_assign(multi, fd, ctx); /* a kept watch: curl forgot it on REMOVE */
     }
-    curl_multi_assign(multi, fd, ctx); /* curl forgets it on REMOVE */
     int events = 0;
     if (what & CURL_POLL_IN) events |= UV_READABLE;
     if (what & CURL_POLL_OUT) events |= UV_WRITABLE;
