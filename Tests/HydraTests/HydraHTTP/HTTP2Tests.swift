@@ -30,18 +30,9 @@ import HydraLoop
             .write(to: URL(fileURLWithPath: folder + "/www/large"))
 
         let port = TLSProxyTests.freePort()
-        let server = ChildProcess()
-        server.executableURL = URL(fileURLWithPath: "/usr/sbin/nghttpd")
-        server.arguments = ["-d", folder + "/www", "\(port)", certs.serverKey, certs.serverCert]
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        defer {
-            kill(server.processIdentifier, SIGKILL)
-            while server.isRunning { usleep(10_000) }
-        }
-        let deadline = Date().addingTimeInterval(5)
-        while !TLSProxyTests.accepts(port) && Date() < deadline { usleep(20_000) }
+        let server = try TLSProxyTests.startDaemon("/usr/sbin/nghttpd",
+                                                   ["-d", folder + "/www", "\(port)", certs.serverKey, certs.serverCert], port: port)
+        defer { TLSProxyTests.stop(server) }
 
         // 256 in flight, which curl multiplexes on a few connections (https waits for one:
         // PIPEWAIT); bodies in memory (curl's 16 KiB buffer, the case that stalled);

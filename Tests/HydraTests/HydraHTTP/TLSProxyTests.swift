@@ -141,20 +141,8 @@ import Testing
             MaxClients 50
             LogLevel Info
             """.write(toFile: folder + "/tinyproxy.conf", atomically: true, encoding: .utf8)
-        let proxy = ChildProcess()
-        proxy.executableURL = URL(fileURLWithPath: "/usr/bin/tinyproxy")
-        proxy.arguments = ["-d", "-c", folder + "/tinyproxy.conf"]
-        proxy.standardOutput = FileHandle.nullDevice
-        proxy.standardError = FileHandle.nullDevice
-        try proxy.run()
-        defer {
-            // SIGKILL: children of the test process may inherit a blocked SIGTERM.
-            kill(proxy.processIdentifier, SIGKILL)
-            while proxy.isRunning { usleep(10_000) }
-        }
-        // Listening once a connection is accepted.
-        let deadline = Date().addingTimeInterval(5)
-        while !Self.accepts(port) && Date() < deadline { usleep(20_000) }
+        let proxy = try Self.startDaemon("/usr/bin/tinyproxy", ["-d", "-c", folder + "/tinyproxy.conf"], port: port)
+        defer { Self.stop(proxy) }
 
         let through = try engine(#"{"url": "\#(TestServer.base)", "proxy": "http://user:s3cr3t-proxy@127.0.0.1:\#(port)"}"#)
         defer { through.shutdown() }
@@ -293,6 +281,26 @@ import Testing
         #expect(error(#"{"url": "https://h", "clientKey": "\#(certs.clientKey)"}"#).contains("servers.s.clientCert"))
         #expect(error(#"{"url": "https://h", "caFile": "/nonexistent/ca.pem"}"#).contains("servers.s.caFile"))
         #expect(error(#"{"url": "https://h", "caFile": "\#(certs.ca)", "pinnedPublicKey": "\#(certs.pin)", "proxy": "socks5h://127.0.0.1:1080"}"#).isEmpty)
+    }
+
+    /// Starts a server of the machine's (its output dropped) and waits up to
+    /// 5 s until `port` accepts a connection. Stop it with ``stop(_:)``.
+    static func startDaemon(_ path: String, _ arguments: [String], port: Int) throws -> ChildProcess {
+        let process = ChildProcess()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(5)
+        while !accepts(port) && Date() < deadline { usleep(20_000) }
+        return process
+    }
+
+    /// SIGKILL: children of the test process may inherit a blocked SIGTERM.
+    static func stop(_ process: ChildProcess) {
+        kill(process.processIdentifier, SIGKILL)
+        while process.isRunning { usleep(10_000) }
     }
 
     static func freePort() -> Int {
