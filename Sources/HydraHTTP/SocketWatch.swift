@@ -18,9 +18,7 @@ import HydraLoop
 /// it may stay armed while the connection idles between two requests: the
 /// next request's `CURL_POLL_IN` then costs no `epoll_ctl` (a stop and a
 /// start were two per request). Readiness while nobody wants it (the peer
-/// closed the idle connection) stops the poll. Each readiness is also noted
-/// for the client's sweep of quiet sockets (see `HTTPClient`'s
-/// `sweepQuietSockets`), which hands curl the wanted sockets that had none.
+/// closed the idle connection) stops the poll.
 ///
 /// Ownership: the client's socket table holds it; the poll handle holds it
 /// (retained) until its close callback.
@@ -32,8 +30,6 @@ final class SocketWatch {
     @exclusivity(unchecked) private var polled: Int32 = 0
     /// True between curl's `CURL_POLL_IN`/`OUT` and its `CURL_POLL_REMOVE`.
     @exclusivity(unchecked) private var wanted = false
-    /// Readiness came since the client's last sweep of quiet sockets (see ``HTTPClient``).
-    @exclusivity(unchecked) private var readySinceSweep = false
 
     init(loop: UnsafeMutablePointer<uv_loop_t>, socket: curl_socket_t, client: HTTPClient) {
         self.socket = socket
@@ -51,12 +47,6 @@ final class SocketWatch {
     func want(_ events: Int32) {
         wanted = true
         poll(events)
-    }
-
-    /// Whether readiness came since the last call (the client's sweep of quiet sockets asks).
-    func takeReadiness() -> Bool {
-        defer { readySinceSweep = false }
-        return readySinceSweep
     }
 
     /// curl stopped watching (`CURL_POLL_REMOVE`): polling stops until it asks
@@ -89,7 +79,6 @@ final class SocketWatch {
 
     /// Readiness from libuv; handed to curl while curl watches the socket.
     private func ready(_ status: Int32, _ events: Int32) {
-        readySinceSweep = true
         if status < 0 { polled = 0 }  // libuv stopped the poll itself
         guard wanted else {
             poll(0)  // readiness that raced with a release: nobody is waiting for it
