@@ -197,14 +197,16 @@ public final class HTTPClient {
     private func watch(socket: curl_socket_t, what: Int32) {
         if what == CURL_POLL_REMOVE {
             // A connection's watch may stay armed while it idles (see ``SocketWatch``).
-            sockets[Self.slot(socket)]?.release(keepPolling: connections[socket] != nil)
+            sockets[Self.slot(socket)]?.release()
             return
         }
         let watch: SocketWatch
         if let known = sockets[Self.slot(socket)] {
             watch = known
         } else {
-            watch = SocketWatch(loop: loop.uvLoop, socket: socket, client: self)
+            // Known once, when made: a watch lives as long as its socket (a number
+            // reused by a new socket gets a new watch, see ``openSocket(_:)``).
+            watch = SocketWatch(loop: loop.uvLoop, socket: socket, client: self, connection: connections[socket] != nil)
             sockets.insert(watch, forKey: Self.slot(socket))
         }
         var events: Int32 = 0

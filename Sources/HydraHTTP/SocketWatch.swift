@@ -30,10 +30,15 @@ final class SocketWatch {
     @exclusivity(unchecked) private var polled: Int32 = 0
     /// True between curl's `CURL_POLL_IN`/`OUT` and its `CURL_POLL_REMOVE`.
     @exclusivity(unchecked) private var wanted = false
+    /// A connection the client opened itself, so closed through its close
+    /// callback (the watch first): it may stay armed while it idles.
+    private let staysArmed: Bool
 
-    init(loop: UnsafeMutablePointer<uv_loop_t>, socket: curl_socket_t, client: HTTPClient) {
+    /// `connection`: the socket is one the client opened (see ``staysArmed``).
+    init(loop: UnsafeMutablePointer<uv_loop_t>, socket: curl_socket_t, client: HTTPClient, connection: Bool) {
         self.socket = socket
         self.client = client
+        staysArmed = connection
         handle = .allocate(capacity: 1)
         uv_poll_init_socket(loop, handle, socket)
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
@@ -50,11 +55,11 @@ final class SocketWatch {
     }
 
     /// curl stopped watching (`CURL_POLL_REMOVE`): polling stops until it asks
-    /// again, unless `keepPolling` (a connection the client opened and closes
-    /// itself: see the type's notes).
-    func release(keepPolling: Bool) {
+    /// again, unless the socket is a connection the client opened and closes
+    /// itself (see the type's notes).
+    func release() {
         wanted = false
-        if !keepPolling { poll(0) }
+        if !staysArmed { poll(0) }
     }
 
     /// Stops polling and frees the handle (in its close callback). Before the socket is closed.

@@ -79,6 +79,8 @@ struct ServeCommand: AsyncParsableCommand {
         if let listen { configuration.rpc.listen = listen }
         // The flags get the checks the file's keys get, under their own names.
         if let unixSocket {
+            // ("null" is the config file's way to say none; the flag is left out for that.)
+            if unixSocket.isEmpty { exitInvalid("--unix-socket: must not be empty (a socket path; leave the option out for none)") }
             do { try Configuration.checkUnixSocket(unixSocket, path: "--unix-socket") } catch { exitInvalid(error) }
             configuration.rpc.unixSocket = unixSocket
         }

@@ -533,9 +533,7 @@ extension Configuration {
     /// relative path is checked again once made absolute).
     public static func checkUnixSocket(_ socket: String, path: String) throws(ValidationError) {
         if socket.isEmpty {
-            // ("null" is the config file's way to say none; a flag is left out for that.)
-            throw ValidationError(path: path, path.hasPrefix("--") ? "must not be empty (a socket path; leave the option out for none)"
-                                                                    : "must not be empty (a socket path, or null for none)")
+            throw ValidationError(path: path, "must not be empty (a socket path, or null for none)")
         }
         try checkPlainText(socket, path: path)
         if socket.utf8.count > maxUnixSocketPath {
