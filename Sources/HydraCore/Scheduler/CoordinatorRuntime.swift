@@ -144,11 +144,19 @@ final class CoordinatorRuntime {
     /// Starts a node that was just created (its `job.queued` is already out).
     private func run(_ node: GraphNode) {
         if case .named(let named) = node.spec.body {
-            // A named job's steps see its own input and ids; its `input` is resolved where it is written.
+            // A named job's steps see its own input and ids; its `input` is resolved where it is written:
+            // the first one's in the graph around it, the next one's (a job's file naming
+            // another job) against the first one's input, and so on down the chain.
             do throws(ReferenceError) {
-                var input = node.scope.input
-                if let given = named.input { input = try Template.resolve(given, in: referenceScope(for: node, in: node.scope)) }
-                node.innerScope = GraphScope(input: input)
+                var scope = node.scope
+                var layer: NamedJobSpec? = named
+                while let current = layer {
+                    var input = scope.input
+                    if let given = current.input { input = try Template.resolve(given, in: referenceScope(for: node, in: scope)) }
+                    scope = GraphScope(input: input)
+                    if case .named(let next) = current.resolved?.body { layer = next } else { layer = nil }
+                }
+                node.innerScope = scope
             } catch {
                 startedHere(node, node.effective)
                 finish(node, .failure(JobError(error.tooLarge ? .tooLarge : .invalid, error.description, stepPath: node.path)))

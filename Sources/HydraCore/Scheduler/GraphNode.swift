@@ -7,7 +7,8 @@ import HydraLoop
 final class GraphNode {
     /// The spec as submitted (a named job keeps its `job` spec here).
     let spec: JobSpec
-    /// What actually runs: the spec, or a named job's loaded graph.
+    /// What actually runs: the spec, or a named job's loaded graph (the last
+    /// one's, when a job's file names another job).
     let effective: JobSpec
     /// Dot-separated step indexes from the root (`""` for the root).
     let path: String
@@ -72,14 +73,16 @@ final class GraphNode {
 
     init(spec: JobSpec, path: String, index: Int, root: RootJob, parent: GraphNode?, scope: GraphScope) {
         self.spec = spec
-        if case .named(let named) = spec.body, let loaded = named.resolved {
+        // A named job's file may hold another named job: what runs is the
+        // graph at the end of the chain, with this step's id and the nearest time limit.
+        var effective = spec
+        while case .named(let named) = effective.body, let loaded = named.resolved {
             var inner = loaded
             inner.id = spec.id
-            if inner.timeoutMs == nil { inner.timeoutMs = spec.timeoutMs }
+            if inner.timeoutMs == nil { inner.timeoutMs = effective.timeoutMs }
             effective = inner
-        } else {
-            effective = spec
         }
+        self.effective = effective
         self.path = path
         self.index = index
         self.root = root

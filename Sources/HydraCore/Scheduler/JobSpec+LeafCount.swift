@@ -24,9 +24,11 @@ extension JobSpec {
         return spec.kind != nil
     }
 
-    /// A named job's loaded graph; any other spec as it is.
+    /// A named job's loaded graph (the last one's, when a job's file names
+    /// another job); any other spec as it is.
     private var loaded: JobSpec {
-        if case .named(let named) = body, let resolved = named.resolved { return resolved }
-        return self
+        var spec = self
+        while case .named(let named) = spec.body, let resolved = named.resolved { spec = resolved }
+        return spec
     }
 }

@@ -349,6 +349,48 @@ import Testing
         #expect(step.result?["results"]?[1] == ["hello": "frodo"], "\(String(describing: step.error))")
     }
 
+    /// Protocol §4: a job's file holds any job spec, so also one that names
+    /// another job (it used to stop the coordinator: the chain was unwrapped
+    /// one level only). Each level's `input` is resolved against the level
+    /// above; the first one's time limit holds down the chain; the step
+    /// counts are the graph's at the end.
+    @Test func aNamedJobMayNameAnotherNamedJob() async throws {
+        let folder = NSTemporaryDirectory() + "hydra-jobs-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let files = [
+            "greet": #"{"type":"local","name":"echo","input":{"hello":"${input.user}"}}"#,
+            "middle": #"{"type":"job","name":"greet","input":{"user":"${input.who}"}}"#,
+            "outer": #"{"type":"job","name":"middle"}"#,
+            "pair": #"{"type":"serial","steps":[{"type":"local","name":"echo","input":"${input}"},{"type":"job","name":"outer"}]}"#,
+            "toPair": #"{"type":"job","name":"pair","input":{"who":"${input}"}}"#,
+            "slow": #"{"type":"remote","url":"\#(TestServer.url("/delay/3000"))"}"#,
+            "toSlow": #"{"type":"job","name":"slow"}"#,
+        ]
+        for (name, text) in files { try text.write(toFile: folder + "/\(name).json", atomically: true, encoding: .utf8) }
+        let engine = try makeEngine(jobs: folder)
+        defer { engine.shutdown() }
+
+        let leaf = try await engine.run(spec(#"{"type":"job","name":"outer","input":{"who":"gandalf"}}"#))
+        #expect(leaf.state == .succeeded && leaf.result == ["hello": "gandalf"], "\(String(describing: leaf.error))")
+        // As a step, with its input from the graph around it; a chain that ends in a graph.
+        let step = try await engine.run(spec(#"{"type":"serial","steps":[{"type":"local","name":"echo","input":"frodo"},{"type":"job","name":"toPair","input":"${prev}"}]}"#))
+        #expect(step.state == .succeeded, "\(String(describing: step.error))")
+        #expect(step.result?["results"]?[1]?["results"]?[0] == ["who": "frodo"])
+        #expect(step.result?["results"]?[1]?["results"]?[1] == ["hello": "frodo"])
+        let id = try engine.submit(spec(#"{"type":"job","name":"toPair","input":"sam"}"#))
+        _ = await engine.result(of: id)
+        let status = try #require(engine.status(of: id))
+        #expect(status.state == .succeeded && status.stepsDone == 2 && status.stepsTotal == 2, "\(status)")
+        // The time limit written where the chain starts.
+        let limited = try await engine.run(spec(#"{"type":"job","name":"toSlow","timeoutMs":300}"#))
+        #expect(limited.error?.kind == .timeout, "\(String(describing: limited.error))")
+        // A cycle through the chain is still refused at submit.
+        try #"{"type":"job","name":"loopB"}"#.write(toFile: folder + "/loopA.json", atomically: true, encoding: .utf8)
+        try #"{"type":"job","name":"loopA"}"#.write(toFile: folder + "/loopB.json", atomically: true, encoding: .utf8)
+        #expect(throws: ValidationError.self) { try engine.submit(spec(#"{"type":"job","name":"loopA"}"#)) }
+    }
+
     /// `startedAt` says when a job started (protocol §5: optional): a job
     /// still queued, behind a paused worker, has none; once it runs it has one.
     @Test func aQueuedJobHasNoStartedAt() async throws {
