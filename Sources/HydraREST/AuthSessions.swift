@@ -54,11 +54,10 @@ final class AuthSessions: Sendable {
         spec.body = .object(.init(fields, uniquingKeysWith: { a, _ in a }))
         spec.bodyEncoding = .form
         spec.headers["Accept"] = "application/json"
-        if let secret = settings.clientSecret {
-            // RFC 6749 §2.3.1: both parts form-encoded before joining.
-            let pair = RouteResolver.percentEncode(settings.clientID) + ":" + RouteResolver.percentEncode(secret)
-            spec.headers["Authorization"] = .string("Basic " + Data(pair.utf8).base64EncodedString())
-        }
+        // Client credentials in HTTP Basic (rest.md §1), an empty secret for a public
+        // client; RFC 6749 §2.3.1: both parts form-encoded before joining.
+        let pair = RouteResolver.percentEncode(settings.clientID) + ":" + RouteResolver.percentEncode(settings.clientSecret ?? "")
+        spec.headers["Authorization"] = .string("Basic " + Data(pair.utf8).base64EncodedString())
         var prepared = try resolver.prepare(spec, timeoutMs: nil, applyAuth: false)
         prepared.http.maxBodyBytes = 1 << 20
         prepared.http.maxRedirects = 0

@@ -190,7 +190,9 @@ final class OAuth2Session: Sendable {
         case .refresh(let token): form = [("grant_type", "refresh_token"), ("refresh_token", token)]
         }
         if let scope = settings.scope { form.append(("scope", scope)) }
-        // A public client (no secret) names itself in the body (RFC 6749 §3.2.1).
+        // A public client (no secret) sends its id in HTTP Basic with an empty
+        // secret (rest.md §1) and names itself in the body too (RFC 6749 §3.2.1),
+        // for token endpoints that look for either.
         if settings.clientSecret == nil { form.append(("client_id", settings.clientID)) }
         return form
     }

@@ -94,8 +94,9 @@ Endpoints (methods GET/POST/PUT/PATCH/DELETE/HEAD/OPTIONS unless noted)
                             Content-Length; a compression bomb for body limits
 /oauth/token (POST)         an OAuth2 token endpoint (RFC 6749): form body with
                             grant_type client_credentials (client "app" with
-                            secret "s3cret" in HTTP Basic, or client_id=app in
-                            the body for a public client), password (user
+                            secret "s3cret" in HTTP Basic; a public client
+                            sends "app:" in Basic and client_id=app in the body,
+                            counted as "token:K:public-basic"), password (user
                             "alice", password "wonderland") or refresh_token.
                             ?key=K keeps one test's tokens apart: counters
                             "token:K" and "token:K:<grant_type>" count every
@@ -850,8 +851,12 @@ def _oauth(self, action):
         except ValueError:
             client, secret = "", ""
         client, secret = urllib.parse.unquote_plus(client), urllib.parse.unquote_plus(secret)
-        if client != "app" or secret != "s3cret":
+        # A confidential client's secret, or a public client's empty one (which
+        # names itself in the body too).
+        if client != "app" or (secret != "s3cret" and (secret != "" or form.get("client_id") != "app")):
             return self._json(401, {"error": "invalid_client"})
+        if secret == "":
+            _increment("token:" + key + ":public-basic")
     elif form.get("client_id") != "app":
         return self._json(401, {"error": "invalid_client"})
     with _TOKENS_LOCK:

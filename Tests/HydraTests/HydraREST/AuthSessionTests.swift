@@ -61,6 +61,19 @@ import HydraLoop
         #expect(try await counter(engine, "token:\(key)") == 1)
     }
 
+    /// rest.md §1: client credentials in HTTP Basic — for a public client (no
+    /// `clientSecret`, as the spec's `user` session) too: its id with an empty
+    /// secret, and `client_id` in the body for endpoints that look there.
+    @Test func aPublicClientSendsItsIdInHTTPBasic() async throws {
+        let key = UUID().uuidString
+        let engine = try engine(key, secret: nil)
+        defer { engine.shutdown() }
+        let done = try await engine.run(guarded(key))
+        #expect(done.state == .succeeded, "\(String(describing: done.error))")
+        #expect(try await counter(engine, "token:\(key)") == 1)
+        #expect(try await counter(engine, "token:\(key):public-basic") == 1)
+    }
+
     @Test func manyJobsWaitForOneTokenRequestAndTheTokenNeverShows() async throws {
         let key = UUID().uuidString
         // An hour's token: the run takes 50 s under ThreadSanitizer, near the default minute.
