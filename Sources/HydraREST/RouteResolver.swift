@@ -187,6 +187,11 @@ final class RouteResolver: Sendable {
             // they nor that header's value may come back in a result, an error or an event.
             for secret in RouteResolver.secrets(ofUserinfo: userinfo) where !secrets.contains(secret) { secrets.append(secret) }
         }
+        if let proxy = server?.proxy, let userinfo = RemoteSpec.credentials(in: proxy) {
+            // The server's proxy credentials (rest.md §7: secrets): a proxy or an origin
+            // that echoes the `Proxy-Authorization` it got must not show them either.
+            for secret in RouteResolver.secrets(ofUserinfo: userinfo) where !secrets.contains(secret) { secrets.append(secret) }
+        }
 
         // Auth (rest.md §1): the job's session, else its api's, else its server's.
         var authSession: String?

@@ -238,6 +238,26 @@ import Testing
         #expect(try client.call("job.result", ["jobId": direct, "waitMs": 10_000])["state"] == "succeeded")
     }
 
+    /// rest.md §7: proxy credentials are secrets. A proxy (here the test
+    /// server itself, which answers absolute-URI requests) that echoes the
+    /// `Proxy-Authorization` it got shows `***` in the result and its events:
+    /// neither the password nor the header's base64 of it.
+    @Test func proxyCredentialsEchoedBackAreMasked() async throws {
+        let echoingProxy = "http://puser:PROXYPW123@127.0.0.1:\(TestServer.port)"
+        let through = try engine(#"{"url": "http://origin.invalid:81", "proxy": "\#(echoingProxy)"}"#)
+        defer { through.shutdown() }
+        let log = EventLog()
+        _ = through.subscribe(sink: log)
+        let echoed = try await run(through, "/echo/p")
+        #expect(echoed.state == .succeeded, "\(String(describing: echoed.error))")
+        #expect(echoed.result?["body"]?["headers"]?["proxy-authorization"] == "Basic ***",
+                "\(String(describing: echoed.result?["body"]?["headers"]))")
+        let basic = Data("puser:PROXYPW123".utf8).base64EncodedString()
+        let text = (log.all.map { JSONWriter.string($0.json) } + [JSONWriter.string(echoed.result ?? .null)]).joined()
+        #expect(!text.contains(basic) && !text.contains("PROXYPW123"))
+        #expect(text.contains("Basic ***"))
+    }
+
     /// README: `${env.NAME}` in a server's `proxy` reads the environment, so
     /// proxy credentials need not be written in the file; a missing variable
     /// is named, never a value.
