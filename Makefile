@@ -2,13 +2,13 @@
 # libraries they need (Debian packages) when they are missing.
 SWIFT ?= swift
 DEPS_PKGCONFIG := libuv libcurl sqlite3 zlib libtcmalloc_minimal
-DEPS_APT := libuv1-dev libcurl4-openssl-dev libsqlite3-dev zlib1g-dev libgoogle-perftools-dev pkg-config python3 tinyproxy openssl
+DEPS_APT := libuv1-dev libcurl4-openssl-dev libsqlite3-dev zlib1g-dev libgoogle-perftools-dev pkg-config python3 tinyproxy openssl nghttp2-server
 
 .PHONY: deps build release run demo test test-tsan test-asan fuzz soak bench clean
 
 deps:
 	@if ! pkg-config --exists $(DEPS_PKGCONFIG) 2>/dev/null || ! command -v python3 >/dev/null \
-		|| ! test -x /usr/bin/tinyproxy || ! command -v openssl >/dev/null; then \
+		|| ! test -x /usr/bin/tinyproxy || ! command -v openssl >/dev/null || ! test -x /usr/sbin/nghttpd; then \
 		echo "installing $(DEPS_APT)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEPS_APT); \
 	fi

@@ -20,6 +20,17 @@ import HydraLoop
 /// start were two per request). Readiness while nobody wants it (the peer
 /// closed the idle connection) stops the poll.
 ///
+/// Only once curl has asked to read the socket: libcurl 7.88 closes a connect
+/// attempt it gives up (refused, timed out, a happy-eyeballs loser) without
+/// the close-socket callback, and it watches such a socket for writing only;
+/// the socket it reads is the connection's, closed through the callback. An
+/// attempt's watch left armed could outlive its descriptor, and a start of it
+/// still pending in libuv would then be an `epoll_ctl` on a closed number.
+///
+/// The client's sweep of quiet sockets (see `HTTPClient`) looks at the same
+/// watches: the connections' (``isEstablished``) that had no readiness since
+/// its last pass.
+///
 /// Ownership: the client's socket table holds it; the poll handle holds it
 /// (retained) until its close callback.
 final class SocketWatch {
@@ -30,15 +41,18 @@ final class SocketWatch {
     @exclusivity(unchecked) private var polled: Int32 = 0
     /// True between curl's `CURL_POLL_IN`/`OUT` and its `CURL_POLL_REMOVE`.
     @exclusivity(unchecked) private var wanted = false
-    /// A connection the client opened itself, so closed through its close
-    /// callback (the watch first): it may stay armed while it idles.
-    private let staysArmed: Bool
+    /// A socket the client opened itself (see ``isEstablished``).
+    private let isConnection: Bool
+    /// curl has asked to read it (see the type's notes).
+    @exclusivity(unchecked) private var read = false
+    /// Readiness came since the client's last sweep of quiet sockets.
+    @exclusivity(unchecked) private var readySinceSweep = false
 
-    /// `connection`: the socket is one the client opened (see ``staysArmed``).
+    /// `connection`: the socket is one the client opened (see ``isEstablished``).
     init(loop: UnsafeMutablePointer<uv_loop_t>, socket: curl_socket_t, client: HTTPClient, connection: Bool) {
         self.socket = socket
         self.client = client
-        staysArmed = connection
+        isConnection = connection
         handle = .allocate(capacity: 1)
         uv_poll_init_socket(loop, handle, socket)
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
@@ -48,18 +62,31 @@ final class SocketWatch {
     /// (curl 7.88 watches no idle pooled connection).
     var isWanted: Bool { wanted }
 
+    /// A connection's socket that curl reads, so closes through the client's
+    /// callback: its watch may stay armed while it idles (see the type's notes).
+    var isEstablished: Bool { isConnection && read }
+
+    /// True while the socket is polled although curl does not watch it (an idle connection's).
+    var isArmedIdle: Bool { !wanted && polled != 0 }
+
     /// curl wants `events` (UV_READABLE / UV_WRITABLE) on the socket.
     func want(_ events: Int32) {
         wanted = true
+        if events & Int32(UV_READABLE.rawValue) != 0 { read = true }
         poll(events)
     }
 
     /// curl stopped watching (`CURL_POLL_REMOVE`): polling stops until it asks
-    /// again, unless the socket is a connection the client opened and closes
-    /// itself (see the type's notes).
+    /// again, unless the socket is an established connection (see the type's notes).
     func release() {
         wanted = false
-        if !staysArmed { poll(0) }
+        if !isEstablished { poll(0) }
+    }
+
+    /// Whether readiness came since the last call (the client's sweep of quiet sockets asks).
+    func takeReadiness() -> Bool {
+        defer { readySinceSweep = false }
+        return readySinceSweep
     }
 
     /// Stops polling and frees the handle (in its close callback). Before the socket is closed.
@@ -84,6 +111,7 @@ final class SocketWatch {
 
     /// Readiness from libuv; handed to curl while curl watches the socket.
     private func ready(_ status: Int32, _ events: Int32) {
+        readySinceSweep = true
         if status < 0 { polled = 0 }  // libuv stopped the poll itself
         guard wanted else {
             poll(0)  // readiness that raced with a release: nobody is waiting for it
