@@ -1,4 +1,5 @@
 import HydraLoop
+import Synchronization
 
 /// Binds managers to workers (the Hydra idea) and routes each leaf job to a
 /// worker: the one its spec names, else the first worker of the fitting kind.
@@ -20,6 +21,15 @@ public final class Dispatcher: Sendable {
 
     /// Nesting of named jobs deeper than this is refused (it is almost surely a cycle).
     public static let maxNamedJobDepth = 16
+    /// Groups nested deeper than this, counted through named jobs, are refused:
+    /// as deep as one request can write them (`JSONParser.maxDepth`, two JSON
+    /// levels a group), which every part of the engine handles.
+    public static let maxGroupDepth = 255
+    /// A job that named jobs make larger than this many steps is refused: a
+    /// few small files can name each other into millions, and checking them
+    /// runs on the submitting thread. (A spec written out in full is bounded
+    /// by the size of its request instead.)
+    public static let maxNamedExpansionSteps = 100_000
 
     init(workers: [Worker], managers: [any JobManager], library: (any JobLibrary)?,
          allowEnv: Set<String>? = nil) throws(ValidationError) {
@@ -63,18 +73,45 @@ public final class Dispatcher: Sendable {
     /// holds a `${…}` reference, so the coordinator sends it to its worker as
     /// it is, without looking again (``Submission/plainLeaf``).
     func check(_ spec: JobSpec, path: String) throws(ValidationError) -> (spec: JobSpec, plainLeaf: Bool) {
-        let prepared = try prepare(spec, path: path, depth: 0)
+        let steps = StepCount()
+        let prepared = try prepare(spec, path: path, depth: 0, groupDepth: 0, inheritedWorker: nil, steps: steps)
         let plainLeaf = try ReferenceCheck.validate(prepared, path: path, allowEnv: allowEnv)
         return (prepared, plainLeaf)
     }
 
-    private func prepare(_ spec: JobSpec, path: String, depth: Int) throws(ValidationError) -> JobSpec {
+    /// The steps prepared so far in one ``check(_:path:)`` (its parts may run on several threads).
+    private final class StepCount: Sendable {
+        let value = Atomic<Int>(0)
+    }
+
+    /// `depth`: named jobs around it; `groupDepth`: groups around it, through
+    /// named jobs; `inheritedWorker`: the nearest `worker` of a group or named
+    /// job around it (a default for its steps of that worker's kind).
+    private func prepare(_ spec: JobSpec, path: String, depth: Int, groupDepth: Int, inheritedWorker: String?,
+                         steps: StepCount) throws(ValidationError) -> JobSpec {
         // What JSON decoding checks, for a spec built in Swift (a few comparisons).
         try spec.checkValues(path: path)
         var spec = spec
+        var inheritedWorker = inheritedWorker
+        if spec.kind == nil, let name = spec.worker {
+            // A group's or a named job's worker: the default of its steps of that
+            // worker's kind (protocol §4: every spec may carry one).
+            guard !Template.containsReference(name) else {
+                throw ValidationError(path: FieldReader.join(path, "worker"),
+                                      "a group's or named job's worker cannot be a reference (a step's can)")
+            }
+            guard workers.contains(where: { $0.name == name }) else {
+                throw ValidationError(path: FieldReader.join(path, "worker"), "unknown worker '\(name)'", notFound: true)
+            }
+            inheritedWorker = name
+        }
         switch spec.body {
         case .remote, .resource, .local:
             let kind = spec.kind!
+            steps.value.add(1, ordering: .relaxed)
+            if spec.worker == nil, let name = inheritedWorker, workers.contains(where: { $0.name == name && $0.kind == kind }) {
+                spec.worker = name
+            }
             // A worker named by a reference is checked when the step runs. One that does
             // not exist is not found (-32002, protocol §2), like an unknown named job; one
             // of the wrong kind exists, so that is an invalid value (-32602).
@@ -94,10 +131,12 @@ public final class Dispatcher: Sendable {
             }
             try manager.validate(spec, path: path)
         case .serial(var group):
-            group.steps = try prepare(steps: group.steps, path: path, depth: depth)
+            group.steps = try prepare(steps: group.steps, path: path, depth: depth, groupDepth: groupDepth + 1,
+                                      inheritedWorker: inheritedWorker, steps: steps)
             spec.body = .serial(group)
         case .concurrent(var group):
-            group.steps = try prepare(steps: group.steps, path: path, depth: depth)
+            group.steps = try prepare(steps: group.steps, path: path, depth: depth, groupDepth: groupDepth + 1,
+                                      inheritedWorker: inheritedWorker, steps: steps)
             spec.body = .concurrent(group)
         case .named(var named):
             guard depth < Dispatcher.maxNamedJobDepth else {
@@ -108,9 +147,14 @@ public final class Dispatcher: Sendable {
             }
             let loaded = try library.spec(named: named.name, path: FieldReader.join(path, "name"))
             do {
-                named.resolved = try prepare(loaded, path: "", depth: depth + 1)
+                named.resolved = try prepare(loaded, path: "", depth: depth + 1, groupDepth: groupDepth,
+                                             inheritedWorker: inheritedWorker, steps: steps)
             } catch {
                 throw error.inNamedJob(named.name, at: FieldReader.join(path, "name"))
+            }
+            if steps.value.load(ordering: .relaxed) > Dispatcher.maxNamedExpansionSteps {
+                throw ValidationError(path: FieldReader.join(path, "name"),
+                                      "the named jobs make this job larger than \(Dispatcher.maxNamedExpansionSteps) steps")
             }
             spec.body = .named(named)
         }
@@ -119,12 +163,20 @@ public final class Dispatcher: Sendable {
 
     /// A group's steps, prepared into a new array (assigning into the group's
     /// own copied all 50,000 steps of a large one first), in parts at once when many.
-    private func prepare(steps: [JobSpec], path: String, depth: Int) throws(ValidationError) -> [JobSpec] {
+    private func prepare(steps specs: [JobSpec], path: String, depth: Int, groupDepth: Int, inheritedWorker: String?,
+                         steps: StepCount) throws(ValidationError) -> [JobSpec] {
+        guard groupDepth <= Dispatcher.maxGroupDepth else {
+            throw ValidationError(path: path.isEmpty ? "steps" : path,
+                                  "groups nest deeper than \(Dispatcher.maxGroupDepth) levels (named jobs included)")
+        }
         let stepsPath = FieldReader.join(path, "steps")
-        return try ParallelWork.inParts(steps.count) { [self] (range) throws(ValidationError) -> [JobSpec] in
+        return try ParallelWork.inParts(specs.count) { [self] (range) throws(ValidationError) -> [JobSpec] in
             var prepared: [JobSpec] = []
             prepared.reserveCapacity(range.count)
-            for i in range { prepared.append(try prepare(steps[i], path: stepsPath + "[\(i)]", depth: depth)) }
+            for i in range {
+                prepared.append(try prepare(specs[i], path: stepsPath + "[\(i)]", depth: depth, groupDepth: groupDepth,
+                                            inheritedWorker: inheritedWorker, steps: steps))
+            }
             return prepared
         }
     }

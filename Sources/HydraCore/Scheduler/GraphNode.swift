@@ -74,12 +74,13 @@ final class GraphNode {
     init(spec: JobSpec, path: String, index: Int, root: RootJob, parent: GraphNode?, scope: GraphScope) {
         self.spec = spec
         // A named job's file may hold another named job: what runs is the
-        // graph at the end of the chain, with this step's id and the nearest time limit.
+        // graph at the end of the chain, with this step's id and the shortest
+        // time limit of the chain (each bounds everything below it).
         var effective = spec
         while case .named(let named) = effective.body, let loaded = named.resolved {
             var inner = loaded
             inner.id = spec.id
-            if inner.timeoutMs == nil { inner.timeoutMs = effective.timeoutMs }
+            if let outer = effective.timeoutMs { inner.timeoutMs = min(inner.timeoutMs ?? outer, outer) }
             effective = inner
         }
         self.effective = effective

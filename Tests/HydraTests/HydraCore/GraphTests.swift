@@ -352,8 +352,8 @@ import Testing
     /// Protocol §4: a job's file holds any job spec, so also one that names
     /// another job (it used to stop the coordinator: the chain was unwrapped
     /// one level only). Each level's `input` is resolved against the level
-    /// above; the first one's time limit holds down the chain; the step
-    /// counts are the graph's at the end.
+    /// above; every time limit of the chain holds (the shortest wins); the
+    /// step counts are the graph's at the end.
     @Test func aNamedJobMayNameAnotherNamedJob() async throws {
         let folder = NSTemporaryDirectory() + "hydra-jobs-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -366,6 +366,7 @@ import Testing
             "toPair": #"{"type":"job","name":"pair","input":{"who":"${input}"}}"#,
             "slow": #"{"type":"remote","url":"\#(TestServer.url("/delay/3000"))"}"#,
             "toSlow": #"{"type":"job","name":"slow"}"#,
+            "slowOwn": #"{"type":"remote","url":"\#(TestServer.url("/delay/3000"))","timeoutMs":60000}"#,
         ]
         for (name, text) in files { try text.write(toFile: folder + "/\(name).json", atomically: true, encoding: .utf8) }
         let engine = try makeEngine(jobs: folder)
@@ -385,10 +386,84 @@ import Testing
         // The time limit written where the chain starts.
         let limited = try await engine.run(spec(#"{"type":"job","name":"toSlow","timeoutMs":300}"#))
         #expect(limited.error?.kind == .timeout, "\(String(describing: limited.error))")
+        // A file's own, longer limit does not lift the step's (the shorter holds).
+        let shorter = try await engine.run(spec(#"{"type":"job","name":"slowOwn","timeoutMs":300}"#))
+        #expect(shorter.error?.kind == .timeout, "\(String(describing: shorter.error))")
         // A cycle through the chain is still refused at submit.
         try #"{"type":"job","name":"loopB"}"#.write(toFile: folder + "/loopA.json", atomically: true, encoding: .utf8)
         try #"{"type":"job","name":"loopA"}"#.write(toFile: folder + "/loopB.json", atomically: true, encoding: .utf8)
         #expect(throws: ValidationError.self) { try engine.submit(spec(#"{"type":"job","name":"loopA"}"#)) }
+    }
+
+    /// Protocol §4: every spec may carry `worker`. On a group or a named job it
+    /// is the default of the steps inside of that worker's kind (it used to be
+    /// accepted and ignored, an unknown name too); a step's own wins.
+    @Test func aGroupsOrNamedJobsWorkerIsItsStepsDefault() async throws {
+        let folder = NSTemporaryDirectory() + "hydra-jobs-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try #"{"type":"concurrent","steps":[{"type":"remote","endpoint":"/items"},{"type":"local","name":"echo","input":1}]}"#
+            .write(toFile: folder + "/pair.json", atomically: true, encoding: .utf8)
+        let engine = try makeEngine(#", "workers": [{"name":"rest","kind":"remote"},{"name":"rest2","kind":"remote"},{"name":"local","kind":"local"}]"#,
+                                    jobs: folder)
+        defer { engine.shutdown() }
+        let log = EventLog()
+        _ = engine.subscribe(sink: log)
+        let group = try await run(engine, log, #"{"type":"serial","worker":"rest2","steps":[{"type":"remote","endpoint":"/items"},{"type":"local","name":"echo","input":1},{"type":"remote","endpoint":"/items","worker":"rest"}]}"#)
+        #expect(group == ["0": "rest2", "1": "local", "2": "rest"], "\(group)")
+        let named = try await run(engine, log, #"{"type":"serial","steps":[{"type":"job","name":"pair","worker":"rest2"}]}"#)
+        #expect(named == ["0.0": "rest2", "0.1": "local"], "\(named)")
+        let unknown = #expect(throws: ValidationError.self) { try engine.submit(spec(#"{"type":"job","name":"pair","worker":"nope"}"#)) }
+        #expect(unknown?.isNotFound == true && unknown?.path == "worker", "\(String(describing: unknown))")
+        let templated = engine.refusal(#"{"type":"serial","worker":"${input.w}","steps":[{"type":"local","name":"echo"}]}"#)
+        #expect(templated?.0 == "worker", "\(String(describing: templated))")
+    }
+
+    /// The worker each leaf step of the job `json` started on, by step path.
+    private func run(_ engine: HydraEngine, _ log: EventLog, _ json: String) async throws -> [String: String] {
+        let id = try engine.submit(spec(json))
+        let done = await engine.result(of: id)
+        #expect(done?.state == .succeeded, "\(String(describing: done?.error))")
+        var workers: [String: String] = [:]
+        for event in log.all where event.rootJobId == id && event.name == "job.started" {
+            if let worker = event.fields["worker"]?.stringValue { workers[event.stepPath] = worker }
+        }
+        return workers
+    }
+
+    /// Named jobs cannot take a job past what one request could write:
+    /// groups nest at most `Dispatcher.maxGroupDepth` levels counted through
+    /// the files (deeper, the engine's recursion overflowed its stack), and a
+    /// few files that name each other ten times over are refused past
+    /// `Dispatcher.maxNamedExpansionSteps` (a 40-byte submit made a million
+    /// steps, checked on the submitting thread) before they are all expanded.
+    @Test func namedJobsCannotNestOrMultiplyWithoutBound() async throws {
+        let folder = NSTemporaryDirectory() + "hydra-jobs-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        func nested(_ levels: Int, around inner: String) -> String {
+            String(repeating: #"{"type":"serial","steps":["#, count: levels) + inner + String(repeating: "]}", count: levels)
+        }
+        try nested(120, around: #"{"type":"local","name":"echo","input":"deep"}"#).write(toFile: folder + "/deep0.json", atomically: true, encoding: .utf8)
+        try nested(120, around: #"{"type":"job","name":"deep0"}"#).write(toFile: folder + "/deep1.json", atomically: true, encoding: .utf8)
+        try nested(120, around: #"{"type":"job","name":"deep1"}"#).write(toFile: folder + "/deep2.json", atomically: true, encoding: .utf8)
+        for level in 0..<6 {
+            let next = level == 5 ? #"{"type":"local","name":"echo","input":1}"# : #"{"type":"job","name":"fan\#(level + 1)"}"#
+            try #"{"type":"concurrent","steps":[\#(Array(repeating: next, count: 10).joined(separator: ","))]}"#
+                .write(toFile: folder + "/fan\(level).json", atomically: true, encoding: .utf8)
+        }
+        let engine = try makeEngine(jobs: folder)
+        defer { engine.shutdown() }
+        // 240 levels through two files run (and their result nests as deep).
+        let deep = try await engine.run(spec(#"{"type":"job","name":"deep1"}"#))
+        #expect(deep.state == .succeeded, "\(String(describing: deep.error))")
+        let tooDeep = engine.refusal(#"{"type":"job","name":"deep2"}"#)
+        #expect(tooDeep?.1.contains("groups nest deeper than 255 levels") == true, "\(String(describing: tooDeep))")
+        // 10^4 steps are fine; 10^6 are refused, naming the step that multiplies them.
+        let ten000 = try await engine.run(spec(#"{"type":"job","name":"fan2"}"#))
+        #expect(ten000.state == .succeeded && ten000.result?["results"]?.arrayValue?.count == 10)
+        let million = engine.refusal(#"{"type":"job","name":"fan0"}"#)
+        #expect(million?.0 == "name" && million?.1.contains("larger than 100000 steps") == true, "\(String(describing: million))")
     }
 
     /// `startedAt` says when a job started (protocol §5: optional): a job
