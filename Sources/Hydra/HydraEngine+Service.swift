@@ -12,9 +12,11 @@ extension HydraEngine {
     public var bus: EventBus { scheduler.bus }
 
     /// Checks `spec`, loads its named jobs and assigns an id (`jobId` when
-    /// resuming a stored job), without queueing it.
-    public func prepare(_ spec: JobSpec, jobId: String? = nil) throws(ValidationError) -> PreparedJob {
-        try scheduler.prepare(spec, jobId: jobId)
+    /// resuming a stored job), without queueing it. `namedJobs`: a stored
+    /// job's record of the named jobs it loaded (``PreparedJob/namedJobs``),
+    /// used instead of the jobs folder.
+    public func prepare(_ spec: JobSpec, jobId: String? = nil, namedJobs: JSONValue? = nil) throws(ValidationError) -> PreparedJob {
+        try scheduler.prepare(spec, jobId: jobId, library: namedJobs.map { RecordedJobLibrary(record: $0) })
     }
 
     /// Reserves room for `count` jobs under `limits.maxQueuedJobs`, or refuses them all.

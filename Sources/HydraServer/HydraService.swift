@@ -114,7 +114,8 @@ public final class HydraService: Sendable {
             do throws(ValidationError) {
                 let prepared = try engine.prepare(try JobSpec(json: request.job))
                 let job = StoredJob(jobId: prepared.jobId, spec: request.job, input: request.input,
-                                    priority: request.priority, idempotencyKey: request.idempotencyKey, createdAt: now)
+                                    priority: request.priority, idempotencyKey: request.idempotencyKey, createdAt: now,
+                                    namedJobs: prepared.namedJobs)
                 do throws(ValidationError) {
                     try engine.reserve(1)
                 } catch where request.idempotencyKey != nil {
@@ -196,7 +197,8 @@ public final class HydraService: Sendable {
     /// Queues every job the store holds unfinished (after a restart): graphs
     /// resume after their finished steps; steps that were in flight run again.
     /// Returns how many jobs were recovered; a job whose spec no longer checks
-    /// (a named job removed meanwhile) is finished as failed, kind `invalid`.
+    /// (a server it names taken out of the configuration meanwhile) is finished
+    /// as failed, kind `invalid`. Named jobs come from the job's record, not the folder.
     @discardableResult
     public func recover() throws -> Int {
         // Downloads in flight at the crash left temporary files; their jobs run again.
@@ -215,7 +217,8 @@ public final class HydraService: Sendable {
         for (job, steps, emitted) in unfinished {
             do {
                 let spec = try JobSpec(json: job.spec)
-                let prepared = try engine.prepare(spec, jobId: job.jobId)
+                // The graph accepted at submit: named jobs as they were then, not as the folder holds them now.
+                let prepared = try engine.prepare(spec, jobId: job.jobId, namedJobs: job.namedJobs)
                 queued.append(QueuedJob(prepared: prepared, input: job.input, priority: job.priority,
                                         createdAt: job.createdAt, recoveredSteps: steps, emittedEvents: emitted,
                                         startedAt: job.startedAt, resumed: true, completion: nil))
@@ -403,7 +406,7 @@ public final class HydraService: Sendable {
     /// engine counted them (a finished job's answer does not change when the
     /// engine forgets it: `done` was `total` here, whatever had run).
     private func statusJSON(_ job: StoredJob) -> JSONValue {
-        let prepared = (try? JobSpec(json: job.spec)).flatMap { try? engine.prepare($0) }
+        let prepared = (try? JobSpec(json: job.spec)).flatMap { try? engine.prepare($0, namedJobs: job.namedJobs) }
         let total = prepared?.stepCount ?? 0
         var done = 0
         if let prepared, let paths = try? store.recordedStepPaths(of: job.jobId) {

@@ -157,6 +157,9 @@ enum Migrations {
         DROP INDEX resources_by_stored;
         CREATE INDEX resources_by_stored ON resources (stored_at, key);
         """,
+        // 12: the named jobs a job loaded at submit (``StoredJob/namedJobs``),
+        // so that a restart resumes the graph that was accepted.
+        "ALTER TABLE jobs ADD COLUMN named_jobs TEXT",
     ]
 
     /// Applies the migrations `connection` has not seen yet, all in one

@@ -159,7 +159,7 @@ public final class SQLiteStore: StateStore {
     }
 
     private static let jobColumns =
-        "job_id, spec, input, priority, idempotency_key, state, created_at, started_at, finished_at, result"
+        "job_id, spec, input, priority, idempotency_key, state, created_at, started_at, finished_at, result, named_jobs"
 
     private static func job(from row: SQLRow) throws(StoreError) -> StoredJob {
         let id = row.text(0) ?? ""
@@ -168,7 +168,8 @@ public final class SQLiteStore: StateStore {
         }
         return StoredJob(jobId: id, spec: try row.json(1) ?? .null, input: try row.json(2) ?? .null,
                          priority: row.int(3), idempotencyKey: row.text(4), state: state, createdAt: row.double(6),
-                         startedAt: row.optionalDouble(7), finishedAt: row.optionalDouble(8), result: try row.json(9))
+                         startedAt: row.optionalDouble(7), finishedAt: row.optionalDouble(8), result: try row.json(9),
+                         namedJobs: try row.json(10))
     }
 
     /// The condition of the partial index `jobs_unsucceeded` (migration 7): a

@@ -17,11 +17,13 @@ struct EncodedJob: Sendable {
     let startedAt: Double?
     let finishedAt: Double?
     let result: [UInt8]?
+    let namedJobs: [UInt8]?
 
     init(_ job: StoredJob) {
         jobId = job.jobId
         spec = JSONWriter.bytes(job.spec)
         input = JSONWriter.bytes(job.input)
+        namedJobs = job.namedJobs.map { JSONWriter.bytes($0) }
         // Compared as JSON values, not as text (see `sameJSON`).
         canonical = job.idempotencyKey == nil ? "" : JSONWriter.string([job.spec, job.input])
         priority = job.priority
@@ -144,8 +146,8 @@ enum WriteOperation: Sendable {
 
     static let insertJob = """
         INSERT INTO jobs (job_id, spec, input, canonical, priority, idempotency_key, state, created_at,
-                          started_at, finished_at, result)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                          started_at, finished_at, result, named_jobs)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
     static let insertEvent = """
         INSERT OR IGNORE INTO events (seq, name, job_id, root_job_id, step_path, time, fields)
@@ -219,6 +221,7 @@ enum WriteOperation: Sendable {
                     .text(job.jobId), .utf8(job.spec), .utf8(job.input), .text(job.canonical), .int(job.priority),
                     SQLValue(job.idempotencyKey), .text(job.state.rawValue), .double(job.createdAt),
                     SQLValue(job.startedAt), SQLValue(job.finishedAt), job.result.map { .utf8($0) } ?? .null,
+                    job.namedJobs.map { .utf8($0) } ?? .null,
                 ])
                 outcomes.append(.inserted)
             }

@@ -72,23 +72,41 @@ public final class Dispatcher: Sendable {
     /// says whether the spec is a plain leaf: a leaf none of whose own strings
     /// holds a `${…}` reference, so the coordinator sends it to its worker as
     /// it is, without looking again (``Submission/plainLeaf``).
-    func check(_ spec: JobSpec, path: String) throws(ValidationError) -> (spec: JobSpec, plainLeaf: Bool) {
-        let steps = StepCount()
-        let prepared = try prepare(spec, path: path, depth: 0, groupDepth: 0, inheritedWorker: nil, steps: steps)
+    ///
+    /// `library`: where named jobs come from instead of the jobs folder (a
+    /// stored job's record, see ``RecordedJobLibrary``). `namedJobs`: the
+    /// named jobs it loaded, name -> spec JSON, nil when none.
+    func check(_ spec: JobSpec, path: String, library: (any JobLibrary)? = nil) throws(ValidationError)
+        -> (spec: JobSpec, plainLeaf: Bool, namedJobs: JSONValue?) {
+        let context = PrepareContext(library: library ?? self.library)
+        let prepared = try prepare(spec, path: path, depth: 0, groupDepth: 0, inheritedWorker: nil, steps: context)
         let plainLeaf = try ReferenceCheck.validate(prepared, path: path, allowEnv: allowEnv)
-        return (prepared, plainLeaf)
+        return (prepared, plainLeaf, context.loadedJSON)
     }
 
-    /// The steps prepared so far in one ``check(_:path:)`` (its parts may run on several threads).
-    private final class StepCount: Sendable {
+    /// One ``check(_:path:library:)``'s state (its parts may run on several threads).
+    private final class PrepareContext: Sendable {
+        let library: (any JobLibrary)?
+        /// The steps prepared so far.
         let value = Atomic<Int>(0)
+        /// The named jobs loaded so far, by name (written only when one is loaded).
+        let loaded = Locked<[String: JobSpec]>([:])
+
+        init(library: (any JobLibrary)?) { self.library = library }
+
+        /// What was loaded, as one JSON object sorted by name (nil: nothing).
+        var loadedJSON: JSONValue? {
+            let specs = loaded.withLock { $0 }
+            guard !specs.isEmpty else { return nil }
+            return .object(.init(uniqueKeysWithValues: specs.sorted { $0.key < $1.key }.map { ($0.key, $0.value.json) }))
+        }
     }
 
     /// `depth`: named jobs around it; `groupDepth`: groups around it, through
     /// named jobs; `inheritedWorker`: the nearest `worker` of a group or named
     /// job around it (a default for its steps of that worker's kind).
     private func prepare(_ spec: JobSpec, path: String, depth: Int, groupDepth: Int, inheritedWorker: String?,
-                         steps: StepCount) throws(ValidationError) -> JobSpec {
+                         steps: PrepareContext) throws(ValidationError) -> JobSpec {
         // What JSON decoding checks, for a spec built in Swift (a few comparisons).
         try spec.checkValues(path: path)
         var spec = spec
@@ -142,10 +160,11 @@ public final class Dispatcher: Sendable {
             guard depth < Dispatcher.maxNamedJobDepth else {
                 throw ValidationError(path: FieldReader.join(path, "name"), "named jobs nested too deep (a cycle?)")
             }
-            guard let library else {
+            guard let library = steps.library else {
                 throw ValidationError(path: FieldReader.join(path, "name"), "no jobs folder is configured", notFound: true)
             }
             let loaded = try library.spec(named: named.name, path: FieldReader.join(path, "name"))
+            steps.loaded.withLock { if $0[named.name] == nil { $0[named.name] = loaded } }
             do {
                 named.resolved = try prepare(loaded, path: "", depth: depth + 1, groupDepth: groupDepth,
                                              inheritedWorker: inheritedWorker, steps: steps)
@@ -164,7 +183,7 @@ public final class Dispatcher: Sendable {
     /// A group's steps, prepared into a new array (assigning into the group's
     /// own copied all 50,000 steps of a large one first), in parts at once when many.
     private func prepare(steps specs: [JobSpec], path: String, depth: Int, groupDepth: Int, inheritedWorker: String?,
-                         steps: StepCount) throws(ValidationError) -> [JobSpec] {
+                         steps: PrepareContext) throws(ValidationError) -> [JobSpec] {
         guard groupDepth <= Dispatcher.maxGroupDepth else {
             throw ValidationError(path: path.isEmpty ? "steps" : path,
                                   "groups nest deeper than \(Dispatcher.maxGroupDepth) levels (named jobs included)")

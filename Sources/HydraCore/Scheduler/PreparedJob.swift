@@ -6,6 +6,10 @@ public struct PreparedJob: Sendable {
     let spec: JobSpec
     /// See ``Submission/plainLeaf``.
     let plainLeaf: Bool
+    /// The named jobs it loaded (name -> spec JSON, nil when none): recorded
+    /// with a stored job, so that a restart resumes, and `job.status` counts,
+    /// the graph that was accepted (``RecordedJobLibrary``).
+    public let namedJobs: JSONValue?
 
     /// How many leaf steps the job has (named jobs counted by their graph).
     public var stepCount: Int { spec.leafCount }

@@ -138,16 +138,18 @@ public final class Scheduler: Sendable {
     /// Checks `spec` and assigns an id (`jobId` when given, e.g. a recovered
     /// job's), without queueing anything: a durable caller records the job
     /// first, then hands it to ``enqueue(_:)``.
-    public func prepare(_ spec: JobSpec, path: String = "", jobId: String? = nil) throws(ValidationError) -> PreparedJob {
-        let (prepared, plainLeaf) = try dispatcher.check(spec, path: path)
+    public func prepare(_ spec: JobSpec, path: String = "", jobId: String? = nil,
+                        library: (any JobLibrary)? = nil) throws(ValidationError) -> PreparedJob {
+        let (prepared, plainLeaf, named) = try dispatcher.check(spec, path: path, library: library)
         if let jobId {
             if let key = JobIdentifier.key(of: jobId) {
-                return PreparedJob(jobId: jobId, key: key, foreignID: false, spec: prepared, plainLeaf: plainLeaf)
+                return PreparedJob(jobId: jobId, key: key, foreignID: false, spec: prepared, plainLeaf: plainLeaf, namedJobs: named)
             }
-            return PreparedJob(jobId: jobId, key: JobIdentifier.nextKey(), foreignID: true, spec: prepared, plainLeaf: plainLeaf)
+            return PreparedJob(jobId: jobId, key: JobIdentifier.nextKey(), foreignID: true, spec: prepared,
+                               plainLeaf: plainLeaf, namedJobs: named)
         }
         let (id, key) = JobIdentifier.next()
-        return PreparedJob(jobId: id, key: key, foreignID: false, spec: prepared, plainLeaf: plainLeaf)
+        return PreparedJob(jobId: id, key: key, foreignID: false, spec: prepared, plainLeaf: plainLeaf, namedJobs: named)
     }
 
     /// Reserves room for `count` jobs (`limits.maxQueuedJobs`, shutdown), or

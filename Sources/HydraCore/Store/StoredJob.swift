@@ -14,10 +14,12 @@ public struct StoredJob: Sendable, Equatable {
     public var finishedAt: Double?
     /// The `job.result` object once final.
     public var result: JSONValue?
+    /// The named jobs its spec loaded at submit (``PreparedJob/namedJobs``).
+    public var namedJobs: JSONValue?
 
     public init(jobId: String, spec: JSONValue, input: JSONValue, priority: Int, idempotencyKey: String?,
                 state: JobState = .queued, createdAt: Double, startedAt: Double? = nil,
-                finishedAt: Double? = nil, result: JSONValue? = nil) {
+                finishedAt: Double? = nil, result: JSONValue? = nil, namedJobs: JSONValue? = nil) {
         self.jobId = jobId
         self.spec = spec
         self.input = input
@@ -28,5 +30,6 @@ public struct StoredJob: Sendable, Equatable {
         self.startedAt = startedAt
         self.finishedAt = finishedAt
         self.result = result
+        self.namedJobs = namedJobs
     }
 }

@@ -183,22 +183,23 @@ import Testing
         #expect(!names.contains("hydra.dropped") && names.filter { $0 == "group.done" }.count == 150, "\(names.suffix(5))")
     }
 
-    /// A job whose spec no longer checks at the restart (the named job it runs
-    /// was removed meanwhile) is finished as failed, kind `invalid`, and its
-    /// events end with its `job.failed`: it ended without a final event.
+    /// A job whose spec no longer checks at the restart (the server its named
+    /// job calls was taken out of the configuration meanwhile) is finished as
+    /// failed, kind `invalid`, and its events end with its `job.failed`: it
+    /// ended without a final event.
     @Test func aJobThatCannotResumeEndsWithItsFinalEvent() throws {
         let state = NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
         let jobs = state + "-jobs"
         try FileManager.default.createDirectory(atPath: jobs, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: jobs) }
-        try #"{"type": "local", "name": "delay", "input": {"ms": 30000}}"#.write(toFile: jobs + "/slow.json", atomically: true, encoding: .utf8)
-        var server = try ServerProcess(config: #""jobs": {"path": "\#(jobs)"}"#, state: state)
+        try #"{"type": "remote", "server": "slowsvr", "endpoint": "/delay/30000"}"#.write(toFile: jobs + "/slow.json", atomically: true, encoding: .utf8)
+        var server = try ServerProcess(config: #""jobs": {"path": "\#(jobs)"}, "servers": {"testsvr": "\#(TestServer.base)", "slowsvr": "\#(TestServer.base)"}"#,
+                                       state: state)
         var client = try server.client()
         let job = try client.call("job.submit", ["job": ["type": "job", "name": "slow"]])["jobId"]!
         try waitUntilBlocking(timeout: .seconds(10)) { (try? client.call("job.status", ["jobId": job]))?["state"] == "running" }
         _ = try client.call("job.list", ["limit": 1])  // every write queued so far is committed
         server.kill9()
-        try FileManager.default.removeItem(atPath: jobs + "/slow.json")
 
         server = try ServerProcess(config: #""jobs": {"path": "\#(jobs)"}"#, state: state)
         defer { server.terminate() }
@@ -213,6 +214,46 @@ import Testing
             names.append(note["params"]?["event"]?.stringValue ?? "?")
         }
         #expect(names == ["job.queued", "job.started", "job.failed"], "\(names)")
+    }
+
+    /// A job runs the named jobs it loaded when it was accepted: a restart
+    /// resumes that graph, and `job.status` counts it, whatever the jobs folder
+    /// holds by then (a file changed from a group to one step made the resumed
+    /// job graft its old steps onto the new graph, and a debug build stop on an
+    /// assertion at every start; a finished job's counts followed the folder).
+    @Test func aRestartResumesTheNamedJobsAsSubmitted() throws {
+        let state = NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
+        let jobs = state + "-jobs"
+        try FileManager.default.createDirectory(atPath: jobs, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: jobs) }
+        let config = #""jobs": {"path": "\#(jobs)"}"#
+        try #"{"type": "serial", "steps": [{"type": "local", "name": "echo", "input": "a"}, {"type": "local", "name": "delay", "input": {"ms": 1500}}, {"type": "local", "name": "echo", "input": "b"}]}"#
+            .write(toFile: jobs + "/g.json", atomically: true, encoding: .utf8)
+        try #"{"type": "job", "name": "g"}"#.write(toFile: jobs + "/outer.json", atomically: true, encoding: .utf8)
+        var server = try ServerProcess(config: config, state: state)
+        var client = try server.client()
+        let job = try client.call("job.submit", ["job": ["type": "concurrent", "steps": [["type": "job", "name": "outer"]]]])["jobId"]!
+        try waitUntilBlocking(timeout: .seconds(10)) { (try? client.call("job.status", ["jobId": job]))?["steps"]?["done"] == 1 }
+        _ = try client.call("job.list", ["limit": 1])  // every write queued so far is committed
+        server.kill9()
+        try #"{"type": "local", "name": "echo", "input": "new"}"#.write(toFile: jobs + "/g.json", atomically: true, encoding: .utf8)
+
+        server = try ServerProcess(config: config, state: state)
+        client = try server.client()
+        let result = try client.call("job.result", ["jobId": job, "waitMs": 10_000])
+        #expect(result["state"] == "succeeded", "\(result)")
+        let steps = result["result"]?["results"]?[0]?["results"]
+        #expect(steps?[0] == "a" && steps?[2] == "b" && steps?.arrayValue?.count == 3, "\(result)")
+        #expect(try client.call("job.status", ["jobId": job])["steps"] == ["done": 3, "total": 3])
+        _ = server.terminate()
+
+        // Finished, then the files gone: its status is still the graph it ran.
+        try FileManager.default.removeItem(atPath: jobs + "/g.json")
+        try FileManager.default.removeItem(atPath: jobs + "/outer.json")
+        server = try ServerProcess(config: config, state: state)
+        defer { server.terminate() }
+        client = try server.client()
+        #expect(try client.call("job.status", ["jobId": job])["steps"] == ["done": 3, "total": 3])
     }
 
     /// A nested group that ended before the crash (here: timed out, its steps
