@@ -79,7 +79,7 @@ public final class Dispatcher: Sendable {
     func check(_ spec: JobSpec, path: String, library: (any JobLibrary)? = nil) throws(ValidationError)
         -> (spec: JobSpec, plainLeaf: Bool, namedJobs: JSONValue?) {
         let context = PrepareContext(library: library ?? self.library)
-        let prepared = try prepare(spec, path: path, depth: 0, groupDepth: 0, inheritedWorker: nil, steps: context)
+        let prepared = try prepare(spec, path: path, depth: 0, groupDepth: 0, inheritedWorker: nil, context: context)
         let plainLeaf = try ReferenceCheck.validate(prepared, path: path, allowEnv: allowEnv)
         return (prepared, plainLeaf, context.loadedJSON)
     }
@@ -88,7 +88,7 @@ public final class Dispatcher: Sendable {
     private final class PrepareContext: Sendable {
         let library: (any JobLibrary)?
         /// The steps prepared so far.
-        let value = Atomic<Int>(0)
+        let steps = Atomic<Int>(0)
         /// The named jobs loaded so far, by name (written only when one is loaded).
         let loaded = Locked<[String: JobSpec]>([:])
 
@@ -106,7 +106,7 @@ public final class Dispatcher: Sendable {
     /// named jobs; `inheritedWorker`: the nearest `worker` of a group or named
     /// job around it (a default for its steps of that worker's kind).
     private func prepare(_ spec: JobSpec, path: String, depth: Int, groupDepth: Int, inheritedWorker: String?,
-                         steps: PrepareContext) throws(ValidationError) -> JobSpec {
+                         context: PrepareContext) throws(ValidationError) -> JobSpec {
         // What JSON decoding checks, for a spec built in Swift (a few comparisons).
         try spec.checkValues(path: path)
         var spec = spec
@@ -126,7 +126,7 @@ public final class Dispatcher: Sendable {
         switch spec.body {
         case .remote, .resource, .local:
             let kind = spec.kind!
-            steps.value.add(1, ordering: .relaxed)
+            context.steps.add(1, ordering: .relaxed)
             if spec.worker == nil, let name = inheritedWorker, workers.contains(where: { $0.name == name && $0.kind == kind }) {
                 spec.worker = name
             }
@@ -150,28 +150,28 @@ public final class Dispatcher: Sendable {
             try manager.validate(spec, path: path)
         case .serial(var group):
             group.steps = try prepare(steps: group.steps, path: path, depth: depth, groupDepth: groupDepth + 1,
-                                      inheritedWorker: inheritedWorker, steps: steps)
+                                      inheritedWorker: inheritedWorker, context: context)
             spec.body = .serial(group)
         case .concurrent(var group):
             group.steps = try prepare(steps: group.steps, path: path, depth: depth, groupDepth: groupDepth + 1,
-                                      inheritedWorker: inheritedWorker, steps: steps)
+                                      inheritedWorker: inheritedWorker, context: context)
             spec.body = .concurrent(group)
         case .named(var named):
             guard depth < Dispatcher.maxNamedJobDepth else {
                 throw ValidationError(path: FieldReader.join(path, "name"), "named jobs nested too deep (a cycle?)")
             }
-            guard let library = steps.library else {
+            guard let library = context.library else {
                 throw ValidationError(path: FieldReader.join(path, "name"), "no jobs folder is configured", notFound: true)
             }
             let loaded = try library.spec(named: named.name, path: FieldReader.join(path, "name"))
-            steps.loaded.withLock { if $0[named.name] == nil { $0[named.name] = loaded } }
+            context.loaded.withLock { if $0[named.name] == nil { $0[named.name] = loaded } }
             do {
                 named.resolved = try prepare(loaded, path: "", depth: depth + 1, groupDepth: groupDepth,
-                                             inheritedWorker: inheritedWorker, steps: steps)
+                                             inheritedWorker: inheritedWorker, context: context)
             } catch {
                 throw error.inNamedJob(named.name, at: FieldReader.join(path, "name"))
             }
-            if steps.value.load(ordering: .relaxed) > Dispatcher.maxNamedExpansionSteps {
+            if context.steps.load(ordering: .relaxed) > Dispatcher.maxNamedExpansionSteps {
                 throw ValidationError(path: FieldReader.join(path, "name"),
                                       "the named jobs make this job larger than \(Dispatcher.maxNamedExpansionSteps) steps")
             }
@@ -183,7 +183,7 @@ public final class Dispatcher: Sendable {
     /// A group's steps, prepared into a new array (assigning into the group's
     /// own copied all 50,000 steps of a large one first), in parts at once when many.
     private func prepare(steps specs: [JobSpec], path: String, depth: Int, groupDepth: Int, inheritedWorker: String?,
-                         steps: PrepareContext) throws(ValidationError) -> [JobSpec] {
+                         context: PrepareContext) throws(ValidationError) -> [JobSpec] {
         guard groupDepth <= Dispatcher.maxGroupDepth else {
             throw ValidationError(path: path.isEmpty ? "steps" : path,
                                   "groups nest deeper than \(Dispatcher.maxGroupDepth) levels (named jobs included)")
@@ -194,7 +194,7 @@ public final class Dispatcher: Sendable {
             prepared.reserveCapacity(range.count)
             for i in range {
                 prepared.append(try prepare(specs[i], path: stepsPath + "[\(i)]", depth: depth, groupDepth: groupDepth,
-                                            inheritedWorker: inheritedWorker, steps: steps))
+                                            inheritedWorker: inheritedWorker, context: context))
             }
             return prepared
         }
