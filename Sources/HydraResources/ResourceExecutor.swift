@@ -871,7 +871,11 @@ final class ResourceExecutor: JobExecutor {
             }
             remake = (name, remaker, fetch.remakeOptions ?? .object([:]))
         }
-        let work = CopyWriter(manager: manager, components: manager.components(of: fetch.key), body: response.body,
+        // A copy is every job's of its URL, whatever credentials each sends: the
+        // ones this request sent, echoed back, are masked before it is kept.
+        let credentials = Self.credentials(of: fetch)
+        let body = credentials.isEmpty ? response.body : SecretMasking.masked(response.body, secrets: credentials)
+        let work = CopyWriter(manager: manager, components: manager.components(of: fetch.key), body: body,
                             remake: remake, cipher: fetch.cipher, accepted: fetch.acceptedDigests)
         manager.replacements.begin(fetch.key)  // the writer renames its file into place on the pool
         // A remaker may take long (an embedder's code, or one that replaced
@@ -920,7 +924,17 @@ final class ResourceExecutor: JobExecutor {
         // from (and go back to) this thread's malloc arena. Allocated on the pool
         // threads, they left 5–7 MiB more resident in the 20,000-resource bench row.
         let readBack = wanted ? ReadBackBuffer(count: received) : nil
-        loop.offload({ ResourceExecutor.digest(written, readingBackInto: readBack) }) { [self] result in
+        let credentials = Self.credentials(of: fetch)
+        loop.offload({ () -> Result<(String, [UInt8], Int), JobError> in
+            if !credentials.isEmpty {
+                switch ResourceExecutor.holdsAny(of: credentials, written) {
+                case .success(false): break
+                case .success(true): return .failure(ResourceExecutor.echoedCredentials)
+                case .failure(let error): return .failure(error)
+                }
+            }
+            return ResourceExecutor.digest(written, readingBackInto: readBack)
+        }) { [self] result in
             guard self.stillWanted(fetch) else { return }
             let digest: String, content: [UInt8], size: Int
             switch result {
@@ -968,6 +982,37 @@ final class ResourceExecutor: JobExecutor {
             return false
         }
         return true
+    }
+
+    /// The credentials `fetch`'s request sent: its route's (headers, URL, proxy) and a session's token.
+    private static func credentials(of fetch: Fetch) -> [String] {
+        var secrets = fetch.routed.secrets
+        if let token = fetch.token, !secrets.contains(token) { secrets.append(token) }
+        return secrets
+    }
+
+    /// A streamed body that holds the credentials its request sent is not kept:
+    /// masking them would mean writing it again, and it is no copy to share.
+    static let echoedCredentials = JobError(
+        .invalid, "the response holds the credentials the request sent (echoed back): a resource is every job's of its URL, so it is not kept")
+
+    /// Whether the streamed copy holds any of `secrets` (an occurrence across
+    /// two pieces included). Runs on the thread pool.
+    private static func holdsAny(of secrets: [String], _ file: StateFileContents) -> Result<Bool, JobError> {
+        let overlap = max(0, (secrets.map(\.utf8.count).max() ?? 0) - 1)
+        var carry: [UInt8] = []
+        var found = false
+        do throws(JobError) {
+            try file.forEachPiece { piece in
+                guard !found else { return }
+                let window = carry + piece
+                found = SecretMasking.masked(window, secrets: secrets) != window
+                carry = Array(window.suffix(overlap))
+            }
+        } catch {
+            return .failure(error)
+        }
+        return .success(found)
     }
 
     /// The SHA-256 of a streamed copy, its bytes when `buffer` is given (read

@@ -353,6 +353,33 @@ import HydraLoop
         #expect(try await counter(engine, "res-\(n)") == 2)
     }
 
+    /// rest.md §1: credentials never appear in results. A copy is every job's
+    /// of its URL, whatever credentials each sends, so the ones the request
+    /// sent and the origin echoed back are masked before the copy is kept:
+    /// `resource.read`, a later job without credentials and the file on disk
+    /// held them in clear (only the first job's result was masked).
+    @Test func echoedCredentialsAreMaskedInTheKeptCopy() async throws {
+        let secret = "SECRET-key-\(UUID().uuidString.prefix(8))"
+        let text = """
+            {"defaults": {"timeoutMs": 10000}, "auth": {"key": {"type": "api-key", "header": "X-Api-Key", "value": "\(secret)"}}}
+            """
+        let engine = try HydraEngine(configuration: try Configuration(json: try JSONParser.parse(text)), stateDirectory: state)
+        defer { engine.shutdown() }
+        let url = TestServer.url("/echo/\(name())")
+        let first = try await engine.run(job(url, #","auth":"key","as":"text""#))
+        #expect(first.state == .succeeded, "\(first)")
+        let content = first.result?["content"]?.stringValue ?? ""
+        #expect(content.contains("***") && !content.contains(secret), "\(content)")
+        let key = try #require(first.result?["key"]?.stringValue)
+        let read = try #require(try engine.resources.read(key: key, as: .text))
+        #expect(read["content"]?.stringValue?.contains(secret) == false, "\(read)")
+        let later = try await engine.run(job(url, #","as":"text""#))
+        #expect(later.result?["source"] != "network" && later.result?["content"]?.stringValue?.contains(secret) == false, "\(later)")
+        let path = try #require(first.result?["path"]?.stringValue)
+        let onDisk = try String(decoding: Data(contentsOf: URL(fileURLWithPath: state + "/" + path)), as: UTF8.self)
+        #expect(!onDisk.contains(secret) && onDisk.contains("***"))
+    }
+
     /// Peers' numbers never overflow: huge offsets and lengths read what there is.
     @Test func readsWithHugeOffsetsAndLengths() async throws {
         let engine = try engine()
