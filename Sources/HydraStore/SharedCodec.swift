@@ -68,7 +68,9 @@ struct SharedCodec: Sendable {
             do {
                 clear = try key.open(bytes)
             } catch {
-                throw StoreError("shared key \"\(name)\" cannot be decrypted: \(Self.keyVariable) differs from the passphrase it was stored with")
+                // The caller's reading, like a key without the variable: -32602, not an internal error.
+                throw StoreError("shared key \"\(name)\" cannot be decrypted: \(Self.keyVariable) differs from the passphrase it was stored with",
+                                 invalidArgument: "key")
             }
         }
         // Written by the engine: a value a job set may nest deeper than a request may.

@@ -177,7 +177,7 @@ import Testing
         }
     }
 
-    /// After a restart without `HYDRA_SHARED_KEY`, an encrypted key cannot be
+    /// After a restart without `HYDRA_SHARED_KEY` (or with another one), an encrypted key cannot be
     /// read: `-32602` naming the key and the variable (the caller's setup, not
     /// a bug of the server); `shared.removed` says the value is gone (`null`),
     /// except for an encrypted key, whose events never have a value.
@@ -186,6 +186,16 @@ import Testing
         _ = try first.client().call("shared.set", ["key": "sealed", "value": "v", "cipher": "aes-gcm"])
         _ = try first.client().call("shared.set", ["key": "plain", "value": 42])
         first.terminate()
+        // With another passphrase: the same refusal (it was -32603, an internal error).
+        let other = try ServerProcess(state: first.stateDirectory, environment: ["HYDRA_SHARED_KEY": "another passphrase"])
+        let otherClient = try other.client()
+        do {
+            _ = try otherClient.call("shared.get", ["key": "sealed"])
+            Issue.record("an encrypted key was read with another key")
+        } catch {
+            #expect(error.code == -32602 && error.message.hasPrefix("key: ") && error.message.contains("differs"), "\(error)")
+        }
+        other.terminate()
         let server = try ServerProcess(state: first.stateDirectory)
         defer { server.terminate() }
         let client = try server.client()
