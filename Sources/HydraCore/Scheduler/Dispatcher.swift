@@ -25,7 +25,7 @@ public final class Dispatcher: Sendable {
     /// as deep as one request can write them (`JSONParser.maxDepth`, two JSON
     /// levels a group), which every part of the engine handles.
     public static let maxGroupDepth = 255
-    /// A job that named jobs make larger than this many steps is refused: a
+    /// A job whose named jobs bring in more than this many steps is refused: a
     /// few small files can name each other into millions, and checking them
     /// runs on the submitting thread. (A spec written out in full is bounded
     /// by the size of its request instead.)
@@ -78,16 +78,20 @@ public final class Dispatcher: Sendable {
     /// named jobs it loaded, name -> spec JSON, nil when none.
     func check(_ spec: JobSpec, path: String, library: (any JobLibrary)? = nil) throws(ValidationError)
         -> (spec: JobSpec, plainLeaf: Bool, namedJobs: JSONValue?) {
-        let context = PrepareContext(library: library ?? self.library)
+        // A single step (most submits) loads no named job and counts nothing: no context made for it.
+        let context = spec.kind != nil ? Dispatcher.stepContext : PrepareContext(library: library ?? self.library)
         let prepared = try prepare(spec, path: path, depth: 0, groupDepth: 0, inheritedWorker: nil, context: context)
         let plainLeaf = try ReferenceCheck.validate(prepared, path: path, allowEnv: allowEnv)
         return (prepared, plainLeaf, context.loadedJSON)
     }
 
+    /// The context of a spec that is a single step (never written to).
+    private static let stepContext = PrepareContext(library: nil)
+
     /// One ``check(_:path:library:)``'s state (its parts may run on several threads).
     private final class PrepareContext: Sendable {
         let library: (any JobLibrary)?
-        /// The steps prepared so far.
+        /// The steps named jobs brought in so far.
         let steps = Atomic<Int>(0)
         /// The named jobs loaded so far, by name (written only when one is loaded).
         let loaded = Locked<[String: JobSpec]>([:])
@@ -126,7 +130,7 @@ public final class Dispatcher: Sendable {
         switch spec.body {
         case .remote, .resource, .local:
             let kind = spec.kind!
-            context.steps.add(1, ordering: .relaxed)
+            if depth > 0 { context.steps.add(1, ordering: .relaxed) }
             if spec.worker == nil, let name = inheritedWorker, workers.contains(where: { $0.name == name && $0.kind == kind }) {
                 spec.worker = name
             }
