@@ -73,9 +73,9 @@ final class RESTExecutor: JobExecutor {
             self.handle = handle
             self.request = request
             self.polling = polling
-            // A step resumed after a restart counts the attempts it made before
-            // (a polling job starts its rounds again, each with the whole policy).
-            if polling == nil { attempts = task.attemptsMade }
+            // A step resumed after a restart counts the attempts it made before; a
+            // polling one the rounds it made (each round has the whole retry policy).
+            if let polling { round = min(task.roundsMade + 1, max(1, polling.maxTimes)) } else { attempts = task.attemptsMade }
         }
 
         var elapsedMs: Double {

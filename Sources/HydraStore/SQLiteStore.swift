@@ -269,7 +269,8 @@ public final class SQLiteStore: StateStore {
             var rows = 0
             try db.query("""
                 SELECT seq, name, root_job_id, step_path,
-                       CASE WHEN name = 'job.retrying' THEN json_extract(fields, '$.attempt') END
+                       CASE WHEN name = 'job.retrying' THEN json_extract(fields, '$.attempt')
+                            WHEN name = 'job.progress' THEN json_extract(fields, '$.round') END
                 FROM events WHERE seq < ? ORDER BY seq DESC LIMIT 10000
                 """, [.int(before)]) { row in
                 rows += 1
@@ -278,6 +279,8 @@ public final class SQLiteStore: StateStore {
                 guard roots.contains(root) else { return }
                 if name == EventName.retrying {
                     emitted[root, default: EmittedEvents()].insert(stepPath: path, retryingAttempt: row.int(4))
+                } else if name == EventName.progress, row.int(4) > 0 {
+                    emitted[root, default: EmittedEvents()].insert(stepPath: path, polledRound: row.int(4))
                 }
                 emitted[root, default: EmittedEvents()].insert(stepPath: path, name: name)
                 if path.isEmpty && name == EventName.queued { waiting.remove(root) }

@@ -217,11 +217,13 @@ final class CoordinatorRuntime {
         node.token = token
         node.workerIndex = workerIndex
         if case .local = spec.body { startTimer(node, timeoutMs: spec.timeoutMs) }
-        let attemptsMade = node.root.emittedEvents.isEmpty ? 0 : node.root.emittedEvents.attemptsMade(stepPath: node.path)
+        let emitted = node.root.emittedEvents
+        let attemptsMade = emitted.isEmpty ? 0 : emitted.attemptsMade(stepPath: node.path)
+        let roundsMade = emitted.isEmpty ? 0 : emitted.roundsMade(stepPath: node.path)
         outboxes[workerIndex].post(.run(WorkTask(token: token, spec: spec, jobId: node.root.id, stepPath: node.path,
                                                  readsSecrets: !node.secrets.isEmpty,
                                                  priority: node.root.priority, attemptsMade: attemptsMade,
-                                                 step: StepReference(node: node))))
+                                                 roundsMade: roundsMade, step: StepReference(node: node))))
     }
 
     /// Moves a group on: starts its next steps (one at a time when serial, else

@@ -10,6 +10,8 @@ public struct EmittedEvents: Sendable {
     private var keys: Set<String> = []
     /// The highest `attempt` of each step's `job.retrying` events.
     private var retried: [String: Int] = [:]
+    /// The highest `round` of each polling step's `job.progress` events.
+    private var polled: [String: Int] = [:]
 
     /// The names that happen at most once per job or step.
     static let oncePerStep: Set<String> = [
@@ -19,7 +21,7 @@ public struct EmittedEvents: Sendable {
 
     public init() {}
 
-    public var isEmpty: Bool { keys.isEmpty && retried.isEmpty }
+    public var isEmpty: Bool { keys.isEmpty && retried.isEmpty && polled.isEmpty }
 
     /// Records that the step at `stepPath` sent `name` (ignored unless it happens once per step).
     public mutating func insert(stepPath: String, name: String) {
@@ -38,6 +40,19 @@ public struct EmittedEvents: Sendable {
     /// Records a `job.retrying` of the step at `stepPath` announcing `attempt`.
     public mutating func insert(stepPath: String, retryingAttempt attempt: Int) {
         retried[stepPath] = max(retried[stepPath] ?? 0, attempt)
+    }
+
+    /// Records a polling step's `job.progress` for its round `round` (rest.md §5).
+    public mutating func insert(stepPath: String, polledRound round: Int) {
+        guard round > 0 else { return }
+        polled[stepPath] = max(polled[stepPath] ?? 0, round)
+    }
+
+    /// The rounds the polling step at `stepPath` made before the restart: each
+    /// `job.progress {round}` comes once its response was judged, so the
+    /// resumed run goes on with the next (`maxTimes` counts every round).
+    public func roundsMade(stepPath: String) -> Int {
+        polled.isEmpty ? 0 : polled[stepPath] ?? 0
     }
 
     /// How many attempts the step at `stepPath` surely made before the restart:

@@ -12,6 +12,9 @@ public final class WorkTask: Sendable {
     /// Attempts the step made before a restart (its `job.retrying` events said
     /// so): its retry policy counts them, and its next attempt is one more.
     public let attemptsMade: Int
+    /// Rounds a polling step made before a restart (its `job.progress` events
+    /// said so): `repeat.maxTimes` counts them, and its next round is one more.
+    public let roundsMade: Int
     /// The step's references read an encrypted (aes-gcm) shared value: what it
     /// keeps from its input must stay as secret (the `shared.set` local job
     /// stores such a value encrypted). Its result and events are masked anyway.
@@ -20,7 +23,7 @@ public final class WorkTask: Sendable {
     let step: StepReference
 
     init(token: UInt64, spec: JobSpec, jobId: String, stepPath: String, readsSecrets: Bool = false, priority: Int,
-         attemptsMade: Int = 0, step: StepReference) {
+         attemptsMade: Int = 0, roundsMade: Int = 0, step: StepReference) {
         self.token = token
         self.spec = spec
         self.jobId = jobId
@@ -28,6 +31,7 @@ public final class WorkTask: Sendable {
         self.readsSecrets = readsSecrets
         self.priority = priority
         self.attemptsMade = attemptsMade
+        self.roundsMade = roundsMade
         self.step = step
     }
 }

@@ -106,6 +106,36 @@ import Testing
         #expect(try Self.requestsSeen(key, through: client) == 4, "the origin saw every attempt")
     }
 
+    /// `repeat.maxTimes` counts every round, across a restart too: a polling
+    /// step that made three rounds before `kill -9` makes three more of six
+    /// (it started its rounds over, and the origin saw up to nine requests).
+    @Test func aPollingStepKeepsCountingItsRoundsAfterKill9() throws {
+        let state = NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
+        let key = "poll-kill-\(UUID().uuidString.prefix(8))"
+        var server = try ServerProcess(state: state)
+        var client = try server.client()
+        let job = try client.call("job.submit", ["job": ["type": "serial", "steps": [
+            ["type": "remote", "url": .string(TestServer.url("/count-status/\(key)/200")),
+             "repeat": ["everyMs": 1500, "until": ["path": "body.never", "equals": 1], "maxTimes": 6]]]]])["jobId"]!
+        // Live events are sent once stored: the third round's progress is in the store.
+        let watcher = try server.client()
+        _ = try watcher.call("events.subscribe", ["jobId": job, "events": ["job.progress"], "fromSeq": 0])
+        var progress: JSONValue = .null
+        while progress["round"] != 3, let note = try watcher.nextNotification(timeout: .seconds(10)) {
+            progress = note["params"] ?? .null
+        }
+        #expect(progress["round"] == 3, "\(progress)")
+        server.kill9()
+
+        server = try ServerProcess(state: state)
+        defer { server.terminate() }
+        client = try server.client()
+        let result = try client.call("job.result", ["jobId": job, "waitMs": 20_000])
+        #expect(result["state"] == "failed" && result["error"]?["kind"] == "condition", "\(result)")
+        #expect(result["error"]?["message"]?.stringValue?.contains("after 6 rounds") == true, "\(result)")
+        #expect(try Self.requestsSeen(key, through: client) == 6, "the origin saw six rounds in all")
+    }
+
     /// A server that cannot have its address stops before it resumes anything:
     /// a start that fails does not send an unfinished job's request again
     /// (under a supervisor that restarts it, every failed start did), and the
