@@ -409,9 +409,9 @@ import Testing
         defer { engine.shutdown() }
         let log = EventLog()
         _ = engine.subscribe(sink: log)
-        let group = try await run(engine, log, #"{"type":"serial","worker":"rest2","steps":[{"type":"remote","endpoint":"/items"},{"type":"local","name":"echo","input":1},{"type":"remote","endpoint":"/items","worker":"rest"}]}"#)
+        let group = try await startedWorkers(engine, log, #"{"type":"serial","worker":"rest2","steps":[{"type":"remote","endpoint":"/items"},{"type":"local","name":"echo","input":1},{"type":"remote","endpoint":"/items","worker":"rest"}]}"#)
         #expect(group == ["0": "rest2", "1": "local", "2": "rest"], "\(group)")
-        let named = try await run(engine, log, #"{"type":"serial","steps":[{"type":"job","name":"pair","worker":"rest2"}]}"#)
+        let named = try await startedWorkers(engine, log, #"{"type":"serial","steps":[{"type":"job","name":"pair","worker":"rest2"}]}"#)
         #expect(named == ["0.0": "rest2", "0.1": "local"], "\(named)")
         let unknown = #expect(throws: ValidationError.self) { try engine.submit(spec(#"{"type":"job","name":"pair","worker":"nope"}"#)) }
         #expect(unknown?.isNotFound == true && unknown?.path == "worker", "\(String(describing: unknown))")
@@ -420,7 +420,7 @@ import Testing
     }
 
     /// The worker each leaf step of the job `json` started on, by step path.
-    private func run(_ engine: HydraEngine, _ log: EventLog, _ json: String) async throws -> [String: String] {
+    private func startedWorkers(_ engine: HydraEngine, _ log: EventLog, _ json: String) async throws -> [String: String] {
         let id = try engine.submit(spec(json))
         let done = await engine.result(of: id)
         #expect(done?.state == .succeeded, "\(String(describing: done?.error))")

@@ -81,26 +81,11 @@ import Testing
     /// made two attempts before `kill -9` has two left of four (the one it
     /// announced, waiting in its backoff at the crash, runs again).
     @Test func aRetryingStepKeepsCountingItsAttemptsAfterKill9() throws {
-        let state = NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
         let key = "retry-kill-\(UUID().uuidString.prefix(8))"
-        var server = try ServerProcess(state: state)
-        var client = try server.client()
-        let job = try client.call("job.submit", ["job": ["type": "serial", "steps": [
-            ["type": "remote", "url": .string(TestServer.url("/count-status/\(key)/503")),
-             "retry": ["maxAttempts": 4, "backoffMs": 1500, "maxBackoffMs": 1500]]]]])["jobId"]!
-        // Live events are sent once stored: the announced third attempt is in the store.
-        let watcher = try server.client()
-        _ = try watcher.call("events.subscribe", ["jobId": job, "events": ["job.retrying"], "fromSeq": 0])
-        var announced: JSONValue = .null
-        while announced["attempt"] != 3, let note = try watcher.nextNotification(timeout: .seconds(10)) {
-            announced = note["params"] ?? .null
-        }
-        #expect(announced["attempt"] == 3, "\(announced)")
-        server.kill9()
-
-        server = try ServerProcess(state: state)
+        let (server, client, job) = try Self.killed(after: "job.retrying", with: "attempt", reaching: 3, of: [
+            "type": "remote", "url": .string(TestServer.url("/count-status/\(key)/503")),
+            "retry": ["maxAttempts": 4, "backoffMs": 1500, "maxBackoffMs": 1500]])
         defer { server.terminate() }
-        client = try server.client()
         let result = try client.call("job.result", ["jobId": job, "waitMs": 20_000])
         #expect(result["state"] == "failed", "\(result)")
         #expect(try Self.requestsSeen(key, through: client) == 4, "the origin saw every attempt")
@@ -110,26 +95,11 @@ import Testing
     /// step that made three rounds before `kill -9` makes three more of six
     /// (it started its rounds over, and the origin saw up to nine requests).
     @Test func aPollingStepKeepsCountingItsRoundsAfterKill9() throws {
-        let state = NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
         let key = "poll-kill-\(UUID().uuidString.prefix(8))"
-        var server = try ServerProcess(state: state)
-        var client = try server.client()
-        let job = try client.call("job.submit", ["job": ["type": "serial", "steps": [
-            ["type": "remote", "url": .string(TestServer.url("/count-status/\(key)/200")),
-             "repeat": ["everyMs": 1500, "until": ["path": "body.never", "equals": 1], "maxTimes": 6]]]]])["jobId"]!
-        // Live events are sent once stored: the third round's progress is in the store.
-        let watcher = try server.client()
-        _ = try watcher.call("events.subscribe", ["jobId": job, "events": ["job.progress"], "fromSeq": 0])
-        var progress: JSONValue = .null
-        while progress["round"] != 3, let note = try watcher.nextNotification(timeout: .seconds(10)) {
-            progress = note["params"] ?? .null
-        }
-        #expect(progress["round"] == 3, "\(progress)")
-        server.kill9()
-
-        server = try ServerProcess(state: state)
+        let (server, client, job) = try Self.killed(after: "job.progress", with: "round", reaching: 3, of: [
+            "type": "remote", "url": .string(TestServer.url("/count-status/\(key)/200")),
+            "repeat": ["everyMs": 1500, "until": ["path": "body.never", "equals": 1], "maxTimes": 6]])
         defer { server.terminate() }
-        client = try server.client()
         let result = try client.call("job.result", ["jobId": job, "waitMs": 20_000])
         #expect(result["state"] == "failed" && result["error"]?["kind"] == "condition", "\(result)")
         #expect(result["error"]?["message"]?.stringValue?.contains("after 6 rounds") == true, "\(result)")
@@ -430,6 +400,28 @@ import Testing
 
     /// How many requests the test server's origin saw for `key` (`/hits/KEY`,
     /// `/count-status/KEY/…`), asked through a remote job on `client`'s server.
+    /// Submits a serial job of one `step`, waits until its `event` carries
+    /// `field` = `value` (live events are sent once stored: that one is in the
+    /// store), kills the server with `kill -9` and starts it again on the same
+    /// state. Returns the new server (the caller terminates it), a client of
+    /// it and the job's id.
+    private static func killed(after event: String, with field: String, reaching value: Int,
+                               of step: JSONValue) throws -> (ServerProcess, RPCClient, JSONValue) {
+        let state = NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
+        let first = try ServerProcess(state: state)
+        let job = try first.client().call("job.submit", ["job": ["type": "serial", "steps": [step]]])["jobId"]!
+        let watcher = try first.client()
+        _ = try watcher.call("events.subscribe", ["jobId": job, "events": [.string(event)], "fromSeq": 0])
+        var seen: JSONValue = .null
+        while seen[field] != .int(value), let note = try watcher.nextNotification(timeout: .seconds(10)) {
+            seen = note["params"] ?? .null
+        }
+        #expect(seen[field] == .int(value), "\(seen)")
+        first.kill9()
+        let server = try ServerProcess(state: state)
+        return (server, try server.client(), job)
+    }
+
     private static func requestsSeen(_ key: String, through client: RPCClient) throws -> JSONValue? {
         let id = try client.call("job.submit", ["job": ["type": "remote", "url": .string(TestServer.url("/count/\(key)"))]])["jobId"]!
         return try client.call("job.result", ["jobId": id, "waitMs": 10_000])["result"]?["body"]?["count"]
