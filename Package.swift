@@ -1,6 +1,7 @@
 // swift-tools-version:6.0
 // Hydra: a worker-pool job scheduler. Layers, lowest first:
 //   CUV, CCurl, CSQLite, CZlib  C bindings (system libraries + shims for variadic C)
+//   CSQLiteWAL            SQLite's VFS, each commit's WAL frames written with one pwrite (C)
 //   HydraLoop             one libuv loop per thread, inboxes, timers, TCP/Unix streams
 //   HydraHTTP             libcurl multi driven by a HydraLoop
 //   HydraCore             job model, workers, dispatcher, graphs, events, the StateStore protocol
@@ -52,6 +53,9 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        .target(
+            name: "CSQLiteWAL", dependencies: ["CSQLite"],
+            cSettings: [.unsafeFlags(["-Wall", "-Wextra"])]),
         .systemLibrary(
             name: "CZlib", pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]),
@@ -96,7 +100,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "HydraStore",
-            dependencies: ["HydraCore", "HydraLoop", "HydraHTTP", "HydraAtRest", "CSQLite", "CZlib",
+            dependencies: ["HydraCore", "HydraLoop", "HydraHTTP", "HydraAtRest", "CSQLite", "CSQLiteWAL", "CZlib",
                            .product(name: "OrderedCollections", package: "swift-collections")],
             swiftSettings: strict),
         .target(

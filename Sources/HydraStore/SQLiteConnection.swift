@@ -1,4 +1,5 @@
 import CSQLite
+import CSQLiteWAL
 import HydraCore
 
 /// One SQLite connection with its cached prepared statements: the only place
@@ -31,16 +32,24 @@ final class SQLiteConnection {
     /// no memory statistics (see `hydra_sqlite_disable_memstatus`).
     private static let libraryConfigured: Bool = hydra_sqlite_disable_memstatus() == SQLITE_OK
 
+    /// The VFS every connection opens with: "hydra-wal" (the `CSQLiteWAL`
+    /// module), SQLite's own except that a commit's WAL frames go down in one
+    /// `pwrite` instead of two per page; SQLite's default only if it could not
+    /// be registered. Registered after ``libraryConfigured`` (it initializes SQLite).
+    private static let vfs: String? = {
+        _ = libraryConfigured
+        return hydra_wal_vfs_register() == SQLITE_OK ? HYDRA_WAL_VFS_NAME : nil
+    }()
+
     /// How long a statement waits for another process's lock before failing with "database is locked".
     static let busyTimeoutMilliseconds: Int32 = 5000
 
     /// Opens (creating when missing) the database at `path` and applies the settings.
     /// `queryOnly` makes the connection refuse writes (the read connection).
     init(path: String, sync: SQLiteStore.SyncMode, queryOnly: Bool = false) throws(StoreError) {
-        _ = Self.libraryConfigured
         self.path = path
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
-        let status = sqlite3_open_v2(path, &db, flags, nil)
+        let status = sqlite3_open_v2(path, &db, flags, Self.vfs)
         guard status == SQLITE_OK, db != nil else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(status))
             sqlite3_close_v2(db)
@@ -125,6 +134,17 @@ final class SQLiteConnection {
         init(_ onCommit: @escaping (Int) -> Bool) { self.onCommit = onCommit }
     }
     private var walHook: WALHook?
+
+    /// The writes SQLite made to this connection's WAL file since it opened it,
+    /// and how many reached the file (see `CSQLiteWAL`); nil before the WAL is
+    /// open or without the "hydra-wal" VFS. For tests.
+    var walWrites: (sqlite: UInt64, file: UInt64)? {
+        guard let db else { return nil }
+        var sqlite: UInt64 = 0
+        var file: UInt64 = 0
+        guard hydra_wal_vfs_counts(db, &sqlite, &file) == SQLITE_OK else { return nil }
+        return (sqlite, file)
+    }
 
     /// Copies what it can of the WAL into the database file (a passive
     /// checkpoint: it never waits). Another checkpoint in progress is not an error.
