@@ -29,7 +29,11 @@ run: release
 demo: release
 	.build/release/hydra run jobs/demo.json --config config/hydra.json
 
+# The C of CSQLiteWAL with every warning an error (SwiftPM builds it with
+# its own flags: unsafe flags in Package.swift would bar embedders).
+CLANG ?= $(shell command -v clang || command -v cc)
 test: deps
+	$(CLANG) -std=c11 -Wall -Wextra -Werror -fsyntax-only -ISources/CSQLiteWAL/include Sources/CSQLiteWAL/*.c
 	$(SWIFT) build --build-tests
 	SWIFT=$(SWIFT) bash Tests/Support/in-temporary-folder.sh bash Tests/Support/run-tests.sh
 
