@@ -48,8 +48,8 @@ typedef struct HydraFile {
     /// The last write was the header of a commit frame: the next write, its
     /// page, ends the commit.
     int commitPageNext;
-    /// A flush made where no error can be returned (`xShmBarrier`) failed: the
-    /// next call on this file reports it.
+    /// A flush made on behalf of another call (a shared-memory call, another
+    /// file's write on this thread) failed: this file's next call reports it.
     int deferredError;
     /// Gathered bytes, to be written at `start`.
     unsigned char *buffer;
@@ -72,7 +72,7 @@ static int flush(HydraFile *f) {
     if (gatheringOnThread == f) gatheringOnThread = NULL;
     if (f->used == 0) return SQLITE_OK;
     int amount = (int)f->used;
-    f->used = 0;  // written or failed, the bytes are SQLite's to write again
+    f->used = 0;  // written, or lost with an error that fails their transaction
     f->fileWrites++;
     return f->real->pMethods->xWrite(f->real, f->buffer, amount, f->start);
 }
