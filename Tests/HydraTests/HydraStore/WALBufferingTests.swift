@@ -120,7 +120,7 @@ import Testing
         let reads = Atomic<Int>(0)
         let wrong = Atomic<Int>(0)
         let finished = DispatchSemaphore(value: 0)
-        let reader = Thread { [root] in
+        let reader = Thread {
             defer { finished.signal() }
             guard let db = try? SQLiteConnection(path: path, sync: .normal, queryOnly: true) else {
                 wrong.add(1, ordering: .relaxed)
@@ -141,7 +141,6 @@ import Testing
                 reads.add(1, ordering: .relaxed)
             }
             db.close()
-            _ = root
         }
         reader.start()
 
