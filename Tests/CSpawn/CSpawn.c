@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <errno.h>
+#include <sys/resource.h>
 
 static int redirect(posix_spawn_file_actions_t *actions, int from, int to) {
     if (from < 0) return posix_spawn_file_actions_addopen(actions, to, "/dev/null", to == 0 ? O_RDONLY : O_WRONLY, 0);
@@ -41,4 +43,13 @@ int hydra_test_spawn(pid_t *pid, const char *path, char *const argv[], char *con
     posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
     return status;
+}
+
+int hydra_test_limit_file_size(pid_t pid, unsigned long long bytes) {
+    struct rlimit current;
+    if (prlimit(pid, RLIMIT_FSIZE, NULL, &current) != 0) return errno;
+    struct rlimit lowered = current;
+    lowered.rlim_cur = (rlim_t)bytes < current.rlim_max ? (rlim_t)bytes : current.rlim_max;
+    if (prlimit(pid, RLIMIT_FSIZE, &lowered, NULL) != 0) return errno;
+    return 0;
 }

@@ -16,4 +16,10 @@
 int hydra_test_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[],
                      const char *directory, int stdin_fd, int stdout_fd, int stderr_fd);
 
+/// Sets the soft file-size limit (RLIMIT_FSIZE) of the running process `pid`
+/// to `bytes` (at most its hard limit; ~0 for no limit), as `prlimit --fsize`
+/// does: Swift's Glibc module does not declare `prlimit`. Returns 0 or an
+/// errno value.
+int hydra_test_limit_file_size(pid_t pid, unsigned long long bytes);
+
 #endif

@@ -1,3 +1,4 @@
+import CSpawn
 import Foundation
 import Testing
 
@@ -396,6 +397,72 @@ import Testing
         #expect(FileManager.default.contents(atPath: folder + "/file.bin") == Data("kept".utf8))
         // The startup says what it removed.
         #expect(server.terminate().stderr.contains("removed 1 partial download(s)"))
+    }
+
+    /// A file-size limit reached under the server (`ulimit -f`, here lowered on
+    /// the running process) refuses the submits that cannot be stored and keeps
+    /// the server up; once lifted, submits are taken again, and after a
+    /// `kill -9` every submit that was acknowledged finishes. Twice: a limit at
+    /// the WAL's end (the next commit's write starts past it: `EFBIG`; the
+    /// SIGXFSZ it raises stays pending, blocked on every thread but the main
+    /// one, which writes no file), then one 256 KiB further (the commit's
+    /// gathered frames cross it: a short write, `SQLITE_FULL`). These are the
+    /// real write failures of the WAL's gathered writes (`CSQLiteWAL`).
+    @Test func aFileSizeLimitRefusesSubmitsNotTheServer() throws {
+        let state = NSTemporaryDirectory() + "hydra-server-\(UUID().uuidString)"
+        var server = try ServerProcess(state: state)
+        var client = try server.client()
+        let pid = server.process.processIdentifier
+        let padding = JSONValue.string(String(repeating: "x", count: 2000))
+        func submit(_ i: Int) throws(RPCClientError) -> JSONValue? {
+            try client.call("job.submit", ["job": ["type": "local", "name": "echo", "input": ["i": .int(i), "pad": padding]]])["jobId"]
+        }
+        var acknowledged: [JSONValue] = []
+        var next = 0
+        for _ in 0..<20 {
+            acknowledged.append(try #require(try submit(next)))
+            next += 1
+        }
+        for margin in [0, 256 * 1024] {
+            // A fresh server's WAL only grows (no checkpoint has run yet): its size is where the next commit writes.
+            let wal = try #require(try FileManager.default.attributesOfItem(atPath: state + "/hydra.db-wal")[.size] as? Int)
+            try #require(Self.limitFileSize(of: pid, to: UInt64(wal + margin)))
+            var refused: RPCClientError?
+            while refused == nil && next < 5_000 {
+                do throws(RPCClientError) {
+                    if let job = try submit(next) { acknowledged.append(job) }
+                } catch {
+                    refused = error
+                }
+                next += 1
+            }
+            #expect(refused != nil, "margin \(margin): no submit was refused")
+            #expect(kill(pid, 0) == 0, "margin \(margin): the server died")
+            #expect(try client.call("hydra.ping")["version"] != nil)
+            try #require(Self.limitFileSize(of: pid, to: .max))  // back to the hard limit
+            // The writer tries again after a pause: submits are taken again.
+            var again: JSONValue?
+            try waitUntilBlocking(timeout: .seconds(10)) {
+                again = try? submit(next)
+                return again != nil
+            }
+            acknowledged.append(try #require(again))
+            next += 1
+        }
+        server.kill9()
+
+        server = try ServerProcess(state: state)
+        defer { server.terminate() }
+        client = try server.client()
+        for job in acknowledged {
+            let result = try client.call("job.result", ["jobId": job, "waitMs": 10_000])
+            #expect(result["state"] == "succeeded", "\(job): \(result)")
+        }
+    }
+
+    /// Sets the soft file-size limit (`RLIMIT_FSIZE`) of process `pid`, keeping its hard limit.
+    private static func limitFileSize(of pid: pid_t, to bytes: UInt64) -> Bool {
+        hydra_test_limit_file_size(pid, bytes) == 0
     }
 
     /// How many requests the test server's origin saw for `key` (`/hits/KEY`,
