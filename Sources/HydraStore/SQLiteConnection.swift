@@ -147,11 +147,15 @@ final class SQLiteConnection {
     }
 
     /// Copies what it can of the WAL into the database file (a passive
-    /// checkpoint: it never waits). Another checkpoint in progress is not an error.
-    func checkpoint() throws(StoreError) {
+    /// checkpoint: it never waits). Another checkpoint in progress is not an
+    /// error. Returns the WAL's size in frames (0 when busy).
+    @discardableResult
+    func checkpoint() throws(StoreError) -> Int {
         guard let db else { throw StoreError.closed }
-        let status = sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+        var frames: Int32 = 0
+        let status = sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, &frames, nil)
         guard status == SQLITE_OK || status & 0xFF == SQLITE_BUSY else { throw error("cannot checkpoint the WAL") }
+        return status == SQLITE_OK ? max(0, Int(frames)) : 0
     }
 
     /// Runs SQL without bindings nor results; several statements allowed (schema, pragmas).
@@ -339,6 +343,36 @@ struct SQLRow {
         case .success(let value)?: return value
         case .failure(let error)?: throw StoreError("corrupt JSON in the store (column \(column)): \(error.message)")
         }
+    }
+
+    /// The column's text as JSON values, one per line, parsed in place and
+    /// given to `body` in order (an empty line is skipped); NULL has none.
+    /// `StoreError` when a line does not parse.
+    func jsonLines(_ column: Int32, _ body: (JSONValue) throws(StoreError) -> Void) throws(StoreError) {
+        let failure: StoreError? = withText(column) { bytes in
+            var start = 0
+            while start < bytes.count {
+                var end = start
+                while end < bytes.count && bytes[end] != UInt8(ascii: "\n") { end += 1 }
+                if end > start {
+                    do throws(StoreError) {
+                        let line = UnsafeBufferPointer(rebasing: bytes[start..<end])
+                        let value: JSONValue
+                        do throws(JSONParseError) {
+                            value = try JSONParser.parse(line, maxDepth: JSONParser.maxStoredDepth)
+                        } catch {
+                            throw StoreError("corrupt JSON in the store (column \(column)): \(error.message)")
+                        }
+                        try body(value)
+                    } catch {
+                        return error
+                    }
+                }
+                start = end + 1
+            }
+            return nil
+        } ?? nil
+        if let failure { throw failure }
     }
 
     private func withText<T>(_ column: Int32, _ body: (UnsafeBufferPointer<UInt8>) -> T) -> T? {

@@ -27,7 +27,7 @@ public final class SQLiteStore: StateStore {
     let writer: StoreWriter
     /// Who hears of each batch of events stored (``whenEventsStored(_:)``).
     private let eventObservers: Locked<[@Sendable (UInt64) -> Void]>
-    private let checkpointer: Checkpointer
+    let checkpointer: Checkpointer
     let reader: ReadConnection
     private let codec: SharedCodec
     private let shared: SharedCache
@@ -61,10 +61,7 @@ public final class SQLiteStore: StateStore {
         let checkpointer = Checkpointer(connection: try SQLiteConnection(path: path, sync: sync))
         self.checkpointer = checkpointer
         try writeConnection.execute("PRAGMA journal_size_limit=\(64 << 20)")
-        writeConnection.replaceAutomaticCheckpoints { frames in
-            if frames >= Checkpointer.backgroundFrames { checkpointer.request() }
-            return frames >= Checkpointer.writerFrames
-        }
+        writeConnection.replaceAutomaticCheckpoints { frames in checkpointer.walGrew(to: frames) }
 
         // Every shared value, decoded once. One that cannot be (an aes-gcm
         // value without the right key) keeps its error for whoever reads it:
@@ -89,7 +86,7 @@ public final class SQLiteStore: StateStore {
         reader = ReadConnection(readConnection)
         let observers = Locked<[@Sendable (UInt64) -> Void]>([])
         eventObservers = observers
-        writer = StoreWriter(connection: writeConnection, committed: { operation in
+        writer = try StoreWriter(connection: writeConnection, committed: { operation in
             switch operation {
             case .setShared(let key, _, let cipher, let value, _): shared.set(key, value: value, cipher: cipher)
             case .removeShared(let key, _): shared.remove(key)
@@ -256,9 +253,9 @@ public final class SQLiteStore: StateStore {
     }
 
     /// The events the jobs `roots` already sent, by root job id. Events have no
-    /// index by job: the table is read from its newest row back, a page at a
-    /// time, until every root's own `job.queued` (its first event) was seen.
-    /// Unfinished jobs are usually recent, so this reads only the tail.
+    /// index by job: they are read from the newest row back, a page of rows
+    /// at a time, until every root's own `job.queued` (its first event) was
+    /// seen. Unfinished jobs are usually recent, so this reads only the tail.
     private static func emittedEvents(of roots: Set<String>, in db: SQLiteConnection) throws(StoreError)
         -> [String: EmittedEvents]
     {
@@ -267,25 +264,26 @@ public final class SQLiteStore: StateStore {
         var before = Int.max
         while !waiting.isEmpty {
             var rows = 0
-            try db.query("""
-                SELECT seq, name, root_job_id, step_path,
-                       CASE WHEN name = 'job.retrying' THEN json_extract(fields, '$.attempt')
-                            WHEN name = 'job.progress' THEN json_extract(fields, '$.round') END
-                FROM events WHERE seq < ? ORDER BY seq DESC LIMIT 10000
-                """, [.int(before)]) { row in
+            var page: [HydraEvent] = []
+            try db.query("SELECT first_seq, events FROM event_batches WHERE last_seq < ? ORDER BY last_seq DESC LIMIT 256",
+                         [.int(before)]) { row throws(StoreError) in
                 rows += 1
                 before = row.int(0)
-                let root = row.text(2) ?? "", name = row.text(1) ?? "", path = row.text(3) ?? ""
-                guard roots.contains(root) else { return }
+                var batch: [HydraEvent] = []
+                try row.jsonLines(1) { line throws(StoreError) in batch.append(try EventBatch.event(line)) }
+                page.append(contentsOf: batch.reversed())
+            }
+            if rows == 0 { break }
+            for event in page where roots.contains(event.rootJobId) {
+                let root = event.rootJobId, name = event.name, path = event.stepPath
                 if name == EventName.retrying {
-                    emitted[root, default: EmittedEvents()].insert(stepPath: path, retryingAttempt: row.int(4))
-                } else if name == EventName.progress, row.int(4) > 0 {
-                    emitted[root, default: EmittedEvents()].insert(stepPath: path, polledRound: row.int(4))
+                    emitted[root, default: EmittedEvents()].insert(stepPath: path, retryingAttempt: event.fields["attempt"]?.intValue ?? 0)
+                } else if name == EventName.progress, let round = event.fields["round"]?.intValue, round > 0 {
+                    emitted[root, default: EmittedEvents()].insert(stepPath: path, polledRound: round)
                 }
                 emitted[root, default: EmittedEvents()].insert(stepPath: path, name: name)
                 if path.isEmpty && name == EventName.queued { waiting.remove(root) }
             }
-            if rows == 0 { break }
         }
         return emitted
     }
@@ -319,35 +317,56 @@ public final class SQLiteStore: StateStore {
         return EncodedEvent(event)
     }
 
-    /// Names pushed into the query at most: a longer list is matched by the caller.
+    /// Names the query looks for in a row at most: a longer list is matched
+    /// on the decoded events only.
     static let maxQueriedNames = 64
 
+    /// Rows read per query by ``events(after:limit:jobId:names:)``.
+    static let eventRowsPerPage = 64
+
     /// Events with `seq > after`, oldest first, at most `limit`, of `jobId`
-    /// and `names` when given (see ``EventStore``). Caller's thread.
+    /// and `names` when given (see ``EventStore``). Rows that cannot hold a
+    /// match (the job's id or no wanted name in their text) are skipped by
+    /// SQLite; the rest are decoded and matched here. Caller's thread.
     public func events(after seq: UInt64, limit: Int, jobId: String?, names: Set<String>?) throws(StoreError) -> [HydraEvent] {
         guard let after = Int(exactly: seq), limit > 0 else { return [] }
-        var conditions = "seq > ?"
-        var bindings: [SQLValue] = [.int(after)]
+        if let names, names.isEmpty { return [] }
+        var conditions = ""
+        var bindings: [SQLValue] = []
+        func quoted(_ text: String) -> SQLValue {
+            var out: [UInt8] = []
+            JSONWriter.writeString(text, into: &out)
+            return .utf8(out)
+        }
         if let jobId {
-            conditions += " AND (job_id = ? OR root_job_id = ?)"
-            bindings += [.text(jobId), .text(jobId)]
+            conditions += " AND instr(events, ?) > 0"
+            bindings.append(quoted(jobId))
         }
         if let names, names.count <= Self.maxQueriedNames {
-            guard !names.isEmpty else { return [] }
-            conditions += " AND name IN (" + Array(repeating: "?", count: names.count).joined(separator: ", ") + ")"
-            bindings += names.sorted().map { .text($0) }
+            conditions += " AND (" + Array(repeating: "instr(events, ?) > 0", count: names.count).joined(separator: " OR ") + ")"
+            bindings += names.sorted().map(quoted)
         }
-        bindings.append(.int(min(limit, 1_000_000)))
+        let wanted = min(limit, 1_000_000)
         return try reader.use { db throws(StoreError) in
             var events: [HydraEvent] = []
-            try db.query("""
-                SELECT seq, name, job_id, root_job_id, step_path, time, fields FROM events
-                WHERE \(conditions) ORDER BY seq LIMIT ?
-                """, bindings) { row throws(StoreError) in
-                events.append(HydraEvent(seq: UInt64(clamping: row.int(0)), name: row.text(1) ?? "",
-                                         jobId: row.text(2) ?? "", rootJobId: row.text(3) ?? "",
-                                         stepPath: row.text(4) ?? "", time: row.double(5),
-                                         fields: try row.json(6)?.objectValue ?? [:]))
+            var from = after
+            while events.count < wanted {
+                var rows = 0
+                try db.query("""
+                    SELECT last_seq, events FROM event_batches WHERE last_seq > ?\(conditions) ORDER BY last_seq LIMIT ?
+                    """, [.int(from)] + bindings + [.int(Self.eventRowsPerPage)]) { row throws(StoreError) in
+                    rows += 1
+                    from = row.int(0)
+                    try row.jsonLines(1) { line throws(StoreError) in
+                        guard events.count < wanted else { return }
+                        let event = try EventBatch.event(line)
+                        guard event.seq > after else { return }
+                        if let jobId, event.jobId != jobId && event.rootJobId != jobId { return }
+                        if let names, !names.contains(event.name) { return }
+                        events.append(event)
+                    }
+                }
+                if rows < Self.eventRowsPerPage { break }
             }
             return events
         }
@@ -356,14 +375,7 @@ public final class SQLiteStore: StateStore {
     /// The highest `seq` ever appended (0 for a new store), retention's
     /// prune included. Caller's thread.
     public func lastSeq() throws(StoreError) -> UInt64 {
-        try reader.use { db throws(StoreError) in
-            var seq = 0
-            try db.query("""
-                SELECT MAX(COALESCE((SELECT MAX(seq) FROM events), 0),
-                           COALESCE((SELECT value FROM settings WHERE name = 'prunedUpTo'), 0))
-                """) { row in seq = row.int(0) }
-            return UInt64(clamping: seq)
-        }
+        try reader.use { db throws(StoreError) in UInt64(clamping: try EventBatch.lastSeq(on: db)) }
     }
 
     // MARK: - Shared data

@@ -41,6 +41,9 @@ final class StoreWriter: @unchecked Sendable {
     private var retaining = false
     /// The last commit kept its writes for later (writer thread only; see ``drain()``).
     private var retainedInLastCommit = false
+    /// The highest event seq stored (writer thread only): an event appended
+    /// again is left out (see ``EventBatch/insert(_:after:on:)``).
+    private var eventsStoredThrough: Int
 
     private struct State {
         var queue: [WriteOperation] = []
@@ -91,8 +94,9 @@ final class StoreWriter: @unchecked Sendable {
 
     /// Takes over `connection` (migrated, not used by anyone else). Call `start()` next.
     init(connection: SQLiteConnection, committed: @escaping @Sendable (WriteOperation) -> Void,
-         eventsWritten: @escaping @Sendable (UInt64) -> Void = { _ in }) {
+         eventsWritten: @escaping @Sendable (UInt64) -> Void = { _ in }) throws(StoreError) {
         self.connection = connection
+        eventsStoredThrough = try EventBatch.lastSeq(on: connection)
         self.committed = committed
         self.eventsWritten = eventsWritten
     }
@@ -496,9 +500,10 @@ final class StoreWriter: @unchecked Sendable {
             }
         }
 
+        var eventsThrough = eventsStoredThrough
         if !batch.events.isEmpty {
             let (output, end) = step { () throws(StoreError) in
-                try WriteOperation.insert(batch.events, on: db)
+                eventsThrough = try EventBatch.insert(batch.events, after: eventsStoredThrough, on: db)
                 return .none
             }
             if let end { return end }
@@ -532,6 +537,7 @@ final class StoreWriter: @unchecked Sendable {
             rollback()
             return .failed(error)
         }
+        eventsStoredThrough = eventsThrough
         return .committed(results)
     }
 

@@ -36,29 +36,26 @@ struct EncodedJob: Sendable {
     }
 }
 
-/// An event row with its fields encoded as JSON on the emitting thread.
-/// Events do not queue as writes: the writer takes all those appended since
-/// its last batch and inserts them first, many rows per statement.
+/// An event encoded as the store keeps it (an ``EventBatch`` line) on the
+/// emitting thread. Events do not queue as writes: the writer takes all those
+/// appended since its last batch and inserts them first, as one row.
 struct EncodedEvent: Sendable {
     let seq: Int
     let name: String
-    let jobId: String
     let rootJobId: String
     let stepPath: String
     let time: Double
-    let fields: [UInt8]
+    let line: [UInt8]
 
-    /// Nil when `seq` does not fit SQLite's INTEGER (63 bits). `fields`: the
-    /// event's fields already encoded (default: encoded here).
-    init?(_ event: HydraEvent, fields: [UInt8]? = nil) {
+    /// Nil when `seq` does not fit SQLite's INTEGER (63 bits).
+    init?(_ event: HydraEvent) {
         guard let seq = Int(exactly: event.seq) else { return nil }
         self.seq = seq
         name = event.name
-        jobId = event.jobId
         rootJobId = event.rootJobId
         stepPath = event.stepPath
         time = event.time
-        self.fields = fields ?? event.encodedFields ?? JSONWriter.bytes(.object(event.fields))
+        line = EventBatch.line(seq: seq, event, fields: event.encodedFields ?? JSONWriter.bytes(.object(event.fields)))
     }
 }
 
@@ -149,39 +146,7 @@ enum WriteOperation: Sendable {
                           started_at, finished_at, result, named_jobs)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
-    static let insertEvent = """
-        INSERT OR IGNORE INTO events (seq, name, job_id, root_job_id, step_path, time, fields)
-        VALUES (?, ?, ?, ?, ?, ?, ?)
-        """
-    /// Rows of one multi-row event insert (7 parameters each, far below SQLite's limit).
-    static let eventsPerInsert = 64
-    static let insertEvents = """
-        INSERT OR IGNORE INTO events (seq, name, job_id, root_job_id, step_path, time, fields) VALUES
-        """ + Array(repeating: "(?, ?, ?, ?, ?, ?, ?)", count: eventsPerInsert).joined(separator: ", ")
     static let finalStates = "('succeeded', 'failed', 'cancelled')"
-
-    /// Inserts events many rows per statement: one step inserts a whole chunk,
-    /// which costs far less than a statement per event.
-    static func insert(_ events: [EncodedEvent], on db: SQLiteConnection) throws(StoreError) {
-        var rest = events[...]
-        while !rest.isEmpty {
-            let chunk = rest.prefix(rest.count >= eventsPerInsert ? eventsPerInsert : 1)
-            rest = rest.dropFirst(chunk.count)
-            var values: [SQLValue] = []
-            values.reserveCapacity(chunk.count * 7)
-            for event in chunk {
-                // Appended one by one: an array literal here would allocate for every event.
-                values.append(.int(event.seq))
-                values.append(.text(event.name))
-                values.append(.text(event.jobId))
-                values.append(.text(event.rootJobId))
-                values.append(.text(event.stepPath))
-                values.append(.double(event.time))
-                values.append(.utf8(event.fields))
-            }
-            try db.run(chunk.count == 1 ? insertEvent : insertEvents, values)
-        }
-    }
 
     /// The job `job`'s idempotency key already names (nil: none, or no key).
     /// Sees the jobs inserted earlier in the same transaction too.
@@ -293,18 +258,7 @@ enum WriteOperation: Sendable {
                 """, [.double(time), .double(time)])
             try db.run("DELETE FROM jobs WHERE created_at < ? AND finished_at < ? AND +state IN \(Self.finalStates)",
                        [.double(time), .double(time)])
-            // Events go as a prefix in seq order: all those before the first
-            // one still within retention, so a replay never meets a gap (and
-            // an event whose clock went back is kept with its neighbours).
-            // The scan stops at that first recent event: no index on time.
-            // The highest seq removed is kept in `settings` (``SQLiteStore/lastSeq()``),
-            // so seq never goes back after a restart, even with every event gone.
-            let firstKept = "COALESCE((SELECT seq FROM events WHERE time >= ? ORDER BY seq LIMIT 1), (SELECT MAX(seq) + 1 FROM events))"
-            try db.run("""
-                INSERT OR REPLACE INTO settings (name, value)
-                    SELECT 'prunedUpTo', MAX(seq) FROM events WHERE seq < \(firstKept) HAVING MAX(seq) IS NOT NULL
-                """, [.double(time)])
-            try db.run("DELETE FROM events WHERE seq < \(firstKept)", [.double(time)])
+            try EventBatch.prune(before: time, on: db)
             try db.run("DELETE FROM cache WHERE stored_at + ttl + keep <= ?", [.double(Date().timeIntervalSince1970)])
 
         case .resourceIndex(let write, _):
