@@ -38,7 +38,13 @@ enum EventBatch {
         out.append(UInt8(ascii: ","))
         appendDecimal(microseconds(event.time), to: &out)
         out.append(UInt8(ascii: ","))
-        out.append(contentsOf: fields)
+        if fields.contains(UInt8(ascii: "\n")) {
+            // Only whitespace between tokens can be a raw newline in JSON (one in a
+            // string is escaped): a space keeps the value and the line whole.
+            out.append(contentsOf: fields.lazy.map { $0 == UInt8(ascii: "\n") ? UInt8(ascii: " ") : $0 })
+        } else {
+            out.append(contentsOf: fields)
+        }
         out.append(UInt8(ascii: "]"))
         out.append(UInt8(ascii: "\n"))
         return out

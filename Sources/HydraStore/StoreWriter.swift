@@ -9,7 +9,7 @@ import Synchronization
 /// Any thread enqueues writes and appends events (lock-protected arrays, then
 /// a semaphore wakes the writer). The writer takes everything queued since it
 /// last woke, runs it in one `BEGIN IMMEDIATE` transaction (the events first,
-/// many rows per statement), commits, then calls every callback on its own
+/// as one row: ``EventBatch``), commits, then calls every callback on its own
 /// thread, so one fsync covers a whole batch (a batch's job inserts commit
 /// first, in a transaction of their own, when the rest is only other jobs'
 /// record: see ``insertsFirst(_:)``). A write that is kept with a

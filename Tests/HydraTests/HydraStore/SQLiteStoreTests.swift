@@ -473,11 +473,20 @@ import Testing
         #expect(odd.map(\.seq) == oddStarted)
         #expect(try store.events(after: UInt64(count1), limit: 3, jobId: "r0", names: nil).count == 3)
 
+        // Fields encoded by their emitter with newlines between tokens (a line each is how rows hold events).
+        let pretty = HydraEvent(seq: UInt64(last + 1), name: "job.succeeded", jobId: "p", rootJobId: "p", stepPath: "",
+                                time: 7, encodedFields: Array("{\n  \"result\": {\"text\": \"a\\nb\"}\n}\n".utf8),
+                                build: { ["result": ["text": "a\nb"]] })
+        store.append([pretty])
+        store.flush()
+        let read = try store.events(after: UInt64(last), limit: 10)
+        #expect(read.map(\.seq) == [UInt64(last + 1)] && read.first?.fields["result"]?["text"] == "a\nb")
+
         // The same events again (a seq already stored) are left out.
         store.append([HydraEvent(seq: 5, name: "job.failed", jobId: "x", rootJobId: "x", stepPath: "", time: 1, fields: [:])])
         store.flush()
         #expect(try store.events(after: 4, limit: 1).first?.name == "job.queued")
-        #expect(try count() == rowsTaken + count2)
+        #expect(try count() == rowsTaken + count2 + 1)
     }
 
     // MARK: - Shared data
