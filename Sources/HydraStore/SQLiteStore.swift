@@ -255,18 +255,25 @@ public final class SQLiteStore: StateStore {
     /// The events the jobs `roots` already sent, by root job id. Events have no
     /// index by job: they are read from the newest row back, a page of rows
     /// at a time, until every root's own `job.queued` (its first event) was
-    /// seen. Unfinished jobs are usually recent, so this reads only the tail.
+    /// seen. Unfinished jobs are usually recent, so this reads only the tail;
+    /// for a few of them, SQLite passes over the rows that name none.
     private static func emittedEvents(of roots: Set<String>, in db: SQLiteConnection) throws(StoreError)
         -> [String: EmittedEvents]
     {
         var emitted: [String: EmittedEvents] = [:]
         var waiting = roots
         var before = Int.max
+        var naming = ""
+        var quotedRoots: [SQLValue] = []
+        if roots.count <= maxQueriedNames {
+            naming = " AND (" + Array(repeating: "instr(events, ?) > 0", count: roots.count).joined(separator: " OR ") + ")"
+            quotedRoots = roots.sorted().map(quoted)
+        }
         while !waiting.isEmpty {
             var rows = 0
             var page: [HydraEvent] = []
-            try db.query("SELECT first_seq, events FROM event_batches WHERE last_seq < ? ORDER BY last_seq DESC LIMIT 256",
-                         [.int(before)]) { row throws(StoreError) in
+            try db.query("SELECT first_seq, events FROM event_batches WHERE last_seq < ?\(naming) ORDER BY last_seq DESC LIMIT 256",
+                         [.int(before)] + quotedRoots) { row throws(StoreError) in
                 rows += 1
                 before = row.int(0)
                 var batch: [HydraEvent] = []
@@ -317,9 +324,17 @@ public final class SQLiteStore: StateStore {
         return EncodedEvent(event)
     }
 
-    /// Names the query looks for in a row at most: a longer list is matched
-    /// on the decoded events only.
+    /// Names (or job ids) a query looks for in a row at most: a longer list
+    /// is matched on the decoded events only.
     static let maxQueriedNames = 64
+
+    /// `text` as a JSON string, as an ``EventBatch`` line holds it: what a
+    /// query looks for in a row's text.
+    private static func quoted(_ text: String) -> SQLValue {
+        var out: [UInt8] = []
+        JSONWriter.writeString(text, into: &out)
+        return .utf8(out)
+    }
 
     /// Rows read per query by ``events(after:limit:jobId:names:)``.
     static let eventRowsPerPage = 64
@@ -333,18 +348,13 @@ public final class SQLiteStore: StateStore {
         if let names, names.isEmpty { return [] }
         var conditions = ""
         var bindings: [SQLValue] = []
-        func quoted(_ text: String) -> SQLValue {
-            var out: [UInt8] = []
-            JSONWriter.writeString(text, into: &out)
-            return .utf8(out)
-        }
         if let jobId {
             conditions += " AND instr(events, ?) > 0"
-            bindings.append(quoted(jobId))
+            bindings.append(Self.quoted(jobId))
         }
         if let names, names.count <= Self.maxQueriedNames {
             conditions += " AND (" + Array(repeating: "instr(events, ?) > 0", count: names.count).joined(separator: " OR ") + ")"
-            bindings += names.sorted().map(quoted)
+            bindings += names.sorted().map(Self.quoted)
         }
         let wanted = min(limit, 1_000_000)
         return try reader.use { db throws(StoreError) in

@@ -792,6 +792,38 @@ import Testing
                             ["jobs_unsucceeded"], ["resources_by_stored"], ["resources_by_use"]])
     }
 
+    /// A restart finds what an unfinished job already sent, however many rows
+    /// of other jobs' events came after it: with a few such jobs SQLite passes
+    /// over the rows that name none of them, with many every row is decoded.
+    @Test func aRestartFindsWhatOldUnfinishedJobsSent() throws {
+        let store = try SQLiteStore(directory: folder())
+        defer { store.close() }
+        _ = try insert(store, [job("old", at: 1)])
+        var seq: UInt64 = 0
+        func event(_ name: String, _ root: String, attempt: Int? = nil) -> HydraEvent {
+            seq += 1
+            return HydraEvent(seq: seq, name: name, jobId: root, rootJobId: root, stepPath: "", time: Double(seq),
+                              fields: attempt.map { ["attempt": .int($0)] } ?? [:])
+        }
+        store.append([event("job.queued", "old"), event("job.started", "old"), event("job.retrying", "old", attempt: 3)])
+        store.flush()
+        for i in 0..<300 {
+            store.append([event("job.queued", "x\(i)"), event("job.succeeded", "x\(i)")])
+            store.flush()
+        }
+        func old() throws -> EmittedEvents? { try store.unfinishedJobs().first { $0.job.jobId == "old" }?.emitted }
+        #expect(try old()?.attemptsMade(stepPath: "") == 2)
+        #expect(try old()?.contains(stepPath: "", name: "job.started") == true)
+        // More unfinished jobs than a query names: the same answer.
+        let many = (0...SQLiteStore.maxQueriedNames).map { "u\($0)" }
+        _ = try insert(store, many.map { job($0, at: 2) })
+        store.append(many.map { event("job.queued", $0) })
+        store.flush()
+        #expect(try store.unfinishedJobs().count == many.count + 1)
+        #expect(try old()?.attemptsMade(stepPath: "") == 2)
+        #expect(try store.unfinishedJobs().first { $0.job.jobId == "u3" }?.emitted.contains(stepPath: "", name: "job.queued") == true)
+    }
+
     /// Migration 13 moves each stored event into `event_batches`: a replay
     /// reads them as they were, numbering goes on after them, and a restart
     /// still finds what an unfinished job already sent.
