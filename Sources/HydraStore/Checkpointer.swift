@@ -18,7 +18,7 @@ import Synchronization
 /// Durability does not change: a commit is durable once in the WAL.
 final class Checkpointer: @unchecked Sendable {
     // @unchecked: `connection` is used only on the checkpoint thread; the
-    // rest is a lock, a semaphore and a group.
+    // rest is a lock, atomics, a semaphore and a group.
     private let connection: SQLiteConnection
     private let state = Locked<(requested: Bool, closed: Bool)>((false, false))
     /// The WAL's size in frames when the last background checkpoint ran (0: none

@@ -27,6 +27,7 @@ public final class SQLiteStore: StateStore {
     let writer: StoreWriter
     /// Who hears of each batch of events stored (``whenEventsStored(_:)``).
     private let eventObservers: Locked<[@Sendable (UInt64) -> Void]>
+    /// The checkpoint thread (internal for tests, which count its runs).
     let checkpointer: Checkpointer
     let reader: ReadConnection
     private let codec: SharedCodec
@@ -263,17 +264,12 @@ public final class SQLiteStore: StateStore {
         var emitted: [String: EmittedEvents] = [:]
         var waiting = roots
         var before = Int.max
-        var naming = ""
-        var quotedRoots: [SQLValue] = []
-        if roots.count <= maxQueriedNames {
-            naming = " AND (" + Array(repeating: "instr(events, ?) > 0", count: roots.count).joined(separator: " OR ") + ")"
-            quotedRoots = roots.sorted().map(quoted)
-        }
+        let naming = mentioningAny(roots)
         while !waiting.isEmpty {
             var rows = 0
             var page: [HydraEvent] = []
-            try db.query("SELECT first_seq, events FROM event_batches WHERE last_seq < ?\(naming) ORDER BY last_seq DESC LIMIT 256",
-                         [.int(before)] + quotedRoots) { row throws(StoreError) in
+            try db.query("SELECT first_seq, events FROM event_batches WHERE last_seq < ?\(naming.sql) ORDER BY last_seq DESC LIMIT 256",
+                         [.int(before)] + naming.bindings) { row throws(StoreError) in
                 rows += 1
                 before = row.int(0)
                 var batch: [HydraEvent] = []
@@ -328,12 +324,18 @@ public final class SQLiteStore: StateStore {
     /// is matched on the decoded events only.
     static let maxQueriedNames = 64
 
-    /// `text` as a JSON string, as an ``EventBatch`` line holds it: what a
-    /// query looks for in a row's text.
-    private static func quoted(_ text: String) -> SQLValue {
-        var out: [UInt8] = []
-        JSONWriter.writeString(text, into: &out)
-        return .utf8(out)
+    /// The condition on `event_batches` that a row's text holds one of
+    /// `texts` as a JSON string (as an ``EventBatch`` line writes it), and its
+    /// bindings; nothing for more than ``maxQueriedNames`` texts (the decoded
+    /// events are matched anyway).
+    private static func mentioningAny(_ texts: Set<String>) -> (sql: String, bindings: [SQLValue]) {
+        guard texts.count <= maxQueriedNames else { return ("", []) }
+        let sql = " AND (" + Array(repeating: "instr(events, ?) > 0", count: texts.count).joined(separator: " OR ") + ")"
+        return (sql, texts.sorted().map { text in
+            var out: [UInt8] = []
+            JSONWriter.writeString(text, into: &out)
+            return .utf8(out)
+        })
     }
 
     /// Rows read per query by ``events(after:limit:jobId:names:)``.
@@ -346,16 +348,10 @@ public final class SQLiteStore: StateStore {
     public func events(after seq: UInt64, limit: Int, jobId: String?, names: Set<String>?) throws(StoreError) -> [HydraEvent] {
         guard let after = Int(exactly: seq), limit > 0 else { return [] }
         if let names, names.isEmpty { return [] }
-        var conditions = ""
-        var bindings: [SQLValue] = []
-        if let jobId {
-            conditions += " AND instr(events, ?) > 0"
-            bindings.append(Self.quoted(jobId))
-        }
-        if let names, names.count <= Self.maxQueriedNames {
-            conditions += " AND (" + Array(repeating: "instr(events, ?) > 0", count: names.count).joined(separator: " OR ") + ")"
-            bindings += names.sorted().map(Self.quoted)
-        }
+        let job = jobId.map { Self.mentioningAny([$0]) } ?? (sql: "", bindings: [])
+        let named = names.map(Self.mentioningAny) ?? (sql: "", bindings: [])
+        let conditions = job.sql + named.sql
+        let bindings = job.bindings + named.bindings
         let wanted = min(limit, 1_000_000)
         return try reader.use { db throws(StoreError) in
             var events: [HydraEvent] = []
