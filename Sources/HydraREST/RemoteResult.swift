@@ -61,7 +61,7 @@ final class RemoteResult: DeferredResult {
     /// Appends the JSON of ``build()`` without building it: the journal's copy of a
     /// remote job's result, encoded on the coordinator.
     func encode(into out: inout [UInt8]) {
-        out.reserveCapacity(out.count + headers.bytes.count + url.utf8.count + 160)
+        out.reserveRoom(headers.bytes.count + url.utf8.count + 160)
         out.append(contentsOf: #"{"status":"#.utf8)
         out.append(contentsOf: String(status).utf8)
         out.append(contentsOf: #","headers":"#.utf8)

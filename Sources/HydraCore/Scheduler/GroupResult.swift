@@ -29,7 +29,7 @@ final class GroupResult: DeferredResult {
     func encodedSize(limit: Int) -> Int? { size <= limit ? size : nil }
 
     func encode(into out: inout [UInt8]) {
-        out.reserveCapacity(out.count + size)
+        out.reserveRoom(size)
         out.append(contentsOf: #"{"results":["#.utf8)
         let parts = size >= Self.bytesPerPart * 2 ? ParallelWork.parts(limit: min(8, size / Self.bytesPerPart)) : 1
         if parts > 1 {
