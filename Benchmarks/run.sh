@@ -598,14 +598,16 @@ def sample():
         except (OSError, ValueError, IndexError):
             continue
         cpu[(name, t)] = ns
-tail = b""
+head = b""
 def drain():
-    global tail
+    # The result is the output's one line: {"jobId":…,"state":…,"result":…}.
+    global head
     while True:
         chunk = p.stdout.read(1 << 20)
         if not chunk:
             return
-        tail = (tail + chunk)[-4096:]
+        if len(head) < 4096:
+            head += chunk[:4096]
 reader = threading.Thread(target=drain)
 reader.start()
 while p.poll() is None:
@@ -617,7 +619,7 @@ by_name = {}
 for (name, _), ns in cpu.items():
     by_name[name] = by_name.get(name, 0) + ns
 print(json.dumps({"name": "graph", "steps": steps, "seconds": round(seconds, 3), "rps": round(steps / seconds, 1),
-                  "exit": p.returncode, "succeeded": b'"state":"succeeded"' in tail,
+                  "exit": p.returncode, "succeeded": b'"state":"succeeded"' in head,
                   "cpuUsPerStep": {k: round(v / 1000 / steps, 2) for k, v in by_name.items() if v / 1000 / steps >= 0.05}},
                  separators=(",", ":")))
 PY
@@ -843,7 +845,7 @@ if graphs:
     for g in graphs:
         for t, v in (g.get("cpuUsPerStep") or {}).items():
             cpu.setdefault(t, []).append(v)
-    bad = [g for g in graphs if g.get("exit") != 0]
+    bad = [g for g in graphs if g.get("exit") != 0 or not g.get("succeeded")]
     out += ["", "Concurrent graph of %s remote steps (maxConcurrency 64) through `hydra run`, whole process: "
             "%s steps/s, median of pairs %s× the raw C run just before (%s; raw C %s req/s)%s; CPU µs per step: %s" % (
                 f"{graphs[0]['steps']:,}", f"{med:,.0f}",
