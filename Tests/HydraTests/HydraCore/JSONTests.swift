@@ -134,4 +134,21 @@ import Testing
         JSONWriter.writeString(bytes: block[6..<24], into: &out)
         #expect(String(decoding: out, as: UTF8.self) == #""va\"lue-of-a-header""#)
     }
+
+    /// Many small parts appended to one buffer that has no room to spare
+    /// (each result of a group, encoded in turn): the buffer grows a few
+    /// dozen times, not once per part, and keeps every byte.
+    @Test func roomForAppendedPartsGrowsTheBufferGeometrically() {
+        var out: [UInt8] = []
+        var growths = 0
+        for i in 0..<10_000 {
+            let capacity = out.capacity
+            out.reserveRoom(40)
+            if out.capacity != capacity { growths += 1 }
+            out.append(contentsOf: repeatElement(UInt8(truncatingIfNeeded: i), count: 40))
+        }
+        #expect(out.count == 400_000)
+        #expect(growths < 40, "grew \(growths) times")
+        #expect(out[399_999] == UInt8(truncatingIfNeeded: 9_999))
+    }
 }
