@@ -11,7 +11,19 @@ public struct JSONDogma: Dogma {
         do {
             return try JSONParser.parse(response.body)
         } catch {
-            throw DecodeError("response body is not JSON: \(error)")
+            throw Self.notJSON(error)
         }
     }
+
+    /// ``decode(_:)`` as a remote job's result keeps it: the body's bytes
+    /// when they are the value's JSON as written (see ``JSONBody``).
+    func read(_ response: DogmaResponse) throws(DecodeError) -> JSONBody {
+        do {
+            return try JSONBody(reading: response.body)
+        } catch {
+            throw Self.notJSON(error)
+        }
+    }
+
+    private static func notJSON(_ error: JSONParseError) -> DecodeError { DecodeError("response body is not JSON: \(error)") }
 }

@@ -786,10 +786,10 @@ final class RESTExecutor: JobExecutor {
         let dogmaResponse = DogmaResponse(status: response.status, headers: response.headers, body: response.body)
         let expected = Self.expects(response.status, call)
         let saveTo = call.request.savedFile
-        let body: JSONValue
+        let body: JSONBody
         if saveTo != nil && (expected || errorBodyLeftOut) {
             // Saved to the file, or an error body too large to read back from it.
-            body = .null
+            body = .value(.null)
         } else {
             do {
                 body = try decode(dogmaResponse, dogma: call.request.dogma)
@@ -802,7 +802,7 @@ final class RESTExecutor: JobExecutor {
                 return .failure(JobError(.decode, String(describing: error), status: response.status))
             }
         }
-        guard expected else { return .failure(httpError(response.status, body: body)) }
+        guard expected else { return .failure(httpError(response.status, body: body.value)) }
         return .success(RemoteResult(status: response.status, headers: response.headers, body: body,
                                      file: saveTo.map { ($0, response.bodyBytes) }, attempts: call.attempts,
                                      elapsedMs: call.elapsedMs,
@@ -832,7 +832,10 @@ final class RESTExecutor: JobExecutor {
         JobError(.http, "HTTP \(status)", status: status, body: body)
     }
 
-    private func decode(_ response: DogmaResponse, dogma name: String?) throws -> JSONValue {
+    /// The body decoded by the job's dogma (or the one its content type implies);
+    /// JSON kept as its bytes where it can be (see ``JSONBody``).
+    private func decode(_ response: DogmaResponse, dogma name: String?) throws -> JSONBody {
+        if name == nil && response.isJSON { return try JSONDogma().read(response) }
         let dogma: any Dogma
         if let name {
             guard let named = manager.dogma(named: name) else { throw DecodeError("unknown dogma '\(ValidationError.clip(name))'") }
@@ -840,7 +843,8 @@ final class RESTExecutor: JobExecutor {
         } else {
             dogma = response.impliedDogma
         }
-        return try dogma.decode(response)
+        if let json = dogma as? JSONDogma { return try json.read(response) }
+        return .value(try dogma.decode(response))
     }
 
     private func dummyReply(for request: PreparedRequest) -> DummyReply? {

@@ -3,13 +3,13 @@ import HydraHTTP
 import OrderedCollections
 
 /// A remote job's successful result before it is built: the response's status,
-/// raw header block and decoded body, plus the call's figures. The worker's
+/// raw header block and decoded body (JSON kept as its bytes where it can be), plus the call's figures. The worker's
 /// loop makes it; the coordinator builds the `{status, headers, body, …}`
 /// object of protocol §4 from it (see ``DeferredResult``).
 final class RemoteResult: DeferredResult {
     let status: Int
     let headers: HTTPHeaderBlock
-    let body: JSONValue
+    let body: JSONBody
     /// Where the body was saved (`saveAs`), and its size.
     let file: (path: String, bytes: Int)?
     let attempts: Int
@@ -17,7 +17,7 @@ final class RemoteResult: DeferredResult {
     /// Where the body came from, after redirects (protocol §4 `url`).
     let url: String
 
-    init(status: Int, headers: HTTPHeaderBlock, body: JSONValue, file: (path: String, bytes: Int)?, attempts: Int,
+    init(status: Int, headers: HTTPHeaderBlock, body: JSONBody, file: (path: String, bytes: Int)?, attempts: Int,
          elapsedMs: Double, url: String) {
         self.status = status
         self.headers = headers
@@ -37,7 +37,7 @@ final class RemoteResult: DeferredResult {
         values.reserveCapacity(8)
         values.append(.int(status))
         values.append(.object(Self.headerObject(headers)))
-        values.append(body)
+        values.append(body.value)
         if let file {
             values.append(.string(file.path))
             values.append(.int(file.bytes))
@@ -77,7 +77,7 @@ final class RemoteResult: DeferredResult {
             out.append(UInt8(ascii: "}"))
         }
         out.append(contentsOf: #","body":"#.utf8)
-        JSONWriter.write(body, into: &out)
+        body.encode(into: &out)
         if let file {
             out.append(contentsOf: #","file":"#.utf8)
             JSONWriter.writeString(file.path, into: &out)

@@ -1,3 +1,4 @@
+import Glibc
 import OrderedCollections
 
 /// Why a text is not JSON, with where reading stopped: the byte offset (for
@@ -74,6 +75,26 @@ public enum JSONParser {
         return value
     }
 
+    /// Where, in `buffer`, lies the text ``JSONWriter`` writes for the value
+    /// ``parse(_:maxDepth:refusingRepeatedKeys:)`` reads from it, when the
+    /// buffer holds that text byte for byte (around it only whitespace or a
+    /// byte order mark); nil as soon as it does not (whitespace inside the
+    /// value, an escape or a number written otherwise, a repeated key), the
+    /// rest unread. Nothing is built. Throws what `parse` throws for a fault
+    /// met before that point (the same grammar and limits); nil promises
+    /// nothing about the rest (see ``JSONBody``).
+    static func writtenRange(_ buffer: UnsafeBufferPointer<UInt8>) throws(JSONParseError) -> Range<Int>? {
+        var reader = Reader(bytes: buffer, maxDepth: maxDepth, refusesRepeatedKeys: false)
+        if buffer.count >= 3 && buffer[0] == 0xEF && buffer[1] == 0xBB && buffer[2] == 0xBF { reader.index = 3 }
+        reader.skipWhitespace()
+        let start = reader.index
+        guard try reader.skipValue(depth: 0) else { return nil }
+        let end = reader.index
+        reader.skipWhitespace()
+        guard reader.atEnd else { throw reader.error("unexpected text after the JSON value") }
+        return start..<end
+    }
+
     private struct Reader {
         let bytes: UnsafeBufferPointer<UInt8>
         let maxDepth: Int
@@ -97,6 +118,13 @@ public enum JSONParser {
             return JSONParseError(message: message, offset: index, line: line, column: column)
         }
 
+        /// True at a byte ``skipWhitespace()`` would skip (``JSONWriter`` writes none).
+        var atWhitespace: Bool {
+            guard index < bytes.count else { return false }
+            let byte = bytes[index]
+            return byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
+        }
+
         mutating func skipWhitespace() {
             while index < bytes.count {
                 switch bytes[index] {
@@ -117,6 +145,108 @@ public enum JSONParser {
             case UInt8(ascii: "n"): try expectWord("null"); return .null
             case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try readNumber()
             default: throw error("unexpected \(JSONParser.describe(byte: bytes[index]))")
+            }
+        }
+
+        /// Reads past one value as ``readValue(depth:)`` reads it, without
+        /// building it; false (reading stopped there) at the first byte
+        /// ``JSONWriter`` would not write back as it is: whitespace, an escape
+        /// it writes otherwise, a number it writes otherwise (`-0`, `1E2`,
+        /// `1.50`), a repeated key (the value keeps one).
+        mutating func skipValue(depth: Int) throws(JSONParseError) -> Bool {
+            guard index < bytes.count else { throw error("unexpected end of input") }
+            switch bytes[index] {
+            case UInt8(ascii: "{"): return try skipObject(depth: depth + 1)
+            case UInt8(ascii: "["): return try skipArray(depth: depth + 1)
+            case UInt8(ascii: "\""): return try !scanString(keeping: false).rewritten
+            case UInt8(ascii: "t"): try expectWord("true")
+            case UInt8(ascii: "f"): try expectWord("false")
+            case UInt8(ascii: "n"): try expectWord("null")
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                let start = index
+                let written: Bool
+                switch try readNumber() {
+                // The grammar allows no leading zeros: an `Int` is written as it came, but for -0.
+                case .int(let number): written = number != 0 || bytes[start] != UInt8(ascii: "-")
+                case .double(let number):
+                    var text = JSONWriter.text(of: number)
+                    written = text.withUTF8 { $0.count == index - start && memcmp($0.baseAddress!, bytes.baseAddress! + start, $0.count) == 0 }
+                default: written = false
+                }
+                return written
+            default: throw error("unexpected \(JSONParser.describe(byte: bytes[index]))")
+            }
+            return true
+        }
+
+        /// ``readObject(depth:)`` without building, as ``skipValue(depth:)`` does.
+        mutating func skipObject(depth: Int) throws(JSONParseError) -> Bool {
+            guard depth <= maxDepth else { throw error("nesting too deep") }
+            index += 1
+            if index < bytes.count && bytes[index] == UInt8(ascii: "}") { index += 1; return true }
+            // The keys so far, as they came (equal keys have equal bytes while every
+            // escape is one written back as it is): the first few in place, the rest in a set.
+            var keys = InlineArray<8, Int>(repeating: 0)
+            var keyCount = 0
+            var seen: Set<String>?
+            while true {
+                guard !atWhitespace else { return false }
+                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a string key") }
+                let keyStart = index
+                guard try !scanString(keeping: false).rewritten,
+                      noteKey((keyStart + 1)..<(index - 1), in: &keys, count: &keyCount, seen: &seen) else { return false }
+                guard !atWhitespace else { return false }
+                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
+                index += 1
+                guard !atWhitespace, try skipValue(depth: depth), !atWhitespace else { return false }
+                guard index < bytes.count else { throw error("unexpected end of input") }
+                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                if bytes[index] == UInt8(ascii: "}") { index += 1; return true }
+                throw error("expected ',' or '}'")
+            }
+        }
+
+        /// Notes a key of an object whose first keys are `keys[..<count]` (each
+        /// its offset and length, packed) and the rest in `seen`; false when it
+        /// is one of them already (or too long to pack: then it is not checked).
+        private func noteKey(_ key: Range<Int>, in keys: inout InlineArray<8, Int>, count: inout Int,
+                             seen: inout Set<String>?) -> Bool {
+            let base = bytes.baseAddress!
+            if count < keys.count {
+                guard key.count < 1 << 24 else { return false }
+                for i in 0..<count {
+                    let earlier = keys[i]
+                    if earlier & 0xFF_FFFF == key.count && memcmp(base + (earlier >> 24), base + key.lowerBound, key.count) == 0 {
+                        return false
+                    }
+                }
+                keys[count] = key.lowerBound << 24 | key.count
+                count += 1
+                return true
+            }
+            if seen == nil {
+                // Past a few keys, a set (as the parser keeps positions): no scan per key.
+                var set = Set<String>(minimumCapacity: 2 * keys.count)
+                for i in 0..<keys.count {
+                    let start = keys[i] >> 24
+                    set.insert(String(decoding: UnsafeBufferPointer(start: base + start, count: keys[i] & 0xFF_FFFF), as: UTF8.self))
+                }
+                seen = set
+            }
+            return seen!.insert(String(decoding: UnsafeBufferPointer(rebasing: bytes[key]), as: UTF8.self)).inserted
+        }
+
+        /// ``readArray(depth:)`` without building, as ``skipValue(depth:)`` does.
+        mutating func skipArray(depth: Int) throws(JSONParseError) -> Bool {
+            guard depth <= maxDepth else { throw error("nesting too deep") }
+            index += 1
+            if index < bytes.count && bytes[index] == UInt8(ascii: "]") { index += 1; return true }
+            while true {
+                guard !atWhitespace, try skipValue(depth: depth), !atWhitespace else { return false }
+                guard index < bytes.count else { throw error("unexpected end of input") }
+                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                if bytes[index] == UInt8(ascii: "]") { index += 1; return true }
+                throw error("expected ',' or ']'")
             }
         }
 
@@ -202,6 +332,14 @@ public enum JSONParser {
         }
 
         mutating func readString() throws(JSONParseError) -> String {
+            // `keeping: true` always gives the text.
+            try scanString(keeping: true).text ?? ""
+        }
+
+        /// Reads a string from its opening quote: its text when `keeping`, and
+        /// whether ``JSONWriter`` writes it otherwise than it came (`rewritten`:
+        /// an escape it writes differently, `\/`, `\b`, `\f` or `\u`).
+        mutating func scanString(keeping: Bool) throws(JSONParseError) -> (text: String?, rewritten: Bool) {
             index += 1  // opening quote
             let start = index
             // Fast path: no escapes.
@@ -213,13 +351,16 @@ public enum JSONParser {
                     index += 1
                     // ASCII (keys, most values) needs no validation: copied as is,
                     // without the generic validating initializer's cost.
-                    if ascii { return String(unsafeUninitializedCapacity: text.count) { _ = $0.initialize(from: text); return text.count } }
+                    if ascii {
+                        guard keeping else { return (nil, false) }
+                        return (String(unsafeUninitializedCapacity: text.count) { _ = $0.initialize(from: text); return text.count }, false)
+                    }
                     // Strict: text that is not UTF-8 is refused, not repaired (RFC 8259 §8.1).
                     guard let s = UTF8Text.string(validating: text) else {
                         index -= 1
                         throw error("invalid UTF-8 in string")
                     }
-                    return s
+                    return (s, false)
                 }
                 if byte == UInt8(ascii: "\\") { break }
                 if byte < 0x20 { throw error("control character in string") }
@@ -227,12 +368,13 @@ public enum JSONParser {
                 index += 1
             }
             var scalars = [UInt8](UnsafeBufferPointer(rebasing: bytes[start..<index]))
+            var rewritten = false
             while index < bytes.count {
                 let byte = bytes[index]
                 if byte == UInt8(ascii: "\"") {
                     guard let s = UTF8Text.string(validating: scalars) else { throw error("invalid UTF-8 in string") }
                     index += 1
-                    return s
+                    return (s, rewritten)
                 }
                 if byte < 0x20 { throw error("control character in string") }
                 if byte != UInt8(ascii: "\\") {
@@ -247,13 +389,14 @@ public enum JSONParser {
                 switch escape {
                 case UInt8(ascii: "\""): scalars.append(0x22)
                 case UInt8(ascii: "\\"): scalars.append(0x5C)
-                case UInt8(ascii: "/"): scalars.append(0x2F)
-                case UInt8(ascii: "b"): scalars.append(0x08)
-                case UInt8(ascii: "f"): scalars.append(0x0C)
+                case UInt8(ascii: "/"): scalars.append(0x2F); rewritten = true
+                case UInt8(ascii: "b"): scalars.append(0x08); rewritten = true
+                case UInt8(ascii: "f"): scalars.append(0x0C); rewritten = true
                 case UInt8(ascii: "n"): scalars.append(0x0A)
                 case UInt8(ascii: "r"): scalars.append(0x0D)
                 case UInt8(ascii: "t"): scalars.append(0x09)
                 case UInt8(ascii: "u"):
+                    rewritten = true
                     var code = try readHex4()
                     if (0xD800...0xDBFF).contains(code) {
                         guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),

@@ -45,12 +45,15 @@ public enum JSONWriter {
 
     /// Appends a number as ``write(_:into:)`` writes `.double(d)`.
     public static func writeDouble(_ d: Double, into out: inout [UInt8]) {
-        guard d.isFinite else { out.append(contentsOf: "null".utf8); return }
-        if d.rounded() == d && abs(d) < 1e15 {
-            out.append(contentsOf: String(Int(d)).utf8)
-        } else {
-            out.append(contentsOf: "\(d)".utf8)
-        }
+        out.append(contentsOf: text(of: d).utf8)
+    }
+
+    /// The text ``writeDouble(_:into:)`` writes: a whole number below 10^15
+    /// as an integer, any other finite one as Swift's shortest round-trip
+    /// form, `null` for what JSON has no number for.
+    static func text(of d: Double) -> String {
+        guard d.isFinite else { return "null" }
+        return d.rounded() == d && abs(d) < 1e15 ? String(Int(d)) : "\(d)"
     }
 
     private static let hex: [UInt8] = Array("0123456789abcdef".utf8)

@@ -40,7 +40,7 @@ import Testing
     /// The journal's copy of a remote result is encoded without building it;
     /// it must be the built result's JSON, byte for byte: repeated and odd
     /// header fields, escapes, a saved file, a fractional time.
-    @Test func theJournalsEncodingIsTheBuiltResultsJSON() {
+    @Test func theJournalsEncodingIsTheBuiltResultsJSON() throws {
         let headers = HTTPHeaderBlock([
             HTTPHeader("Content-Type", "application/json"), HTTPHeader("Set-Cookie", "a=1"),
             HTTPHeader("X-Quote", #"say "hi"\ \u{01}"#), HTTPHeader("set-cookie", "b=2"), HTTPHeader("X-Ünï", "ç"),
@@ -59,7 +59,14 @@ import Testing
         let lateRepeat = HTTPHeaderBlock([
             HTTPHeader("Date", "d"), HTTPHeader("ETag", "e"), HTTPHeader("Server", "nginx"), HTTPHeader("DATE", "again"),
         ])
-        let body: JSONValue = ["text": "line\nnext \"q\" \u{7f} ✓", "n": 1.25, "list": [1, nil, true]]
+        let value: JSONValue = ["text": "line\nnext \"q\" \u{7f} ✓", "n": 1.25, "list": [1, nil, true]]
+        // A body parsed, and one kept as its bytes (see `JSONBody`).
+        let kept = try JSONBody(reading: Array(#"{"text":"line\nnext \"q\" ✓","n":1.25,"list":[1,null,true]}"#.utf8))
+        guard case .text = kept else {
+            Issue.record("a compact body was parsed, not kept")
+            return
+        }
+        for body in [JSONBody.value(value), kept] {
         for headers in [headers, plain, lateNonASCII, lateRepeat, HTTPHeaderBlock()] {
         for file in [nil, (path: "/var/hydra/a \"b\".bin", bytes: 12)] as [(path: String, bytes: Int)?] {
             let result = RemoteResult(status: 203, headers: headers, body: body, file: file, attempts: 2,
@@ -69,6 +76,8 @@ import Testing
             #expect(String(decoding: encoded, as: UTF8.self) == JSONWriter.string(result.build()))
             let job = JobResult(jobId: "j1", deferred: result)
             #expect(job.encodedJSON() == JSONWriter.bytes(job.json))
+            #expect(result.encodedSize(limit: .max).map { $0 >= encoded.count } == true)
+        }
         }
         }
         let failed = JobResult(jobId: "j2", state: .failed, result: ["partial": 1],
