@@ -31,33 +31,13 @@ public struct HTTPHeaderBlock: Sendable, Equatable {
         contentTypeRange = firstRange(Self.contentTypeName)
     }
 
-    var isEmpty: Bool { bytes.isEmpty }
-
-    /// A field the transfer engine reads as the lines arrive.
-    enum KnownField { case contentType, contentLength, contentEncoding }
-
-    /// Appends one raw line (CRLF included) and says which ``KnownField`` it
-    /// is, if any; the first `Content-Type` value is noted (``contentTypeRange``).
-    @discardableResult
-    mutating func append(line: UnsafeBufferPointer<UInt8>) -> KnownField? {
-        // Room for a typical response's headers at the first line: growing from
-        // empty reallocated the block five times per response.
-        if bytes.isEmpty { bytes.reserveCapacity(Swift.max(512, line.count)) }
-        let start = bytes.count
-        bytes.append(contentsOf: line)
-        // Every known field starts "content-" (one test for the rest of the lines).
-        guard line.count > 13, Self.hasName(line, "content-") else { return nil }
-        if Self.hasName(line, "content-type:") {
-            if contentTypeRange == nil {
-                let value = Self.valueRange(line, after: 13)
-                contentTypeRange = (value.lowerBound + start)..<(value.upperBound + start)
-            }
-            return .contentType
-        }
-        if Self.hasName(line, "content-length:") { return .contentLength }
-        if Self.hasName(line, "content-encoding:") { return .contentEncoding }
-        return nil
+    /// A block of raw lines whose first `Content-Type` value was noted as they arrived (``HeaderLines``).
+    init(raw: [UInt8], contentTypeRange: Range<Int>?) {
+        bytes = raw
+        self.contentTypeRange = contentTypeRange
     }
+
+    var isEmpty: Bool { bytes.isEmpty }
 
     /// True when `line` starts with `name` (lowercase ASCII) in any case.
     @inline(__always)
@@ -75,11 +55,6 @@ public struct HTTPHeaderBlock: Sendable, Equatable {
         while lower < upper && isSpace(line[lower]) { lower += 1 }
         while upper > lower && isSpace(line[upper - 1]) { upper -= 1 }
         return lower..<upper
-    }
-
-    mutating func removeAll() {
-        bytes.removeAll(keepingCapacity: true)
-        contentTypeRange = nil
     }
 
     private static let contentTypeName = lowercased("content-type")

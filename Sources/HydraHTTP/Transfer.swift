@@ -33,7 +33,7 @@ final class Transfer {
     /// or the one ``spillFile`` opens when a spooled body spills.
     @exclusivity(unchecked) private var fileBound = false
     @exclusivity(unchecked) private(set) var spillFile: HTTPClient.SpillFile?
-    @exclusivity(unchecked) private var headers = HTTPHeaderBlock()
+    @exclusivity(unchecked) private var headers = HeaderLines()
     @exclusivity(unchecked) private var body: [UInt8] = []
     @exclusivity(unchecked) private var bodyBytes = 0
     @exclusivity(unchecked) private var fileError: String?
@@ -227,7 +227,7 @@ final class Transfer {
         progress = nil
         following = nil
         hops = 0
-        headers = HTTPHeaderBlock()
+        headers.removeAll()
         body = []
         bodyBytes = 0
         fileError = nil
@@ -621,13 +621,13 @@ final class Transfer {
         return badLength ? 0 : count
     }
 
-    /// True for a `Content-Encoding` line (see ``HTTPHeaderBlock/append(line:)``) with a coding other than `identity`.
+    /// True for a `Content-Encoding` line (see ``HeaderLines/append(line:)``) with a coding other than `identity`.
     private static func isContentEncoding(_ line: UnsafeBufferPointer<UInt8>) -> Bool {
         let value = UnsafeBufferPointer(rebasing: line[HTTPHeaderBlock.valueRange(line, after: 17)])
         return !value.isEmpty && !(value.count == 8 && HTTPHeaderBlock.hasName(value, "identity"))
     }
 
-    /// The value of a `Content-Length` line (see ``HTTPHeaderBlock/append(line:)``), else nil.
+    /// The value of a `Content-Length` line (see ``HeaderLines/append(line:)``), else nil.
     private static func contentLength(_ line: UnsafeBufferPointer<UInt8>) -> Int? {
         var value = 0, digits = 0
         for i in 15..<line.count {
@@ -712,7 +712,7 @@ final class Transfer {
     func response() -> HTTPResponse {
         var status = 0
         hydra_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
-        var response = HTTPResponse(status: status, headers: headers, body: Transfer.fitted(body), bodyBytes: bodyBytes)
+        var response = HTTPResponse(status: status, headers: headers.block, body: Transfer.fitted(body), bodyBytes: bodyBytes)
         response.isSpooled = fileBound && !spilled && spoolLimit > 0
         // The effective URL is copied only when a redirect made it differ: most responses need no string.
         var redirects = 0
@@ -819,7 +819,7 @@ final class Transfer {
             var status = 0
             hydra_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
             var failure = HTTPFailure(.network, detail)
-            failure.partial = HTTPResponse(status: status, headers: headers, body: body, bodyBytes: bodyBytes)
+            failure.partial = HTTPResponse(status: status, headers: headers.block, body: body, bodyBytes: bodyBytes)
             return failure
         }
         if code == CURLE_SEND_ERROR || code == CURLE_RECV_ERROR {

@@ -3,41 +3,52 @@ import Testing
 
 /// The header lines a transfer reads as they arrive: which fields it
 /// recognises, and the Content-Type value every response is judged by.
-struct HTTPHeaderBlockTests {
-    private func appending(_ lines: [String]) -> (HTTPHeaderBlock, [HTTPHeaderBlock.KnownField?]) {
-        var block = HTTPHeaderBlock()
-        var known: [HTTPHeaderBlock.KnownField?] = []
-        for line in lines {
-            let bytes = Array(line.utf8)
-            known.append(bytes.withUnsafeBufferPointer { block.append(line: $0) })
-        }
-        return (block, known)
+struct HeaderLinesTests {
+    private func appending(_ lines: [String], to buffer: inout HeaderLines) -> [HeaderLines.KnownField?] {
+        lines.map { line in Array(line.utf8).withUnsafeBufferPointer { buffer.append(line: $0) } }
     }
 
     @Test func knownFieldsAreRecognisedInAnyCaseAndOnlyWithTheirColon() {
-        let (_, known) = appending([
+        var lines = HeaderLines()
+        let known = appending([
             "CONTENT-TYPE: text/plain\r\n", "content-length:12\r\n", "Content-Encoding: gzip\r\n",
             "Content-Types: nope\r\n", "Content-Language: en\r\n", "Connection: keep-alive\r\n", "X: content-type:\r\n",
-        ])
-        #expect(known == [.contentType, .contentLength, .contentEncoding, nil, nil, nil, nil])
+            "Bontent-Type: x\r\n", "content-type\r\n",
+        ], to: &lines)
+        #expect(known == [.contentType, .contentLength, .contentEncoding, nil, nil, nil, nil, nil, nil])
     }
 
     @Test func theFirstContentTypeIsKeptTrimmed() throws {
-        let (block, _) = appending(["Server: x\r\n", "Content-Type: \t application/json; charset=utf-8 \r\n",
-                                    "Content-Type: text/html\r\n"])
+        var lines = HeaderLines()
+        _ = appending(["Server: x\r\n", "Content-Type: \t application/json; charset=utf-8 \r\n", "Content-Type: text/html\r\n"],
+                      to: &lines)
+        let block = lines.block
         let range = try #require(block.contentTypeRange)
         #expect(String(decoding: block.bytes[range], as: UTF8.self) == "application/json; charset=utf-8")
         #expect(block.first("content-type") == "application/json; charset=utf-8")
+        #expect(block.contentTypeRange == HTTPHeaderBlock(raw: block.bytes).contentTypeRange)
     }
 
-    @Test func aBlockBuiltFromFieldsOrEmptiedAgreesWithItsLines() {
-        var block = HTTPHeaderBlock([HTTPHeader("X-A", "1"), HTTPHeader("content-type", "text/csv")])
+    /// Lines past the buffer's first size grow it, every byte kept; the next
+    /// response starts empty, with nothing of the last one's noted field.
+    @Test func largeHeadersGrowTheBufferAndTheNextResponseStartsEmpty() {
+        var lines = HeaderLines()
+        let long = (0..<300).map { "X-Field-\($0): " + String(repeating: "v", count: $0 % 50) + "\r\n" }
+        _ = appending(long + ["Content-Type: text/csv\r\n"], to: &lines)
+        let block = lines.block
+        #expect(block.bytes == Array(long.joined().utf8) + Array("Content-Type: text/csv\r\n".utf8))
+        #expect(block.first("x-field-299") == String(repeating: "v", count: 49))
         #expect(block.contentTypeRange.map { String(decoding: block.bytes[$0], as: UTF8.self) } == "text/csv")
-        block.removeAll()
-        #expect(block.contentTypeRange == nil && block.bytes.isEmpty)
-        let empty = Array("Content-Type:\r\n".utf8)
-        empty.withUnsafeBufferPointer { _ = block.append(line: $0) }
-        #expect(block.contentTypeRange?.isEmpty == true)
+        lines.removeAll()
+        #expect(lines.isEmpty && lines.block.bytes.isEmpty && lines.block.contentTypeRange == nil)
+        _ = appending(["Content-Type:\r\n"], to: &lines)
+        #expect(lines.block.contentTypeRange?.isEmpty == true)
+    }
+
+    @Test func aBlockBuiltFromFieldsAgreesWithItsLines() {
+        let block = HTTPHeaderBlock([HTTPHeader("X-A", "1"), HTTPHeader("content-type", "text/csv")])
+        #expect(block.contentTypeRange.map { String(decoding: block.bytes[$0], as: UTF8.self) } == "text/csv")
+        #expect(block.bytes == Array("X-A: 1\r\ncontent-type: text/csv\r\n".utf8))
     }
 }
 
