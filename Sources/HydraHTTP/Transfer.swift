@@ -75,7 +75,7 @@ final class Transfer {
     @exclusivity(unchecked) private var reportsMemoryProgress = false
 
     // What is set on the easy handle now.
-    @exclusivity(unchecked) private var applied: Shape?
+    @exclusivity(unchecked) private var applied: AppliedShape?
     /// The client's count of closed sockets when this request started (see ``HTTPClient``'s `complete`).
     @exclusivity(unchecked) var socketsClosedAtStart: UInt64 = 0
     /// `curl_easy_reset` before the next request, whatever its shape (see ``resetBeforeNextUse()``).
@@ -157,6 +157,15 @@ final class Transfer {
             wanted && (request.body != nil || request.bodyStream != nil || request.isBoundForFile)
         }
 
+    }
+
+    /// The shape set on the easy handle, boxed: each request is compared with
+    /// it in place (an optional ``Shape`` was copied out whole for the
+    /// comparison, each of its strings and arrays retained and released:
+    /// ~250 instructions per request).
+    private final class AppliedShape {
+        let shape: Shape
+        init(_ shape: Shape) { self.shape = shape }
     }
 
     init(client: UnsafeMutableRawPointer, urls: ParsedURLCache) {
@@ -258,9 +267,9 @@ final class Transfer {
         }
 
         let wantsProgress = request.reportsProgress && progress != nil
-        let same = !needsReset && applied?.matches(request, reportsProgress: wantsProgress) == true
+        let same = !needsReset && applied?.shape.matches(request, reportsProgress: wantsProgress) == true
         // Debug builds (the tests) check that `matches` still covers every field of a shape.
-        assert(needsReset || same == (applied == Shape(request, reportsProgress: wantsProgress)), "Shape.matches disagrees with Shape.==")
+        assert(needsReset || same == (applied?.shape == Shape(request, reportsProgress: wantsProgress)), "Shape.matches disagrees with Shape.==")
         if !same {
             let shape = Shape(request, reportsProgress: wantsProgress)
             // Checked here, once per new set of headers: a CR or LF in a field would
@@ -274,7 +283,7 @@ final class Transfer {
             needsReset = false
             code = apply(shape)
             guard code == CURLE_OK else { return code }
-            applied = shape
+            applied = AppliedShape(shape)
             appliedURL = ""
         }
         if request.url != appliedURL {
@@ -804,10 +813,10 @@ final class Transfer {
         if let uploadError { return HTTPFailure(.invalid, uploadError) }
         var detail = String(cString: errorBuffer)
         if detail.isEmpty { detail = String(cString: curl_easy_strerror(code)) }
-        if let proxy = applied?.proxy { detail = Transfer.masking(proxy, in: detail) }
+        if let proxy = applied?.shape.proxy { detail = Transfer.masking(proxy, in: detail) }
         // Errors never carry the server's file system paths (protocol.md §2): curl's
         // message names the file it could not use; the field name stands in for it.
-        for (path, field) in [(applied?.caFile, "caFile"), (applied?.clientCert, "clientCert"), (applied?.clientKey, "clientKey")] {
+        for (path, field) in [(applied?.shape.caFile, "caFile"), (applied?.shape.clientCert, "clientCert"), (applied?.shape.clientKey, "clientKey")] {
             if let path { detail = Transfer.replacingPath(path, with: "(" + field + ")", in: detail) }
         }
         if code == CURLE_PARTIAL_FILE || code == CURLE_RECV_ERROR, !encoded, bodyBytes > 0 {
@@ -865,7 +874,7 @@ final class Transfer {
     /// a reused keep-alive connection the server closed stays `network`)
     /// completed its handshake and then failed before any byte of a response.
     private func refusedAfterHandshake() -> Bool {
-        guard let shape = applied, shape.pipeWait, shape.clientCert == nil, headers.isEmpty, bodyBytes == 0 else { return false }
+        guard let shape = applied?.shape, shape.pipeWait, shape.clientCert == nil, headers.isEmpty, bodyBytes == 0 else { return false }
         var status = 0, connects = 0
         var handshake: curl_off_t = 0
         hydra_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)

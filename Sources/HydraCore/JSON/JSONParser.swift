@@ -164,6 +164,7 @@ public enum JSONParser {
             case UInt8(ascii: "n"): try expectWord("null")
             case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
                 let start = index
+                if let written = skipPlainInteger() { return written }
                 let written: Bool
                 switch try readNumber() {
                 // The grammar allows no leading zeros: an `Int` is written as it came, but for -0.
@@ -177,6 +178,26 @@ public enum JSONParser {
             default: throw error("unexpected \(JSONParser.describe(byte: bytes[index]))")
             }
             return true
+        }
+
+        /// Reads past an integer of up to 18 digits (the grammar's: no leading
+        /// zero, nothing after it that makes it a fraction or an exponent) and
+        /// says whether it is written back as it is (all but `-0`); nil, having
+        /// read nothing, for any other number or a fault (``readNumber()`` reads those).
+        mutating func skipPlainInteger() -> Bool? {
+            var end = index
+            let negative = bytes[end] == UInt8(ascii: "-")
+            if negative { end += 1 }
+            let first = end
+            while end < bytes.count && isDigit(bytes[end]) { end += 1 }
+            let digits = end - first
+            guard digits > 0, digits <= 18, digits == 1 || bytes[first] != UInt8(ascii: "0") else { return nil }
+            if end < bytes.count {
+                let next = bytes[end]
+                if next == UInt8(ascii: ".") || next == UInt8(ascii: "e") || next == UInt8(ascii: "E") { return nil }
+            }
+            index = end
+            return !(negative && digits == 1 && bytes[first] == UInt8(ascii: "0"))
         }
 
         /// ``readObject(depth:)`` without building, as ``skipValue(depth:)`` does.
