@@ -789,7 +789,7 @@ final class RESTExecutor: JobExecutor {
         let body: JSONBody
         if saveTo != nil && (expected || errorBodyLeftOut) {
             // Saved to the file, or an error body too large to read back from it.
-            body = .value(.null)
+            body = JSONBody(.null)
         } else {
             do {
                 body = try decode(dogmaResponse, dogma: call.request.dogma)
@@ -844,7 +844,7 @@ final class RESTExecutor: JobExecutor {
             dogma = response.impliedDogma
         }
         if let json = dogma as? JSONDogma { return try json.read(response) }
-        return .value(try dogma.decode(response))
+        return JSONBody(try dogma.decode(response))
     }
 
     private func dummyReply(for request: PreparedRequest) -> DummyReply? {

@@ -10,32 +10,47 @@
 /// again. The value is built only if someone reads it (a reference, a
 /// condition, an embedding program): the same value the parser would have
 /// given, because the text went through the same grammar and limits.
-public enum JSONBody: Sendable {
-    /// A value built by the parser (the text was not as ``JSONWriter`` writes it).
-    case value(JSONValue)
-    /// A text that parses, in `bytes[range]`, written by ``JSONWriter`` exactly so.
-    case text([UInt8], Range<Int>)
+public struct JSONBody: Sendable {
+    private enum Storage {
+        /// A value built by the parser (the text was not as ``JSONWriter`` writes it).
+        case value(JSONValue)
+        /// A text that parses, in `bytes[range]`, written by ``JSONWriter`` exactly so.
+        case text([UInt8], Range<Int>)
+    }
+
+    private let storage: Storage
+
+    /// A value already built (a dogma's, or `null` for a body saved to a file).
+    public init(_ value: JSONValue) {
+        storage = .value(value)
+    }
 
     /// Reads `bytes` (an empty text is `null`): kept as they are when they
     /// can be, else parsed. Throws what ``JSONParser/parse(_:refusingRepeatedKeys:)`` throws.
     public init(reading bytes: [UInt8]) throws(JSONParseError) {
         if bytes.isEmpty {
-            self = .value(.null)
+            storage = .value(.null)
             return
         }
         let range = try bytes.withUnsafeBufferPointer { buffer in
             Result { () throws(JSONParseError) in try JSONParser.writtenRange(buffer) }
         }.get()
         if let range {
-            self = .text(bytes, range)
+            storage = .text(bytes, range)
         } else {
-            self = .value(try JSONParser.parse(bytes))
+            storage = .value(try JSONParser.parse(bytes))
         }
+    }
+
+    /// The kept text (the value's JSON as ``JSONWriter`` writes it), or nil for a parsed value.
+    public var keptText: ArraySlice<UInt8>? {
+        guard case .text(let bytes, let range) = storage else { return nil }
+        return bytes[range]
     }
 
     /// The value (built now from a kept text: pure, any thread).
     public var value: JSONValue {
-        switch self {
+        switch storage {
         case .value(let value): return value
         case .text(let bytes, let range):
             do {
@@ -52,7 +67,7 @@ public enum JSONBody: Sendable {
 
     /// The value's compact JSON length, or nil past `limit` (see ``JSONValue/encodedSize(limit:)``).
     public func encodedSize(limit: Int) -> Int? {
-        switch self {
+        switch storage {
         case .value(let value): return value.encodedSize(limit: limit)
         case .text(_, let range): return range.count <= limit ? range.count : nil
         }
@@ -60,7 +75,7 @@ public enum JSONBody: Sendable {
 
     /// Appends the value's JSON text, as ``JSONWriter`` writes it.
     public func encode(into out: inout [UInt8]) {
-        switch self {
+        switch storage {
         case .value(let value): JSONWriter.write(value, into: &out)
         case .text(let bytes, let range): out.append(contentsOf: bytes[range])
         }

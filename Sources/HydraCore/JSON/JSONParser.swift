@@ -229,7 +229,7 @@ public enum JSONParser {
 
         /// Notes a key of an object whose first keys are `keys[..<count]` (each
         /// its offset and length, packed) and the rest in `seen`; false when it
-        /// is one of them already (or too long to pack: then it is not checked).
+        /// is one of them already, or too long to pack (the body is then parsed).
         private func noteKey(_ key: Range<Int>, in keys: inout InlineArray<8, Int>, count: inout Int,
                              seen: inout Set<String>?) -> Bool {
             let base = bytes.baseAddress!
