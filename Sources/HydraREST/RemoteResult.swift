@@ -3,9 +3,10 @@ import HydraHTTP
 import OrderedCollections
 
 /// A remote job's successful result before it is built: the response's status,
-/// raw header block and decoded body (JSON kept as its bytes where it can be), plus the call's figures. The worker's
-/// loop makes it; the coordinator builds the `{status, headers, body, …}`
-/// object of protocol §4 from it (see ``DeferredResult``).
+/// raw header block and decoded body (JSON kept as its bytes where it can be:
+/// ``JSONBody``), plus the call's figures. The worker's loop makes it; the
+/// coordinator builds the `{status, headers, body, …}` object of protocol §4
+/// from it (see ``DeferredResult``).
 final class RemoteResult: DeferredResult {
     let status: Int
     let headers: HTTPHeaderBlock
