@@ -37,8 +37,6 @@ public struct HTTPHeaderBlock: Sendable, Equatable {
         self.contentTypeRange = contentTypeRange
     }
 
-    var isEmpty: Bool { bytes.isEmpty }
-
     /// True when `line` starts with `name` (lowercase ASCII) in any case.
     @inline(__always)
     static func hasName(_ line: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
