@@ -12,8 +12,12 @@ public protocol Dogma: Sendable {
     func encode(body: JSONValue) throws -> (bytes: [UInt8], contentType: String)?
     /// Decodes a response body. Throwing makes the job fail with kind `decode`.
     func decode(_ response: DogmaResponse) throws -> JSONValue
+    /// ``decode(_:)`` as a remote job's result keeps it: by default the
+    /// decoded value; `json` keeps a compact body as its bytes (``JSONBody``).
+    func decodeBody(_ response: DogmaResponse) throws -> JSONBody
 }
 
 extension Dogma {
     public func encode(body: JSONValue) throws -> (bytes: [UInt8], contentType: String)? { nil }
+    public func decodeBody(_ response: DogmaResponse) throws -> JSONBody { JSONBody(try decode(response)) }
 }

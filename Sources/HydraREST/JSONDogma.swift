@@ -17,7 +17,7 @@ public struct JSONDogma: Dogma {
 
     /// ``decode(_:)`` as a remote job's result keeps it: the body's bytes
     /// when they are the value's JSON as written (see ``JSONBody``).
-    func read(_ response: DogmaResponse) throws(DecodeError) -> JSONBody {
+    public func decodeBody(_ response: DogmaResponse) throws -> JSONBody {
         do {
             return try JSONBody(reading: response.body)
         } catch {

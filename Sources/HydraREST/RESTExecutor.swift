@@ -835,7 +835,6 @@ final class RESTExecutor: JobExecutor {
     /// The body decoded by the job's dogma (or the one its content type implies);
     /// JSON kept as its bytes where it can be (see ``JSONBody``).
     private func decode(_ response: DogmaResponse, dogma name: String?) throws -> JSONBody {
-        if name == nil && response.isJSON { return try JSONDogma().read(response) }
         let dogma: any Dogma
         if let name {
             guard let named = manager.dogma(named: name) else { throw DecodeError("unknown dogma '\(ValidationError.clip(name))'") }
@@ -843,8 +842,7 @@ final class RESTExecutor: JobExecutor {
         } else {
             dogma = response.impliedDogma
         }
-        if let json = dogma as? JSONDogma { return try json.read(response) }
-        return JSONBody(try dogma.decode(response))
+        return try dogma.decodeBody(response)
     }
 
     private func dummyReply(for request: PreparedRequest) -> DummyReply? {
