@@ -124,7 +124,7 @@ let package = Package(
             linkerSettings: allocator),
         .executableTarget(
             name: "HydraBench",
-            dependencies: ["Hydra", "HydraServer", "HydraRPC", "HydraLoop"],
+            dependencies: ["Hydra", "HydraServer", "HydraStore", "HydraRPC", "HydraLoop"],
             path: "Benchmarks/HydraBench",
             swiftSettings: strict),
         .executableTarget(

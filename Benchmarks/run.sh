@@ -683,6 +683,83 @@ EOF
     wait "$SERVE_PID" 2>/dev/null || true
 fi
 
+# --- the server's instructions per job (callgrind) ------------------------------
+# The two server rows' per-thread CPU moves with the host by more than most
+# changes do; instruction counts do not. `hydra-bench serve` (the store,
+# service and RPC server of `hydra serve`, in a process Valgrind can run: it
+# dies where `hydra serve`'s async main parks in libdispatch's sigsuspend)
+# runs under callgrind for 1,000 and for 3,000 jobs of each row: the
+# difference is the cost of 2,000 jobs without start-up, by thread. The
+# kernel's share (the RPC thread's sockets, the writer's files) is not in it.
+# Batching differs from a real run (Valgrind runs one thread at a time): the
+# writer's count moves by ~3% from run to run, the others' by under 1%.
+if [[ "$HYDRA_OK" == 1 && "${BENCH_INSTRUCTIONS:-1}" != 0 ]] && command -v valgrind >/dev/null; then
+    log "server instructions per job (callgrind: 1,000 and 3,000 jobs, subtracted)"
+    # Debug info out (Valgrind 3.19 cannot read it), symbols kept: they tell the threads apart.
+    strip --strip-debug -o "$TMP/hydra-bench-symbols" "$HYDRA_BENCH"
+    CG_PORT=$(( ${BENCH_RPC_PORT:-17400} + 1 ))
+    server_counts() { # mode (durable|remote), jobs: one line per thread, "name instructions"
+        local dir="$TMP/cg-serve-$1-$2" pid
+        rm -rf "$dir"; mkdir -p "$dir"
+        cat > "$dir/h.json" <<EOF
+{"rpc": {"listen": "127.0.0.1:$CG_PORT", "maxConnections": 4096},
+ "state": {"path": "$dir/state"},
+ "workers": [{"name": "rest", "kind": "remote", "maxConnections": 64, "maxHostConnections": 64, "maxActive": 64},
+             {"name": "local", "kind": "local", "threads": 2}],
+ "defaults": {"headers": {}}}
+EOF
+        valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$dir/cg" \
+            "$TMP/hydra-bench-symbols" serve --config "$dir/h.json" > /dev/null 2> "$dir/log" &
+        pid=$!
+        for _ in $(seq 600); do (exec 3<>"/dev/tcp/127.0.0.1/$CG_PORT") 2>/dev/null && break; sleep 0.1; done
+        if [[ "$1" == durable ]]; then
+            "$HYDRA_BENCH" rpc-submit --connect "127.0.0.1:$CG_PORT" --jobs "$2" --clients 16 --batch 1 > "$dir/client" || true
+        else
+            # Asked every second, not every 2 ms: each hydra.stats would count as the RPC thread's work.
+            "$HYDRA_BENCH" rpc-remote --connect "127.0.0.1:$CG_PORT" --url "$URL" --jobs "$2" --clients 1 --batch 500 \
+                --poll-ms 1000 > "$dir/client" || true
+        fi
+        kill -TERM "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+        grep -q '"failed":0' "$dir/client" || warn "server instructions ($1, $2 jobs): $(cat "$dir/client")"
+        # Threads are told apart by a function only each one runs (callgrind files carry no thread names).
+        python3 - "$dir" <<'PY'
+import glob, sys
+marks = [("main", "ServeB0O5serve"), ("hydra-store", "WriterC3run"), ("hydra-checkpt", "CheckpointerC"),
+         ("hydra-rpc", "RPCServerRuntime"), ("hydra-coordinator", "CoordinatorRuntimeC6handle"),
+         ("hydra-rest", "curl_multi_socket_action"), ("hydra-local", "HydraLocal")]
+totals = {}
+for path in glob.glob(sys.argv[1] + "/cg-*"):
+    text = open(path, errors="replace").read()
+    name = next((n for n, m in marks if m in text), "other")
+    count = next((int(l.split()[1]) for l in text.splitlines() if l.startswith("totals:")), 0)
+    totals[name] = totals.get(name, 0) + count
+for name, count in totals.items():
+    print(name, count)
+PY
+    }
+    server_json="$(
+        for mode in durable remote; do
+            for n in 1000 3000; do server_counts "$mode" "$n" | sed "s/^/$mode $n /"; done
+        done | python3 -c '
+import json, sys
+counts = {}
+for line in sys.stdin:
+    mode, n, name, value = line.split()
+    counts.setdefault(mode, {}).setdefault(int(n), {})[name] = int(value)
+out = {"name": "server-instructions", "jobs": 2000}
+for mode, key in (("durable", "durableSubmit"), ("remote", "remoteJobOverRPC")):
+    a, b = counts.get(mode, {}).get(1000), counts.get(mode, {}).get(3000)
+    if not a or not b:
+        continue
+    per = {t: round((b.get(t, 0) - a.get(t, 0)) / 2000) for t in set(a) | set(b) if t != "main"}
+    out[key] = {t: v for t, v in sorted(per.items(), key=lambda kv: -kv[1]) if v >= 100}
+print(json.dumps(out, separators=(",", ":")))
+'
+    )"
+    if [[ "$server_json" == *'"durableSubmit"'* ]]; then record "$server_json"; else warn "callgrind printed no server instruction counts"; fi
+fi
+
 # --- the REST manager's second half (rest.md, issue 14) -------------------------
 # Auth on vs off in pairs at c=64; 10,000 identical GETs merged vs unmerged
 # (the requests that reach nginx counted from its access log); one bodyFile
@@ -901,6 +978,18 @@ if submits or remote_rpc or fan:
         if text: lines.append("%s: %s" % (label, text))
     if lines:
         out += ["", "Server CPU µs per job by thread (median of runs): " + "; ".join(lines)]
+server_ins = next((r for r in rows if r.get("name") == "server-instructions"), None)
+if server_ins:
+    parts = []
+    for key, label in (("durableSubmit", "durable submits, 16 clients, single calls"),
+                       ("remoteJobOverRPC", "remote jobs over RPC, batches of 500")):
+        threads = server_ins.get(key)
+        if threads:
+            parts.append("%s: %s, total %.1fk" % (label, ", ".join("%s %.1fk" % (t, v / 1000) for t, v in threads.items()),
+                                                 sum(threads.values()) / 1000))
+    if parts:
+        out += ["", "Server instructions per job by thread (callgrind, `hydra-bench serve`; 3,000 jobs minus 1,000, "
+                "user space only, the same whatever the machine's noise): " + "; ".join(parts)]
 auth = next((r for r in rows if r.get("name") == "auth-bearer"), None)
 merged = next((r for r in rows if r.get("name") == "merged"), None)
 uploads = [r for r in rows if r.get("name") == "upload"]

@@ -48,7 +48,7 @@ struct HydraBench {
             guard let url = text("--url") else { usage() }
             try RPCBench.remote(connect: text("--connect") ?? "127.0.0.1:7400", url: url,
                                 jobs: option("--jobs", 20_000), clients: option("--clients", 1),
-                                batch: option("--batch", 500))
+                                batch: option("--batch", 500), pollMs: option("--poll-ms", 2))
         case "resource-hits":
             guard let url = text("--url") else { usage() }
             try ResourceBench.hits(url: url, jobs: option("--jobs", 200_000), memory: option("--memory", 1) != 0)
@@ -82,6 +82,9 @@ struct HydraBench {
         case "upload":
             guard let file = text("--file"), let state = text("--state"), let url = text("--url") else { usage() }
             try RESTBench.upload(file: file, state: state, url: url)
+        case "serve":
+            guard let path = text("--config") else { usage() }
+            try ServeBench.serve(configPath: path)
         case "fanout":
             try RPCBench.fanout(connect: text("--connect") ?? "127.0.0.1:7400",
                                 subscribers: option("--subscribers", 100), jobs: option("--jobs", 2000))
@@ -91,7 +94,7 @@ struct HydraBench {
     }
 
     static func usage() -> Never {
-        FileHandle.standardError.write(Data("usage: hydra-bench remote --url URL [--requests N] [--concurrency C] [--workers W] | local [--jobs N] | rpc-submit --connect ADDR [--jobs N --clients C --batch B] | rpc-remote --connect ADDR --url URL [--jobs N --clients C --batch B] | fanout --connect ADDR [--subscribers S --jobs N] | resource-hits --url URL [--jobs N --memory 1|0] | auth --url URL [--requests N --concurrency C --pairs P] | merged --url URL --log FILE [--jobs N] | upload --file PATH --state DIR --url URL | resource-download --prefix URL [--files N --concurrency C --memory-bytes B] | resource-memory --connect ADDR --pid PID --prefix URL [--files N]\n".utf8))
+        FileHandle.standardError.write(Data("usage: hydra-bench remote --url URL [--requests N] [--concurrency C] [--workers W] | local [--jobs N] | rpc-submit --connect ADDR [--jobs N --clients C --batch B] | rpc-remote --connect ADDR --url URL [--jobs N --clients C --batch B --poll-ms MS] | fanout --connect ADDR [--subscribers S --jobs N] | resource-hits --url URL [--jobs N --memory 1|0] | auth --url URL [--requests N --concurrency C --pairs P] | merged --url URL --log FILE [--jobs N] | upload --file PATH --state DIR --url URL | resource-download --prefix URL [--files N --concurrency C --memory-bytes B] | resource-memory --connect ADDR --pid PID --prefix URL [--files N] | serve --config FILE\n".utf8))
         exit(2)
     }
 
