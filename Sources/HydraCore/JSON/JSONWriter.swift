@@ -56,7 +56,7 @@ public enum JSONWriter {
         return d.rounded() == d && abs(d) < 1e15 ? String(Int(d)) : "\(d)"
     }
 
-    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+    static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// Appends a string as ``write(_:into:)`` writes `.string(s)`: quoted and escaped.
     public static func writeString(_ s: String, into out: inout [UInt8]) {
@@ -161,7 +161,7 @@ public enum JSONWriter {
     /// Measured on the 50,000-step graph's result: its header values were
     /// written byte by byte, ~20 instructions per byte.
     @inline(__always)
-    private static func needsWork(_ word: UInt64, asciiOnly: Bool) -> Bool {
+    static func needsWork(_ word: UInt64, asciiOnly: Bool) -> Bool {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
         func hasZero(_ v: UInt64) -> UInt64 { (v &- ones) & ~v & highs }
@@ -180,8 +180,8 @@ public enum JSONWriter {
         case 0x09: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
         case 0..<0x20:
             out.append(contentsOf: "\\u00".utf8)
-            out.append(hex[Int(byte >> 4)])
-            out.append(hex[Int(byte & 0xF)])
+            out.append(hexDigits[Int(byte >> 4)])
+            out.append(hexDigits[Int(byte & 0xF)])
         default: out.append(byte)
         }
     }

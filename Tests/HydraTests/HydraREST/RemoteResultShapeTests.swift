@@ -84,6 +84,38 @@ import Testing
         #expect(cancelled.encodedJSON() == JSONWriter.bytes(cancelled.json))
     }
 
+    /// Generated header blocks (names in any case, repeated or not; values
+    /// with quotes, backslashes, control bytes, DEL and now and then a
+    /// non-ASCII letter): the encoding written from the block's bytes is the
+    /// built result's JSON, byte for byte, whichever way each block goes.
+    @Test func generatedHeaderBlocksEncodeAsTheBuiltResult() {
+        var random = SeededRandom(seed: 0x4865_6164_6572_7321)
+        let names = ["Content-Type", "ETag", "date", "X-Trace", "SERVER", "x-a", "Set-Cookie", "Q"]
+        let pieces = ["a", "Z", "0", " ", "\"", "\\", "\t", "\u{01}", "\u{1F}", "\u{7F}", "/", ";", "=", "é", "abcdefghij"]
+        var fast = 0
+        for _ in 0..<600 {
+            var fields: [HTTPHeader] = []
+            for _ in 0..<Int.random(in: 0...10, using: &random) {
+                var name = names.randomElement(using: &random)!
+                if Bool.random(using: &random) { name = Bool.random(using: &random) ? name.uppercased() : name.lowercased() }
+                // Non-ASCII now and then, not in every other block.
+                let allowed = Int.random(in: 0..<4, using: &random) == 0 ? pieces : pieces.filter { $0 != "é" }
+                let value = (0..<Int.random(in: 0...12, using: &random)).map { _ in allowed.randomElement(using: &random)! }.joined()
+                fields.append(HTTPHeader(name, value))
+            }
+            let result = RemoteResult(status: 200, headers: HTTPHeaderBlock(fields), body: JSONBody(.null), file: nil,
+                                      attempts: 1, elapsedMs: 1, url: "http://h/")
+            var encoded: [UInt8] = []
+            result.encode(into: &encoded)
+            let expected = JSONWriter.string(result.build())
+            #expect(String(decoding: encoded, as: UTF8.self) == expected, "\(fields)")
+            let block = result.headers.bytes
+            if !block.contains(where: { $0 >= 0x80 }), Set(fields.map { $0.name.lowercased() }).count == fields.count { fast += 1 }
+        }
+        // Both ways were taken, many times each.
+        #expect(fast > 100 && fast < 500, "\(fast) of 600 blocks could be written from their bytes")
+    }
+
     /// The path a full URL's dummy responses are matched on.
     @Test func thePathOfAURL() {
         let cases: [(String, String)] = [
