@@ -59,6 +59,40 @@ import Testing
         }
     }
 
+    /// Generated events (names and ids with quotes, backslashes, control
+    /// bytes, non-ASCII; any seq and time; fields compact or with raw
+    /// newlines): each line is one line, the JSON array of the event, and
+    /// byte for byte the compact JSON of that array when its fields are
+    /// compact (whether it was counted and written at its exact size, or
+    /// appended piece by piece).
+    @Test func generatedEventLinesAreTheEventsJSON() throws {
+        var random = SeededRandom(seed: 0x4576_656E_744C_696E)
+        let pieces = ["job.succeeded", "j", "0", ".", "\"", "\\", "\n", "\t", "\u{01}", "\u{7F}", "é", "✓", "abcdefghijklmnop"]
+        let ascii = pieces.filter { $0.utf8.allSatisfy { $0 < 0x80 } }
+        func text() -> String {
+            let pool = Int.random(in: 0..<4, using: &random) == 0 ? pieces : ascii
+            return (0..<Int.random(in: 0...4, using: &random)).map { _ in pool.randomElement(using: &random)! }.joined()
+        }
+        for _ in 0..<800 {
+            let seq = [0, 1, 9, 10, 123_456, Int.max, Int.random(in: 0...Int.max, using: &random)].randomElement(using: &random)!
+            let time = [0, 1_764_000_000.123456, -1.5, 1e-7, Double.random(in: 0..<2e9, using: &random)].randomElement(using: &random)!
+            let fieldsValue: JSONValue = ["result": .string(text()), "n": .int(Int.random(in: -5...5, using: &random))]
+            let pretty = Bool.random(using: &random)
+            let fields = pretty ? Array("{\n \"result\": \(JSONWriter.string(fieldsValue["result"]!)),\n \"n\": \(fieldsValue["n"]!.intValue!)\n}".utf8)
+                                : JSONWriter.bytes(fieldsValue)
+            let event = HydraEvent(seq: UInt64(seq), name: text(), jobId: text(), rootJobId: text(), stepPath: text(),
+                                   time: time, fields: [:])
+            let line = EventBatch.line(seq: seq, event, fields: fields)
+            #expect(line.last == UInt8(ascii: "\n") && line.dropLast().allSatisfy { $0 != UInt8(ascii: "\n") })
+            let expected: JSONValue = [.int(seq), .string(event.name), .string(event.jobId), .string(event.rootJobId),
+                                       .string(event.stepPath), .int(EventBatch.microseconds(time)), fieldsValue]
+            #expect(try JSONParser.parse(Array(line.dropLast())) == expected, "\(String(decoding: line, as: UTF8.self))")
+            if !pretty {
+                #expect(Array(line.dropLast()) == JSONWriter.bytes(expected), "\(String(decoding: line, as: UTF8.self))")
+            }
+        }
+    }
+
     @Test func migratesOnceAndKeepsDataAcrossReopen() throws {
         let dir = folder()
         var store = try SQLiteStore(directory: dir)
