@@ -24,7 +24,8 @@
 #                               .build/release/hydra-bench if there is one
 #   BENCH_HYDRA=1               0 = skip every hydra row
 #   BENCH_TOOLS=1               0 = skip the curl-parallel and aria2c rows
-#   BENCH_INSTRUCTIONS=1        0 = skip the instructions-per-request row (callgrind)
+#   BENCH_INSTRUCTIONS=1        0 = skip the instruction rows (callgrind: per request, and the
+#                               server's per job by thread)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
