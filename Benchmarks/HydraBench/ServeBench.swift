@@ -5,9 +5,10 @@
 // Why not `hydra serve` itself: its async `main` parks the main thread in
 // libdispatch's `sigsuspend` once it awaits a signal, and Valgrind 3.19 dies
 // there ("the 'impossible' happened", syscall 130). Here the main thread
-// blocks in `sigwait` instead. Callgrind counts are the same on any machine
-// and in any minute, so a change to the server's per-job path can be measured
-// exactly, where its CPU time moves by more than the change with the host.
+// blocks in `sigwait` instead. Callgrind's counts hardly move with the
+// machine or the minute (the writer's by ~3%, with how its commits batch), so
+// a change to the server's per-job path can be measured where its CPU time
+// moves with the host by more than the change.
 import Foundation
 import Hydra
 import HydraLoop
