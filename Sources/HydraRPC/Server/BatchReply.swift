@@ -96,8 +96,8 @@ final class BatchReply {
                 continue
             }
             guard let id = members["id"] else { continue }  // a notification: no response
-            let rawID = raw.count == items.count ? RawJSON.member("id", ofObject: raw[i]) : nil
-            worst += base - 4 + RPCID(id, raw: rawID).text.count
+            let text = RPCID(id) { raw.count == items.count ? RawJSON.member("id", ofObject: raw[i]) : nil }.text
+            worst += base - 4 + text.count
         }
         guard worst > limit else { return nil }
         return RPCEncoder.error(RPCFailure(

@@ -21,7 +21,7 @@ struct RPCRequest: Sendable {
         var id: RPCID?
         if let given = o["id"] {
             switch given {
-            case .string, .int, .double, .null: id = RPCID(given, raw: raw.flatMap { RawJSON.member("id", ofObject: $0) })
+            case .string, .int, .double, .null: id = RPCID(given) { raw.flatMap { RawJSON.member("id", ofObject: $0) } }
             default: return .failure(RPCFailure(id: .null, code: -32600, "invalid request: id must be a number, a string or null"))
             }
         }

@@ -298,7 +298,9 @@ import Testing
         defer { server.terminate() }
         let raw = try server.raw()
         func reply(_ line: String) throws -> String { try exchange(raw, line) }
-        for id in ["1e400", "123456789012345678901234567890", "-0.0", "1.50", "7", "1E-400", "\"a\\u0062c\""] {
+        // Integers too, which are written from their value (zero from its text: `-0` stays `-0`).
+        for id in ["1e400", "123456789012345678901234567890", "-0.0", "1.50", "7", "1E-400", "\"a\\u0062c\"",
+                   "0", "-0", "-7", "9223372036854775807", "-9223372036854775808", "9223372036854775808"] {
             let ok = try reply(#"{"jsonrpc":"2.0","id":\#(id),"method":"hydra.ping"}"#)
             let expected = id.hasPrefix("\"") ? "\"abc\"" : id
             #expect(ok.hasPrefix(#"{"jsonrpc":"2.0","id":\#(expected),"result":"#), "\(ok)")
