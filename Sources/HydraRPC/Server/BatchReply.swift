@@ -80,11 +80,11 @@ final class BatchReply {
                                     data: ["size": .int(size), "limit": .int(limit)]))
     }
 
-    /// The error that refuses `items` (a batch; `raw`: their texts, when
+    /// The error that refuses `items` (a batch; `raw`: an element's text, when
     /// known) before any call runs, or nil when the answer surely fits in
     /// `limit` bytes: every response could at worst be replaced by
     /// ``tooLarge(id:size:limit:)`` (a notification has none).
-    static func refusal(of items: [JSONValue], raw: [ArraySlice<UInt8>], limit: Int) -> [UInt8]? {
+    static func refusal(of items: [JSONValue], raw: (Int) -> ArraySlice<UInt8>?, limit: Int) -> [UInt8]? {
         // The replacement with id `null` and the longest size, and its comma.
         let base = tooLarge(id: .null, size: .max, limit: limit).count + 1
         // Most batches are far below the limit whatever their calls answer.
@@ -96,7 +96,7 @@ final class BatchReply {
                 continue
             }
             guard let id = members["id"] else { continue }  // a notification: no response
-            let text = RPCID(id) { raw.count == items.count ? RawJSON.member("id", ofObject: raw[i]) : nil }.text
+            let text = RPCID(id) { raw(i).flatMap { RawJSON.member("id", ofObject: $0) } }.text
             worst += base - 4 + text.count
         }
         guard worst > limit else { return nil }

@@ -29,7 +29,7 @@ public enum RPCLineFuzzing {
 
     private static func check(_ value: JSONValue, raw: ArraySlice<UInt8>) {
         let answer: [UInt8]
-        switch RPCRequest.parse(value, raw: raw) {
+        switch RPCRequest.parse(value, raw: { raw }) {
         case .success(let request):
             if case .object(let o) = value, let id = o["id"], id.intValue != nil || id.doubleValue != nil {
                 guard let text = RawJSON.member("id", ofObject: raw), request.id?.text == Array(text) else {

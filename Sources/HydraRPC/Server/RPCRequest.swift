@@ -13,15 +13,16 @@ struct RPCRequest: Sendable {
     var isNotification: Bool { id == nil }
 
     /// Checks a decoded message; the error carries the id when one could be read.
-    /// `raw` is the message's text, for the id's exact digits (``RPCID``).
-    static func parse(_ value: JSONValue, raw: ArraySlice<UInt8>?) -> Result<RPCRequest, RPCFailure> {
+    /// `raw` gives the message's text, for the id's exact digits (``RPCID``):
+    /// asked only for an id it needs.
+    static func parse(_ value: JSONValue, raw: () -> ArraySlice<UInt8>?) -> Result<RPCRequest, RPCFailure> {
         guard case .object(let o) = value else {
             return .failure(RPCFailure(id: .null, code: -32600, "invalid request: expected an object"))
         }
         var id: RPCID?
         if let given = o["id"] {
             switch given {
-            case .string, .int, .double, .null: id = RPCID(given) { raw.flatMap { RawJSON.member("id", ofObject: $0) } }
+            case .string, .int, .double, .null: id = RPCID(given) { raw().flatMap { RawJSON.member("id", ofObject: $0) } }
             default: return .failure(RPCFailure(id: .null, code: -32600, "invalid request: id must be a number, a string or null"))
             }
         }
