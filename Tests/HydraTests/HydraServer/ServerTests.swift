@@ -357,6 +357,14 @@ import Testing
         }
         #expect(replayed.map { $0["seq"] } == live.map { $0["seq"] })
         #expect(try again.nextNotification(timeout: .milliseconds(200)) == nil)
+        // job.started names the worker (null for the group, which runs on none),
+        // sent live and replayed from the store alike.
+        func workers(_ events: [JSONValue]) -> [String: JSONValue] {
+            Dictionary(uniqueKeysWithValues: events.filter { $0["event"] == "job.started" }
+                .map { ($0["stepPath"]?.stringValue ?? "?", $0["worker"] ?? "absent") })
+        }
+        #expect(workers(live) == ["": .null, "0": "local", "1": "local"], "\(live)")
+        #expect(workers(replayed) == workers(live), "\(replayed)")
 
         // Filters by name.
         let failures = try server.client()
