@@ -365,6 +365,14 @@ import Testing
         }
         #expect(workers(live) == ["": .null, "0": "local", "1": "local"], "\(live)")
         #expect(workers(replayed) == workers(live), "\(replayed)")
+        // job.queued carries its spec's summary, live and replayed alike.
+        func specs(_ events: [JSONValue]) -> [String: JSONValue] {
+            Dictionary(uniqueKeysWithValues: events.filter { $0["event"] == "job.queued" }
+                .map { ($0["stepPath"]?.stringValue ?? "?", $0["spec"] ?? "absent") })
+        }
+        #expect(specs(live)["0"]?["type"] == "local" && specs(live)["0"]?["name"] == "echo", "\(live)")
+        #expect(specs(live)[""]?["type"] == "serial", "\(live)")
+        #expect(specs(replayed) == specs(live), "\(replayed)")
 
         // Filters by name.
         let failures = try server.client()
