@@ -198,6 +198,19 @@ record() { printf '%s\n' "$1" >> "$RESULTS_JSONL"; printf '    %s\n' "$1" >&2; }
 
 # Starts the release `hydra serve` with CONFIG in the background (output in
 # $TMP/NAME.out and .err) and waits until it listens on PORT; SERVED_PID is its pid.
+# The server rows' configuration (the timed `hydra serve` and the counted
+# `hydra-bench serve` run the same): one remote worker with 64 in flight, two
+# local threads, no default headers.
+server_config() { # file, port, state folder
+    cat > "$1" <<EOF
+{"rpc": {"listen": "127.0.0.1:$2", "maxConnections": 4096},
+ "state": {"path": "$3"},
+ "workers": [{"name": "rest", "kind": "remote", "maxConnections": 64, "maxHostConnections": 64, "maxActive": 64},
+             {"name": "local", "kind": "local", "threads": 2}],
+ "defaults": {"headers": {}}}
+EOF
+}
+
 start_serve() { # config, port, name
     "$ROOT/.build/release/hydra" serve --config "$1" > "$TMP/$3.out" 2> "$TMP/$3.err" &
     SERVED_PID=$!
@@ -635,13 +648,7 @@ fi
 # ratio is to raw C at concurrency 64 from the runs above.
 if [[ "$HYDRA_OK" == 1 && -x "$HYDRA_BIN" && "${BENCH_SERVER:-1}" != 0 ]]; then
     RPC_PORT="${BENCH_RPC_PORT:-17400}"
-    cat > "$TMP/hydra.json" <<EOF
-{"rpc": {"listen": "127.0.0.1:$RPC_PORT", "maxConnections": 4096},
- "state": {"path": "$TMP/state"},
- "workers": [{"name": "rest", "kind": "remote", "maxConnections": 64, "maxHostConnections": 64, "maxActive": 64},
-             {"name": "local", "kind": "local", "threads": 2}],
- "defaults": {"headers": {}}}
-EOF
+    server_config "$TMP/hydra.json" "$RPC_PORT" "$TMP/state"
     log "starting hydra serve on 127.0.0.1:$RPC_PORT"
     start_serve "$TMP/hydra.json" "$RPC_PORT" serve
     SERVE_PID=$SERVED_PID
@@ -693,7 +700,8 @@ fi
 # difference is the cost of 2,000 jobs without start-up, by thread. The
 # kernel's share (the RPC thread's sockets, the writer's files) is not in it.
 # Batching differs from a real run (Valgrind runs one thread at a time): the
-# writer's count moves by ~3% from run to run, the others' by under 1%.
+# writer's count moves with its commits' sizes (76-86k per durable submit),
+# the others' by about 1%.
 if [[ "$HYDRA_OK" == 1 && "${BENCH_INSTRUCTIONS:-1}" != 0 ]] && command -v valgrind >/dev/null; then
     log "server instructions per job (callgrind: 1,000 and 3,000 jobs, subtracted)"
     # Debug info out (Valgrind 3.19 cannot read it), symbols kept: they tell the threads apart.
@@ -702,13 +710,7 @@ if [[ "$HYDRA_OK" == 1 && "${BENCH_INSTRUCTIONS:-1}" != 0 ]] && command -v valgr
     server_counts() { # mode (durable|remote), jobs: one line per thread, "name instructions"
         local dir="$TMP/cg-serve-$1-$2" pid
         rm -rf "$dir"; mkdir -p "$dir"
-        cat > "$dir/h.json" <<EOF
-{"rpc": {"listen": "127.0.0.1:$CG_PORT", "maxConnections": 4096},
- "state": {"path": "$dir/state"},
- "workers": [{"name": "rest", "kind": "remote", "maxConnections": 64, "maxHostConnections": 64, "maxActive": 64},
-             {"name": "local", "kind": "local", "threads": 2}],
- "defaults": {"headers": {}}}
-EOF
+        server_config "$dir/h.json" "$CG_PORT" "$dir/state"
         valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$dir/cg" \
             "$TMP/hydra-bench-symbols" serve --config "$dir/h.json" > /dev/null 2> "$dir/log" &
         pid=$!

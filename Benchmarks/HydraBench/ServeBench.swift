@@ -6,9 +6,9 @@
 // libdispatch's `sigsuspend` once it awaits a signal, and Valgrind 3.19 dies
 // there ("the 'impossible' happened", syscall 130). Here the main thread
 // blocks in `sigwait` instead. Callgrind's counts hardly move with the
-// machine or the minute (the writer's by ~3%, with how its commits batch), so
-// a change to the server's per-job path can be measured where its CPU time
-// moves with the host by more than the change.
+// machine or the minute (but for the writer's, with how its commits batch),
+// so a change to the server's per-job path can be measured where its CPU
+// time moves with the host by more than the change.
 import Foundation
 import Hydra
 import HydraLoop
