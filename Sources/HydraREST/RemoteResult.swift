@@ -64,7 +64,7 @@ final class RemoteResult: DeferredResult {
     func encode(into out: inout [UInt8]) {
         out.reserveRoom(headers.bytes.count + url.utf8.count + 160)
         out.append(contentsOf: #"{"status":"#.utf8)
-        out.append(contentsOf: String(status).utf8)
+        JSONWriter.writeInt(status, into: &out)
         out.append(contentsOf: #","headers":"#.utf8)
         if !writeHeaderBytes(into: &out) {
             out.append(UInt8(ascii: "{"))
@@ -83,10 +83,10 @@ final class RemoteResult: DeferredResult {
             out.append(contentsOf: #","file":"#.utf8)
             JSONWriter.writeString(file.path, into: &out)
             out.append(contentsOf: #","bytes":"#.utf8)
-            out.append(contentsOf: String(file.bytes).utf8)
+            JSONWriter.writeInt(file.bytes, into: &out)
         }
         out.append(contentsOf: #","fromCache":false,"attempts":"#.utf8)
-        out.append(contentsOf: String(attempts).utf8)
+        JSONWriter.writeInt(attempts, into: &out)
         out.append(contentsOf: #","elapsedMs":"#.utf8)
         JSONWriter.writeDouble(elapsedMs, into: &out)
         out.append(contentsOf: #","url":"#.utf8)

@@ -26,7 +26,7 @@ enum EventBatch {
         out.reserveCapacity(fields.count + event.name.utf8.count + event.jobId.utf8.count
                             + event.rootJobId.utf8.count + event.stepPath.utf8.count + 56)
         out.append(UInt8(ascii: "["))
-        appendDecimal(seq, to: &out)
+        JSONWriter.writeInt(seq, into: &out)
         // Written one by one: an array of the four would be allocated for every event.
         out.append(UInt8(ascii: ","))
         JSONWriter.writeString(event.name, into: &out)
@@ -37,7 +37,7 @@ enum EventBatch {
         out.append(UInt8(ascii: ","))
         JSONWriter.writeString(event.stepPath, into: &out)
         out.append(UInt8(ascii: ","))
-        appendDecimal(microseconds(event.time), to: &out)
+        JSONWriter.writeInt(microseconds(event.time), into: &out)
         out.append(UInt8(ascii: ","))
         // (memchr: a result's fields run to hundreds of bytes, looked at one by one before.)
         if fields.withUnsafeBytes({ $0.baseAddress.map { memchr($0, 0x0A, fields.count) != nil } ?? false }) {
@@ -57,25 +57,6 @@ enum EventBatch {
         let value = (seconds * 1_000_000).rounded()
         guard value.isFinite, abs(value) < 9.0e18 else { return 0 }
         return Int(value)
-    }
-
-    /// Appends `value` in decimal, without making a string of it: the digits
-    /// are written from the last into a buffer on the stack, then appended at
-    /// once (appended one by one and reversed in place through a slice of the
-    /// array, two per event cost the coordinator 6–8% of its time per remote
-    /// job over RPC).
-    static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
-        if value < 0 { out.append(UInt8(ascii: "-")) }
-        var rest = value.magnitude
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
-            var first = digits.count
-            repeat {
-                first -= 1
-                digits[first] = UInt8(ascii: "0") + UInt8(rest % 10)
-                rest /= 10
-            } while rest > 0
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[first...]))
-        }
     }
 
     /// The event a stored line holds. `StoreError` when it is not one.

@@ -4,6 +4,20 @@ import Testing
 @testable import Hydra
 
 @Suite(.ownThreads) struct JSONTests {
+    /// Integers in decimal, after what the output already holds (event lines'
+    /// seq and time, results' status, any `.int`): the text `String` gives.
+    @Test func integersAreWrittenAsTheirText() {
+        var random = SeededRandom(seed: 0x496E_7454_6578_7421)
+        let values = [0, 7, -1, 9, 10, 99, 100, -305, 1_764_000_000_123_456, Int.max, Int.min, Int.min + 1]
+            + (0..<500).map { _ in Int.random(in: Int.min...Int.max, using: &random) >> Int.random(in: 0..<63, using: &random) }
+        for value in values {
+            var out = Array("[x,".utf8)
+            JSONWriter.writeInt(value, into: &out)
+            #expect(out == Array("[x,\(value)".utf8), "\(value)")
+            #expect(JSONWriter.bytes(.int(value)) == Array(String(value).utf8), "\(value)")
+        }
+    }
+
     /// A line inside a larger buffer parses in place; errors count from the line's start.
     /// `encodedSize` is the writer's length, for generated values full of what
     /// needs escaping, and nil one byte below it.

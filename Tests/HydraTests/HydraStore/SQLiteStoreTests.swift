@@ -50,15 +50,6 @@ import Testing
 
     // MARK: - Schema
 
-    /// An event line's numbers (its seq, its time in microseconds) in decimal, after what the line already holds.
-    @Test func decimalsAreWrittenAsTheirText() {
-        for value in [0, 7, -1, 10, 99, 100, -305, 1_764_000_000_123_456, Int.max, Int.min] {
-            var out = Array("[x,".utf8)
-            EventBatch.appendDecimal(value, to: &out)
-            #expect(out == Array("[x,\(value)".utf8), "\(value)")
-        }
-    }
-
     /// Generated events (names and ids with quotes, backslashes, control
     /// bytes, non-ASCII; any seq and time; fields compact or with raw
     /// newlines): each line is one line, the JSON array of the event, and
