@@ -14,8 +14,9 @@ extension JSONWriter {
         withUnsafeTemporaryAllocation(of: Int.self, capacity: 2 * members.count) { lengths -> [UInt8]? in
             var length = 2  // the braces
             for (i, member) in members.enumerated() {
-                guard let name = escapedLength(UnsafeBufferPointer(rebasing: source[member.name])),
-                      let value = escapedLength(UnsafeBufferPointer(rebasing: source[member.value])) else { return nil }
+                guard let name = escapedLength(UnsafeBufferPointer(rebasing: source[member.name]), asciiOnly: true),
+                      let value = escapedLength(UnsafeBufferPointer(rebasing: source[member.value]), asciiOnly: true)
+                else { return nil }
                 lengths[2 * i] = name
                 lengths[2 * i + 1] = value
                 length += name + value + 5 + (i > 0 ? 1 : 0)  // four quotes and a colon, a comma between
@@ -43,28 +44,31 @@ extension JSONWriter {
     }
 
     /// How many bytes `bytes` take inside a JSON string as ``writeString(_:into:)``
-    /// writes them (quotes not counted); nil when one is above 0x7F.
-    static func escapedLength(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+    /// writes them (quotes not counted); with `asciiOnly`, nil when one is
+    /// above 0x7F (otherwise such bytes, UTF-8, stay as they are).
+    static func escapedLength(_ bytes: UnsafeBufferPointer<UInt8>, asciiOnly: Bool) -> Int? {
         let raw = UnsafeRawBufferPointer(bytes)
         var length = bytes.count
         var i = 0
         while i < bytes.count {
-            if i + 8 <= bytes.count, !needsWork(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self), asciiOnly: true) {
+            if i + 8 <= bytes.count, !needsWork(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self), asciiOnly: asciiOnly) {
                 i += 8
                 continue
             }
             let byte = bytes[i]
             i += 1
-            if byte >= 0x20 && byte < 0x80 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") { continue }
-            if byte >= 0x80 { return nil }
+            if byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") {
+                if byte >= 0x80 && asciiOnly { return nil }
+                continue
+            }
             length += escapeLength(byte) - 1
         }
         return length
     }
 
     /// `bytes` quoted and escaped at `out[at...]` (room counted by
-    /// ``escapedLength(_:)``, `escapedLength`, plus two); returns where the text ends.
-    private static func writeQuoted(_ bytes: UnsafeBufferPointer<UInt8>, escapedLength: Int, lowercase: Bool,
+    /// ``escapedLength(_:asciiOnly:)``, `escapedLength`, plus two); returns where the text ends.
+    static func writeQuoted(_ bytes: UnsafeBufferPointer<UInt8>, escapedLength: Int, lowercase: Bool,
                                     into out: UnsafeMutableBufferPointer<UInt8>, at start: Int) -> Int {
         var at = start
         out[at] = UInt8(ascii: "\"")

@@ -112,67 +112,24 @@ public enum JSONWriter {
         _ = writeString(bytes: bytes, lowercase: lowercase, asciiOnly: false, into: &out)
     }
 
-    /// As ``writeString(bytes:lowercase:into:)``; with `asciiOnly`, stops at
-    /// the first byte above 0x7F and returns false, having written part of the
-    /// string (the caller drops what it wrote): one pass where a check of the
-    /// bytes first and the writing after took two.
+    /// As ``writeString(bytes:lowercase:into:)``; with `asciiOnly`, writes
+    /// nothing and returns false when a byte is above 0x7F.
     public static func writeString(bytes: ArraySlice<UInt8>, lowercase: Bool, asciiOnly: Bool, into out: inout [UInt8]) -> Bool {
         bytes.withUnsafeBufferPointer { writeString(bytes: $0, lowercase: lowercase, asciiOnly: asciiOnly, into: &out) }
     }
 
-    /// As the `ArraySlice` variant above, for bytes a caller already holds in place (a response's header block,
-    /// field after field, without a slice of the array for each).
+    /// As the `ArraySlice` variant above, for bytes a caller already holds in
+    /// place. Counted first, then written in place (``escapedLength(_:asciiOnly:)``,
+    /// `writeQuoted`: the escapes of ``asciiObject(_:members:lowercaseNames:)`` too).
     public static func writeString(bytes: UnsafeBufferPointer<UInt8>, lowercase: Bool, asciiOnly: Bool, into out: inout [UInt8]) -> Bool {
-        out.append(UInt8(ascii: "\""))
-        if lowercase {
-            // Field names: short tokens with nothing to escape, but capitals that
-            // split them into runs of a few bytes each: copied at once and lowered
-            // in place; anything to escape goes the general way below.
-            let start = out.count
-            out.append(contentsOf: bytes)
-            let plain = out.withUnsafeMutableBufferPointer { written -> Bool? in
-                for i in start..<written.count {
-                    let byte = written[i]
-                    if asciiOnly && byte >= 0x80 { return nil }
-                    if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return false }
-                    if byte >= 65 && byte <= 90 { written[i] = byte + 32 }
-                }
-                return true
-            }
-            guard let plain else { return false }
-            if plain {
-                out.append(UInt8(ascii: "\""))
-                return true
-            }
-            out.removeSubrange(start...)
+        guard let length = escapedLength(bytes, asciiOnly: asciiOnly) else { return false }
+        let start = out.count
+        out.reserveRoom(length + 2)
+        out.append(contentsOf: repeatElement(0, count: length + 2))
+        out.withUnsafeMutableBufferPointer { written in
+            _ = writeQuoted(bytes, escapedLength: length, lowercase: lowercase, into: written, at: start)
         }
-        // Runs of bytes that stay as they are are copied in bulk (a result's header values, mostly).
-        let complete = { (bytes: UnsafeBufferPointer<UInt8>) -> Bool in
-            let raw = UnsafeRawBufferPointer(bytes)
-            var runStart = 0
-            var i = 0
-            while i < bytes.count {
-                // Eight bytes at a time past those that stay as they are (not
-                // when lowering: field names are short).
-                if !lowercase, i + 8 <= bytes.count,
-                   !needsWork(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self), asciiOnly: asciiOnly) {
-                    i += 8
-                    continue
-                }
-                let byte = bytes[i]
-                i += 1
-                if asciiOnly && byte >= 0x80 { return false }
-                let upper = lowercase && byte >= 65 && byte <= 90
-                guard upper || byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-                if runStart < i - 1 { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<(i - 1)])) }
-                if upper { out.append(byte + 32) } else { writeEscaped(byte, into: &out) }
-                runStart = i
-            }
-            if runStart < bytes.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...])) }
-            return true
-        }(bytes)
-        out.append(UInt8(ascii: "\""))
-        return complete
+        return true
     }
 
     /// True when one of the eight bytes of `word` must be escaped (below
